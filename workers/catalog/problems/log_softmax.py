@@ -1,0 +1,23 @@
+"""Row log-softmax over the last dimension (token log-probabilities)."""
+
+import torch
+import torch.nn as nn
+
+batch_size = 4096
+dim = 8192
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
