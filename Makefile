@@ -1,0 +1,34 @@
+# KernelEvolve: two commands. `make run` brings the portal up with a local worker on embedded
+# defaults (SQLite, embedded Redis); `make test` runs ruff and the whole test suite.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint format
+
+$(STAMP): requirements.txt package.json package-lock.json
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	npm ci --no-audit --no-fund --silent
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(PY) scripts/vendor_assets.py
+
+run: setup
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py seed_demo
+	$(PY) -m kernelevolve_site.launcher
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: lint
+	sh scripts/ensure_chromium.sh
+	$(PY) -m pytest

@@ -1,0 +1,1 @@
+"""Accounts: roles (groups with permissions), login and API tokens."""

@@ -1,0 +1,56 @@
+"""REST API for accounts: who am I, API tokens, the team."""
+
+from django.contrib.auth import authenticate
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts import selectors, services
+from apps.accounts.permissions import portal_permission
+from apps.accounts.serializers import (
+    MeSerializer,
+    TeamMemberSerializer,
+    TokenRequestSerializer,
+    TokenSerializer,
+)
+
+
+class MeApi(APIView):
+    @extend_schema(responses=MeSerializer)
+    def get(self, request):
+        data = {
+            "username": request.user.username,
+            "roles": selectors.user_roles(user=request.user),
+            "permissions": sorted(request.user.get_all_permissions()),
+        }
+        return Response(MeSerializer(data).data)
+
+
+class TokenApi(APIView):
+    """Exchange a username and password for a fresh API token (the old one is revoked)."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(request=TokenRequestSerializer, responses=TokenSerializer)
+    def post(self, request):
+        payload = TokenRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        user = authenticate(request, **payload.validated_data)
+        if user is None:
+            return Response(
+                {"detail": "Unknown username or wrong password."},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        token = services.api_token_issue(user=user)
+        return Response(TokenSerializer({"token": token.key}).data)
+
+
+class TeamApi(generics.ListAPIView):
+    permission_classes = [portal_permission("manage_team")]
+    serializer_class = TeamMemberSerializer
+
+    def get_queryset(self):
+        return selectors.team_list()

@@ -1,0 +1,30 @@
+"""API shapes for accounts."""
+
+from django.contrib.auth.models import User
+from rest_framework import serializers
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    roles = serializers.ListField(child=serializers.CharField())
+    permissions = serializers.ListField(child=serializers.CharField())
+
+
+class TeamMemberSerializer(serializers.ModelSerializer):
+    roles = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "roles", "last_login"]
+
+    def get_roles(self, user) -> list[str]:
+        return [g.name for g in user.groups.all()]
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"})
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()

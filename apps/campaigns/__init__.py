@@ -1,0 +1,1 @@
+"""Campaigns: problems, workloads, campaigns, the search graph, gate results, live updates."""

@@ -1,0 +1,15 @@
+"""Load the demo: one user per role (passwords printed) and demo data for every page."""
+
+from django.core.management.base import BaseCommand
+
+from apps.accounts.services import demo_users_seed
+
+
+class Command(BaseCommand):
+    help = "Create demo users (one per role) and demo data. Safe to run again."
+
+    def handle(self, *args, **options):
+        rows = demo_users_seed()
+        self.stdout.write("Demo users (username / password / role):")
+        for username, password, role in rows:
+            self.stdout.write(f"  {username:<10} {password:<22} {role}")

@@ -1,0 +1,1 @@
+"""Models for campaigns (filled by the search issue)."""

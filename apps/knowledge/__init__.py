@@ -1,0 +1,1 @@
+"""Knowledge: entries with provenance, versions, visibility; retrieval for generators."""

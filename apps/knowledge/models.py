@@ -1,0 +1,1 @@
+"""Models for knowledge (filled by its own issue)."""

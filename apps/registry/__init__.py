@@ -1,0 +1,1 @@
+"""Registry: accepted kernel artifacts, promotion stages, approvals, rollout events."""

@@ -1,0 +1,1 @@
+"""Models for registry (filled by its own issue)."""

@@ -1,0 +1,13 @@
+"""The Celery app. Queues: `control` (Django side: search steps, bookkeeping) and one per
+evaluation platform (`eval.interpret`, `eval.cuda.sm90`, ...), consumed by workers that need only
+the compute core. Configuration lives in settings under the CELERY_ prefix."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelevolve_site.settings.dev")
+
+app = Celery("kernelevolve_site")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,27 @@
+"""URL routes: pages per app, the REST API under /api/, its schema and docs, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from kernelevolve_site import views
+
+api_patterns = [
+    path("", include("apps.accounts.api_urls")),
+    path("", include("apps.campaigns.api_urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/", include("apps.accounts.urls")),
+    path("campaigns/", include("apps.campaigns.urls")),
+    path("registry/", include("apps.registry.urls")),
+    path("knowledge/", include("apps.knowledge.urls")),
+    path("api/", include((api_patterns, "api"))),
+    path("admin/", admin.site.urls),
+]
+
+handler403 = "kernelevolve_site.errors.permission_denied"

