@@ -1,0 +1,62 @@
+"""The one interface every generator implements, and the plain data it exchanges.
+
+A generator gets a :class:`GenerationContext` (the problem, the parent nodes, the failing gate's
+evidence when the parent was rejected, retrieved knowledge entries) and returns
+:class:`Proposal` objects: a candidate source, the edge type that produced it and the parameters
+that describe it (so a later round can mutate them). Generators never evaluate anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+EDGE_SEED = "seed"
+EDGE_MUTATION = "mutation"
+EDGE_REPAIR = "repair"
+EDGE_CROSSOVER = "crossover"
+EDGE_ALTERNATIVE = "alternative"
+EDGE_TYPES = (EDGE_SEED, EDGE_MUTATION, EDGE_REPAIR, EDGE_CROSSOVER, EDGE_ALTERNATIVE)
+
+
+@dataclass
+class GenerationContext:
+    """Everything a generator may use to propose children (plain data only)."""
+
+    problem_source: str
+    workload: dict | None = None
+    platform: str = "interpret"
+    # Parent nodes as dicts (see graph.Node.to_dict): source, params, generator, status, ...
+    parents: list[dict] = field(default_factory=list)
+    # What the generator is asked for: seed | mutation | alternative | crossover | repair.
+    mode: str = EDGE_SEED
+    # For repair: the failed gate of the (single) parent, {gate, reason, evidence}.
+    feedback: dict | None = None
+    knowledge: list[dict] = field(default_factory=list)
+    seed: int = 0
+
+
+@dataclass
+class Proposal:
+    """One candidate a generator proposes."""
+
+    source: str
+    edge: str
+    params: dict = field(default_factory=dict)
+    note: str = ""
+
+
+class Generator(Protocol):
+    """A pluggable source of candidates."""
+
+    name: str
+
+    def propose(self, ctx: GenerationContext, n: int) -> list[Proposal]: ...
+
+    def describe(self, problem_source: str) -> dict:
+        """{fits: bool, summary: str} for this problem (e.g. the template's operator family)."""
+        ...
+
+    def stats(self) -> dict:
+        """Counters to persist in the campaign state (requests, errors, ...)."""
+        ...

@@ -1,0 +1,639 @@
+"""Recognise a problem's operator by tracing its reference, never by its file name.
+
+The reference ``Model`` is built and run under a fake-tensor mode (no memory, any size) and
+traced with ``make_fx`` into an ATen graph. That graph is lowered into a small expression IR
+(inputs, constants, pointwise ops, last-dimension reductions) which the template generator
+turns into Triton. The result is a :class:`Plan` naming the operator family, or a
+:class:`NoTemplate` saying plainly why no template fits (e.g. a convolution, or a reduction over
+the first dimension).
+
+Families:
+
+- ``elementwise``: pointwise ops over same-shape tensors (any activation expression);
+- ``row``: pointwise ops plus reductions over the last dimension, with per-column vectors
+  (softmax, log-softmax, RMSNorm, LayerNorm, residual + RMSNorm, sum/mean/max, ...);
+- ``matmul``: ``mm``/``addmm``/``linear`` followed by a pointwise epilogue (bias, activation);
+- ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import operator
+from dataclasses import dataclass, field
+
+import torch
+
+aten = torch.ops.aten
+
+
+class NoTemplate(Exception):
+    """No template fits this problem; the message says why in words a user can act on."""
+
+
+@dataclass
+class IRNode:
+    """One value of the lowered graph.
+
+    kind: ``input`` (attrs: ref, role), ``const`` (value), ``pw`` (op, args), ``reduce``
+    (op in sum/max/min/mean, args=(x,)). ``cat`` is filled by :func:`_categorise`: ``tile``
+    (varies along the row), ``rowscalar`` (one value per row) or ``const``.
+    """
+
+    id: int
+    kind: str
+    op: str = ""
+    args: tuple = ()
+    value: float | None = None
+    attrs: dict = field(default_factory=dict)
+    cat: str = "tile"
+
+
+@dataclass
+class Plan:
+    """What the template generator needs to write a candidate for one problem."""
+
+    family: str
+    forward_args: list[str]
+    init_source: str
+    preamble: str
+    nodes: list[IRNode] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    summary: str = ""
+
+    def inputs(self, role: str | None = None) -> list[IRNode]:
+        return [
+            n for n in self.nodes if n.kind == "input" and (role is None or n.attrs["role"] == role)
+        ]
+
+    def reductions(self) -> list[IRNode]:
+        return [n for n in self.nodes if n.kind == "reduce"]
+
+
+def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
+    """Execute a problem module's source and return its namespace."""
+    namespace: dict = {"__name__": name}
+    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - the problem is trusted
+    for required in ("Model", "get_inputs", "get_init_inputs"):
+        if required not in namespace:
+            raise NoTemplate(f"the problem does not define {required} (KernelBench format)")
+    return namespace
+
+
+def trace_problem(source: str) -> Plan:
+    """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    ns = load_problem(source)
+    model_cls = ns["Model"]
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = model_cls(*ns["get_init_inputs"]())
+            inputs = list(ns["get_inputs"]())
+            state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+            names = list(state)
+
+            def call(params, *args):
+                return functional_call(model, params, args)
+
+            gm = make_fx(call)(state, *inputs)
+    except NoTemplate:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
+        raise NoTemplate(f"the reference could not be traced: {type(exc).__name__}: {exc}") from exc
+
+    forward_args = [p for p in inspect.signature(model_cls.forward).parameters if p != "self"]
+    if any(
+        inspect.signature(model_cls.forward).parameters[p].kind
+        in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        for p in forward_args
+    ):
+        raise NoTemplate("the reference forward takes *args/**kwargs; no template fits")
+    refs = [f"self.{n}" for n in names] + forward_args[: len(inputs)]
+    init_source, preamble = _copy_init(source)
+    plan = _Lowerer(gm, refs).lower()
+    plan.forward_args = forward_args
+    plan.init_source = init_source
+    plan.preamble = preamble
+    return plan
+
+
+# ---------------------------------------------------------------------------- source copying
+
+
+class _SuperFix(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call):  # noqa: N802 - ast API
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and node.args:
+            node.args = []
+        return node
+
+
+def _copy_init(source: str) -> tuple[str, str]:
+    """``Model.__init__`` renamed for ``ModelNew``, plus the problem's imports and constants.
+
+    Parameters must have the same names and shapes as the reference's so they can be copied,
+    so the constructor is reused verbatim (with ``super(Model, self)`` made ``super()``).
+    """
+    tree = ast.parse(source)
+    init = None
+    preamble: list[str] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name == "Model":
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    init = item
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            preamble.append(ast.unparse(stmt))
+        elif isinstance(stmt, ast.Assign):
+            try:
+                ast.literal_eval(stmt.value)
+            except ValueError:
+                continue
+            preamble.append(ast.unparse(stmt))
+    if init is None:
+        return "    def __init__(self, *args, **kwargs):\n        super().__init__()\n", ""
+    init = _SuperFix().visit(init)
+    ast.fix_missing_locations(init)
+    body = ast.unparse(init)
+    return "\n".join("    " + line for line in body.splitlines()) + "\n", "\n".join(preamble)
+
+
+# ---------------------------------------------------------------------------- lowering
+
+_VIEW_OPS = {
+    aten.view.default,
+    aten.reshape.default,
+    aten._unsafe_view.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.clone.default,
+    aten.contiguous.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.expand.default,
+    aten._to_copy.default,
+    aten.lift_fresh_copy.default,
+}
+
+_REDUCE_OPS = {
+    aten.sum.dim_IntList: "sum",
+    aten.mean.dim: "mean",
+    aten.amax.default: "max",
+    aten.amin.default: "min",
+}
+
+_MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
+
+# Pointwise ATen ops we can express: name -> number of tensor-or-scalar positional args used.
+_PW_SIMPLE = {
+    aten.add.Tensor: "add",
+    aten.add.Scalar: "add",
+    aten.add_.Scalar: "add",
+    aten.add_.Tensor: "add",
+    aten.sub.Tensor: "sub",
+    aten.sub.Scalar: "sub",
+    aten.rsub.Scalar: "rsub",
+    aten.rsub.Tensor: "rsub",
+    aten.mul.Tensor: "mul",
+    aten.mul.Scalar: "mul",
+    aten.mul_.Tensor: "mul",
+    aten.div.Tensor: "div",
+    aten.div.Scalar: "div",
+    aten.neg.default: "neg",
+    aten.exp.default: "exp",
+    aten.exp2.default: "exp2",
+    aten.expm1.default: "expm1",
+    aten.log.default: "log",
+    aten.log2.default: "log2",
+    aten.log1p.default: "log1p",
+    aten.sqrt.default: "sqrt",
+    aten.rsqrt.default: "rsqrt",
+    aten.abs.default: "abs",
+    aten.sigmoid.default: "sigmoid",
+    aten.tanh.default: "tanh",
+    aten.relu.default: "relu",
+    aten.silu.default: "silu",
+    aten.gelu.default: "gelu",
+    aten.erf.default: "erf",
+    aten.sin.default: "sin",
+    aten.cos.default: "cos",
+    aten.reciprocal.default: "reciprocal",
+    aten.pow.Tensor_Scalar: "pow",
+    aten.pow.Tensor_Tensor: "pow",
+    aten.maximum.default: "maximum",
+    aten.minimum.default: "minimum",
+    aten.clamp.default: "clamp",
+    aten.clamp_min.default: "clamp_min",
+    aten.clamp_max.default: "clamp_max",
+    aten.hardtanh.default: "hardtanh",
+    aten.leaky_relu.default: "leaky_relu",
+    aten.elu.default: "elu",
+    aten.softplus.default: "softplus",
+    aten.hardsigmoid.default: "hardsigmoid",
+    aten.hardswish.default: "hardswish",
+    aten.mish.default: "mish",
+    aten.sign.default: "sign",
+    aten.where.self: "where",
+    aten.gt.Scalar: "gt",
+    aten.gt.Tensor: "gt",
+    aten.lt.Scalar: "lt",
+    aten.lt.Tensor: "lt",
+    aten.ge.Scalar: "ge",
+    aten.ge.Tensor: "ge",
+    aten.le.Scalar: "le",
+    aten.le.Tensor: "le",
+}
+
+
+class _Lowerer:
+    def __init__(self, gm: torch.fx.GraphModule, refs: list[str]) -> None:
+        self.gm = gm
+        self.refs = refs
+        self.nodes: list[IRNode] = []
+        self.env: dict = {}
+        self.row_shape: tuple | None = None
+
+    # -- helpers
+    def new(self, kind: str, **kw) -> int:
+        node = IRNode(id=len(self.nodes), kind=kind, **kw)
+        self.nodes.append(node)
+        return node.id
+
+    def const(self, value) -> int:
+        return self.new("const", value=float(value))
+
+    def pw(self, op: str, *args: int, **attrs) -> int:
+        return self.new("pw", op=op, args=tuple(args), attrs=attrs)
+
+    def reduce(self, op: str, x: int) -> int:
+        return self.new("reduce", op=op, args=(x,))
+
+    def arg(self, a) -> int:
+        if isinstance(a, torch.fx.Node):
+            if a not in self.env:
+                raise NoTemplate(f"value {a.name} is not expressible in a template")
+            value = self.env[a]
+            if isinstance(value, tuple):
+                raise NoTemplate(f"tuple value {a.name} used as a tensor")
+            return value
+        if isinstance(a, bool | int | float):
+            return self.const(a)
+        raise NoTemplate(f"unsupported argument {a!r}")
+
+    def _last_dim(self, node: torch.fx.Node, dims) -> None:
+        ndim = len(node.args[0].meta["val"].shape)
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        if not dims and ndim == 1:
+            return
+        if len(dims) != 1 or dims[0] % max(ndim, 1) != ndim - 1:
+            raise NoTemplate(
+                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates only "
+                "reduce over the last dimension"
+            )
+
+    # -- the walk
+    def lower(self) -> Plan:
+        graph = self.gm.graph
+        calls = [n for n in graph.nodes if n.op == "call_function"]
+        targets = {n.target for n in calls}
+        for t in targets:
+            name = getattr(t, "__name__", str(t))
+            if "conv" in name:
+                raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(self.refs):
+            raise NoTemplate("inputs of the traced graph do not match the forward's arguments")
+        if targets & _MATMUL_OPS:
+            return self._lower_matmul(placeholders, calls)
+        if aten.nll_loss_forward.default in targets:
+            return self._lower_cross_entropy(placeholders, calls)
+        out_node = next(n for n in graph.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
+        if not outs or not all(isinstance(o, torch.fx.Node) for o in outs):
+            raise NoTemplate("the reference returns no tensor")
+        shapes = [tuple(o.meta["val"].shape) for o in outs]
+        # The row shape: the largest float input (outputs may be row-reduced).
+        float_inputs = [
+            p for p in placeholders if p.meta["val"].is_floating_point() and p.meta["val"].ndim
+        ]
+        if not float_inputs:
+            raise NoTemplate("the reference has no floating-point tensor input")
+        self.row_shape = max((tuple(p.meta["val"].shape) for p in float_inputs), key=math.prod)
+        self._bind_inputs(placeholders)
+        for n in calls:
+            self._lower_call(n)
+        plan = Plan(family="row", forward_args=[], init_source="", preamble="")
+        plan.nodes = self.nodes
+        plan.outputs = [self.arg(o) for o in outs]
+        _categorise(plan)
+        plan.extra["output_kinds"] = []
+        for o, shape in zip(plan.outputs, shapes, strict=True):
+            node = plan.nodes[o]
+            if node.cat == "tile" and shape == self.row_shape:
+                plan.extra["output_kinds"].append("tile")
+            elif node.cat == "rowscalar" and math.prod(shape) * self.row_shape[-1] == math.prod(
+                self.row_shape
+            ):
+                plan.extra["output_kinds"].append("rowscalar")
+            else:
+                raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
+        plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
+        has_vec = bool(plan.inputs("vec"))
+        if not plan.reductions() and not has_vec and all(k == "tile" for k in plan.extra["output_kinds"]):
+            plan.family = "elementwise"
+            ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
+            plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
+        else:
+            red = [n.op for n in plan.reductions()]
+            plan.summary = (
+                f"row-wise over the last dimension: reductions [{', '.join(red)}], "
+                f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
+            )
+        return plan
+
+    def _bind_inputs(self, placeholders) -> None:
+        n_last = self.row_shape[-1]
+        for p, ref in zip(placeholders, self.refs, strict=True):
+            val = p.meta["val"]
+            shape = tuple(val.shape)
+            if not val.is_floating_point():
+                raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
+            if shape == self.row_shape:
+                role = "tile"
+            elif len(shape) == 1 and shape[0] == n_last and len(self.row_shape) > 1:
+                role = "vec"
+            elif math.prod(shape) == 1 and not shape:
+                raise NoTemplate(f"0-d tensor input {ref} is not supported")
+            else:
+                raise NoTemplate(
+                    f"input {ref} of shape {list(shape)} neither matches the row shape "
+                    f"{list(self.row_shape)} nor broadcasts along its last dimension"
+                )
+            self.env[p] = self.new("input", attrs={"ref": ref, "role": role})
+
+    def _lower_call(self, n: torch.fx.Node) -> None:
+        t = n.target
+        a = n.args
+        kw = n.kwargs
+        if t is operator.getitem:
+            src = self.env.get(a[0])
+            if not isinstance(src, tuple):
+                raise NoTemplate(f"unsupported getitem on {a[0]}")
+            self.env[n] = src[a[1]]
+            return
+        if t in _VIEW_OPS:
+            src = self.arg(a[0])
+            shape = tuple(n.meta["val"].shape)
+            cat = _cat_of(self.nodes, src)
+            if cat == "tile":
+                ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
+                ok = ok and shape[-1] == self.row_shape[-1]
+            elif cat == "rowscalar":
+                ok = math.prod(shape) * self.row_shape[-1] == math.prod(self.row_shape)
+            else:
+                ok = True
+            if not ok:
+                raise NoTemplate(f"{t} changes the row layout (to {list(shape)}); no template fits")
+            self.env[n] = src
+            return
+        if t in _REDUCE_OPS:
+            dims = a[1] if len(a) > 1 else kw.get("dim")
+            self._last_dim(n, dims)
+            self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
+            return
+        if t in (aten.var.correction, aten.var_mean.correction):
+            dims = a[1] if len(a) > 1 else kw.get("dim")
+            self._last_dim(n, dims)
+            correction = kw.get("correction", 1)
+            x = self.arg(a[0])
+            mean = self.reduce("mean", x)
+            d = self.pw("sub", x, mean)
+            ss = self.reduce("sum", self.pw("mul", d, d))
+            var = self.pw("div_n", ss, self.const(correction or 0))
+            self.env[n] = (var, mean) if t == aten.var_mean.correction else var
+            return
+        if t in (aten._softmax.default, aten._log_softmax.default):
+            self._last_dim(n, a[1])
+            x = self.arg(a[0])
+            m = self.reduce("max", x)
+            shifted = self.pw("sub", x, m)
+            s = self.reduce("sum", self.pw("exp", shifted))
+            if t == aten._softmax.default:
+                self.env[n] = self.pw("div", self.pw("exp", shifted), s)
+            else:
+                self.env[n] = self.pw("sub", shifted, self.pw("log", s))
+            return
+        if t == aten.native_layer_norm.default:
+            x, shape, w, b, eps = a
+            if len(shape) != 1:
+                raise NoTemplate("layer_norm over more than the last dimension")
+            x = self.arg(x)
+            mean = self.reduce("mean", x)
+            d = self.pw("sub", x, mean)
+            var = self.reduce("mean", self.pw("mul", d, d))
+            rstd = self.pw("rsqrt", self.pw("add", var, self.const(eps)))
+            y = self.pw("mul", d, rstd)
+            if w is not None:
+                y = self.pw("mul", y, self.arg(w))
+            if b is not None:
+                y = self.pw("add", y, self.arg(b))
+            self.env[n] = (y, mean, rstd)
+            return
+        if t in _PW_SIMPLE:
+            self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
+            return
+        name = getattr(t, "__name__", str(t))
+        if "convolution" in name or "conv" in name:
+            raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        raise NoTemplate(f"the reference uses {name}, which no template expresses")
+
+    def _pointwise(self, op: str, n: torch.fx.Node) -> int:
+        a, kw = n.args, n.kwargs
+        if op in ("add", "sub") and (kw.get("alpha", 1) != 1 or (len(a) > 2 and a[2] != 1)):
+            alpha = kw.get("alpha", a[2] if len(a) > 2 else 1)
+            return self.pw(op, self.arg(a[0]), self.pw("mul", self.arg(a[1]), self.const(alpha)))
+        if op == "rsub":
+            return self.pw("sub", self.arg(a[1]), self.arg(a[0]))
+        if op == "div" and kw.get("rounding_mode"):
+            raise NoTemplate("division with a rounding mode is not supported")
+        if op == "gelu":
+            approx = kw.get("approximate", a[1] if len(a) > 1 else "none")
+            return self.pw("gelu_tanh" if approx == "tanh" else "gelu", self.arg(a[0]))
+        if op in ("clamp", "hardtanh"):
+            lo = a[1] if len(a) > 1 else kw.get("min", -1.0 if op == "hardtanh" else None)
+            hi = a[2] if len(a) > 2 else kw.get("max", 1.0 if op == "hardtanh" else None)
+            x = self.arg(a[0])
+            if lo is not None:
+                x = self.pw("maximum", x, self.arg(lo))
+            if hi is not None:
+                x = self.pw("minimum", x, self.arg(hi))
+            return x
+        if op == "clamp_min":
+            return self.pw("maximum", self.arg(a[0]), self.arg(a[1]))
+        if op == "clamp_max":
+            return self.pw("minimum", self.arg(a[0]), self.arg(a[1]))
+        if op == "leaky_relu":
+            slope = a[1] if len(a) > 1 else kw.get("negative_slope", 0.01)
+            return self.pw("leaky_relu", self.arg(a[0]), self.const(slope))
+        if op == "elu":
+            alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
+            return self.pw(
+                "elu", self.arg(a[0]), self.const(alpha), self.const(scale), self.const(in_scale)
+            )
+        if op == "softplus":
+            beta, threshold = (list(a[1:]) + [1.0, 20.0])[:2]
+            return self.pw("softplus", self.arg(a[0]), self.const(beta), self.const(threshold))
+        args = [self.arg(x) for x in a]
+        return self.pw(op, *args)
+
+    # -- matmul family
+    def _lower_matmul(self, placeholders, calls) -> Plan:
+        mms = [n for n in calls if n.target in _MATMUL_OPS]
+        if len(mms) != 1:
+            raise NoTemplate(f"{len(mms)} matrix products in the reference; templates fuse one")
+        mm = mms[0]
+        if mm.target not in (aten.mm.default, aten.addmm.default):
+            raise NoTemplate(f"{mm.target} (batched matmul) is not covered by the templates")
+        ph_ref = dict(zip(placeholders, self.refs, strict=True))
+
+        def operand(node):
+            """Follow views back to a placeholder; return (python expr, transposed)."""
+            transposed = False
+            while node.op == "call_function":
+                if node.target in (aten.t.default, aten.transpose.int, aten.permute.default):
+                    transposed = not transposed
+                elif node.target not in (aten.view.default, aten._unsafe_view.default,
+                                         aten.reshape.default, aten.clone.default,
+                                         aten.expand.default):
+                    raise NoTemplate(f"matmul operand computed by {node.target}; no template fits")
+                node = node.args[0]
+            if node not in ph_ref:
+                raise NoTemplate("matmul operand is not an input or parameter")
+            return ph_ref[node], transposed, tuple(node.meta["val"].shape)
+
+        bias = None
+        if mm.target == aten.addmm.default:
+            bias_node, a_node, b_node = mm.args[:3]
+            if mm.kwargs.get("beta", 1) != 1 or mm.kwargs.get("alpha", 1) != 1:
+                raise NoTemplate("addmm with alpha/beta is not covered")
+        else:
+            a_node, b_node = mm.args[:2]
+        a_ref, a_t, a_shape = operand(a_node)
+        b_ref, b_t, b_shape = operand(b_node)
+        if a_t:
+            raise NoTemplate("a transposed left operand is not covered by the matmul template")
+        n_out = mm.meta["val"].shape[1]
+        self.row_shape = (int(mm.meta["val"].shape[0]), int(n_out))
+        acc = self.new("input", attrs={"ref": "acc", "role": "tile"})
+        self.env[mm] = acc
+        if mm.target == aten.addmm.default:
+            bshape = tuple(bias_node.meta["val"].shape)
+            if bias_node not in ph_ref or bshape not in ((n_out,), (1, n_out)):
+                raise NoTemplate("addmm bias is not a per-column vector input")
+            bias = self.new("input", attrs={"ref": ph_ref[bias_node], "role": "vec"})
+            self.env[mm] = self.pw("add", acc, bias)
+        # The epilogue: everything after the product.
+        after = calls[calls.index(mm) + 1 :]
+        for p in placeholders:
+            if p.meta["val"].is_floating_point() and tuple(p.meta["val"].shape) == (n_out,):
+                if p not in (bias_node if bias else None,):
+                    self.env.setdefault(
+                        p, self.new("input", attrs={"ref": ph_ref[p], "role": "vec"})
+                    )
+        for n in after:
+            self._lower_call(n)
+        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
+        if len(outs) != 1:
+            raise NoTemplate("matmul with several outputs is not covered")
+        plan = Plan(family="matmul", forward_args=[], init_source="", preamble="")
+        plan.nodes = self.nodes
+        plan.outputs = [self.arg(outs[0])]
+        _categorise(plan)
+        if plan.reductions():
+            raise NoTemplate("matmul epilogue with a reduction is not covered")
+        plan.extra.update(a=a_ref, b=b_ref, b_transposed=b_t, k_dim=int(a_shape[-1]))
+        ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
+        plan.summary = f"matmul {a_ref} @ {b_ref}{'.T' if b_t else ''} with epilogue [{', '.join(ops)}]"
+        return plan
+
+    # -- cross-entropy family
+    def _lower_cross_entropy(self, placeholders, calls) -> Plan:
+        ph_ref = dict(zip(placeholders, self.refs, strict=True))
+        core = [n for n in calls if n.target is not operator.getitem]
+        if [n.target for n in core] != [aten._log_softmax.default, aten.nll_loss_forward.default]:
+            raise NoTemplate(
+                "nll_loss with extra ops (label smoothing, weights, casts) is not covered"
+            )
+        lsm, nll = core
+        x, dim = lsm.args[0], lsm.args[1]
+        if x not in ph_ref or x.meta["val"].ndim != 2 or dim % 2 != 1:
+            raise NoTemplate("cross-entropy template covers 2-d logits [tokens, classes] only")
+        _, target, weight, reduction, ignore_index = nll.args
+        if weight is not None or target not in ph_ref:
+            raise NoTemplate("class-weighted nll_loss is not covered")
+        plan = Plan(family="cross_entropy", forward_args=[], init_source="", preamble="")
+        plan.extra.update(
+            logits=ph_ref[x],
+            target=ph_ref[target],
+            reduction={0: "none", 1: "mean", 2: "sum"}[int(reduction)],
+            ignore_index=int(ignore_index),
+        )
+        plan.summary = (
+            f"cross-entropy of {ph_ref[x]} against {ph_ref[target]} "
+            f"(reduction={plan.extra['reduction']}, ignore_index={ignore_index})"
+        )
+        return plan
+
+
+def _cat_of(nodes: list[IRNode], i: int) -> str:
+    n = nodes[i]
+    if n.kind == "const":
+        return "const"
+    if n.kind == "input":
+        return "tile"
+    if n.kind == "reduce":
+        return "rowscalar"
+    cats = {_cat_of(nodes, a) for a in n.args}
+    if "tile" in cats:
+        return "tile"
+    if "rowscalar" in cats:
+        return "rowscalar"
+    return "const"
+
+
+def _categorise(plan: Plan) -> None:
+    for n in plan.nodes:
+        if n.kind == "const":
+            n.cat = "const"
+        elif n.kind == "input":
+            n.cat = "tile"
+        elif n.kind == "reduce":
+            if plan.nodes[n.args[0]].cat != "tile":
+                raise NoTemplate("a reduction of a per-row value is not covered")
+            n.cat = "rowscalar"
+        else:
+            cats = {plan.nodes[a].cat for a in n.args}
+            n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"
+
+
+def trace_fits(source: str) -> tuple[Plan | None, str]:
+    """(plan, summary) when a template fits, else (None, the reason in words)."""
+    try:
+        plan = trace_problem(source)
+    except NoTemplate as exc:
+        return None, f"no template fits: {exc}"
+    return plan, plan.summary
+
+
+__all__ = ["IRNode", "NoTemplate", "Plan", "load_problem", "trace_fits", "trace_problem"]
