@@ -34,14 +34,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def ensure_embedded_redis(data_dir: Path) -> str:
-    """Return the URL of this data folder's embedded Redis, starting it when it is not up."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+def running_embedded_redis(data_dir: Path) -> str | None:
+    """The URL of this data folder's embedded Redis when it answers, else None."""
     port_file = data_dir / PORT_FILE
     if port_file.exists():
         port = int(port_file.read_text().strip() or 0)
         if port and _ping(port):
             return f"redis://127.0.0.1:{port}/0"
+    return None
+
+
+def ensure_embedded_redis(data_dir: Path) -> str:
+    """Return the URL of this data folder's embedded Redis, starting it when it is not up."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    running = running_embedded_redis(data_dir)
+    if running:
+        return running
     port = _free_port()
     subprocess.run(
         [

@@ -13,7 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from kernelevolve_site.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+from kernelevolve_site.embedded_redis import (
+    ensure_embedded_redis,
+    running_embedded_redis,
+    stop_embedded_redis,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL_QUEUES = "control,eval.interpret"
@@ -40,7 +44,8 @@ def main() -> int:
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "kernelevolve_site.settings.dev")
     data_dir = Path(env.get("KERNELEVOLVE_DATA_DIR", ROOT / "data")).resolve()
-    started_redis = not env.get("REDIS_URL")
+    # Stop on exit only a Redis this launcher started (tests may share one already running).
+    started_redis = not env.get("REDIS_URL") and running_embedded_redis(data_dir) is None
     if started_redis:
         env["REDIS_URL"] = ensure_embedded_redis(data_dir)
         print(f"embedded Redis at {env['REDIS_URL']} (data in {data_dir})", flush=True)
