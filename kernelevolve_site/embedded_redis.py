@@ -71,7 +71,7 @@ def ensure_embedded_redis(data_dir: Path) -> str:
         if time.monotonic() > deadline:
             raise RuntimeError(f"embedded Redis did not answer on port {port}; see redis.log")
         time.sleep(0.05)
-    port_file.write_text(str(port))
+    (data_dir / PORT_FILE).write_text(str(port))
     return f"redis://127.0.0.1:{port}/0"
 
 
