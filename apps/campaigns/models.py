@@ -1,1 +1,181 @@
-"""Models for campaigns (filled by the search issue)."""
+"""Models of campaigns: problems, campaigns, the search graph, gate results and measurements."""
+
+from django.conf import settings
+from django.db import models
+
+from apps.campaigns.constants import (
+    Baseline,
+    CampaignStatus,
+    EdgeKind,
+    NodeStatus,
+    Outcome,
+    Platform,
+    Policy,
+    ProblemOrigin,
+)
+
+
+class Problem(models.Model):
+    """A reference implementation in the KernelBench format and its production workload."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=200)
+    family = models.CharField(max_length=50, blank=True)
+    description = models.TextField(blank=True)
+    source = models.TextField()
+    workload = models.JSONField(null=True, blank=True)
+    smoke_workload = models.JSONField(null=True, blank=True)
+    origin = models.CharField(max_length=20, choices=ProblemOrigin, default=ProblemOrigin.UPLOAD)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Campaign(models.Model):
+    """A search: problem + workload + platform + generators + budget + acceptance rule."""
+
+    name = models.CharField(max_length=200)
+    problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="campaigns")
+    workload = models.JSONField(null=True, blank=True)
+    platform = models.CharField(max_length=20, choices=Platform, default=Platform.INTERPRET)
+    generators = models.JSONField(default=list)
+    policy = models.CharField(max_length=20, choices=Policy, default=Policy.BEST_FIRST)
+    budget_candidates = models.PositiveIntegerField(default=12)
+    budget_device_seconds = models.FloatField(default=600.0)
+    budget_wall_seconds = models.FloatField(default=1800.0)
+    baseline = models.CharField(max_length=20, choices=Baseline, default=Baseline.EAGER)
+    regression_tolerance = models.FloatField(default=0.02)
+    min_speedup = models.FloatField(default=1.0)
+    status = models.CharField(
+        max_length=20, choices=CampaignStatus, default=CampaignStatus.QUEUED, db_index=True
+    )
+    outcome = models.CharField(max_length=30, choices=Outcome, blank=True)
+    outcome_reason = models.TextField(blank=True)
+    engine_state = models.JSONField(default=dict, blank=True)
+    funnel = models.JSONField(default=dict, blank=True)
+    warm_start_node = models.ForeignKey(
+        "Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="continuations"
+    )
+    best_node = models.ForeignKey(
+        "Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    best_fitness = models.FloatField(null=True, blank=True)
+    candidates_evaluated = models.PositiveIntegerField(default=0)
+    device_seconds = models.FloatField(default=0.0)
+    # When the next watchdog step is due (re-dispatch of evaluations no worker holds).
+    watchdog_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="campaigns"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A candidate kernel in a campaign's search graph, with its measured state."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="nodes")
+    key = models.CharField(max_length=64)
+    round = models.PositiveIntegerField(default=0)
+    generator = models.CharField(max_length=50)
+    params = models.JSONField(default=dict, blank=True)
+    source = models.TextField()
+    status = models.CharField(
+        max_length=20, choices=NodeStatus, default=NodeStatus.PENDING, db_index=True
+    )
+    failed_gate = models.CharField(max_length=20, blank=True)
+    reason = models.TextField(blank=True)
+    fitness = models.FloatField(null=True, blank=True)
+    fitness_ci_low = models.FloatField(null=True, blank=True)
+    fitness_ci_high = models.FloatField(null=True, blank=True)
+    device_seconds = models.FloatField(default=0.0)
+    wall_seconds = models.FloatField(default=0.0)
+    report = models.JSONField(null=True, blank=True)
+    retrieved_knowledge = models.JSONField(default=list, blank=True)
+    evaluation_key = models.CharField(max_length=128, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    dispatch_count = models.PositiveIntegerField(default=0)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "key"], name="node_key_unique_in_campaign")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}:{self.key}"
+
+
+class Edge(models.Model):
+    """How a node came to be: a typed edge from a parent node (none for seeds)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="edges")
+    parent = models.ForeignKey(Node, null=True, on_delete=models.CASCADE, related_name="out_edges")
+    child = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="in_edges")
+    kind = models.CharField(max_length=20, choices=EdgeKind)
+
+    def __str__(self) -> str:
+        return f"{self.parent_id}-{self.kind}->{self.child_id}"
+
+
+class GateResult(models.Model):
+    """One gate's verdict on a node, with its evidence."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gates")
+    order = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=20)
+    status = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    rule = models.CharField(max_length=80, blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+    wall_seconds = models.FloatField(default=0.0)
+    device_seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["node", "order"]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.status}"
+
+
+class Measurement(models.Model):
+    """One case of a node's evaluation: its errors, its timing and the baselines' timings."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="measurements")
+    case = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20)
+    weight = models.FloatField(default=1.0)
+    status = models.CharField(max_length=20)
+    skip_reason = models.TextField(blank=True)
+    max_abs_err = models.FloatField(null=True, blank=True)
+    max_rel_err = models.FloatField(null=True, blank=True)
+    median_ms = models.FloatField(null=True, blank=True)
+    p10_ms = models.FloatField(null=True, blank=True)
+    p90_ms = models.FloatField(null=True, blank=True)
+    ci_low_ms = models.FloatField(null=True, blank=True)
+    ci_high_ms = models.FloatField(null=True, blank=True)
+    samples_ms = models.JSONField(default=list, blank=True)
+    baselines = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["node", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}:{self.case}"

@@ -1,0 +1,73 @@
+"""Choices and limits for campaigns."""
+
+from django.db import models
+
+
+class Platform(models.TextChoices):
+    INTERPRET = "interpret", "Triton interpreter (CPU, correctness only)"
+    CUDA = "cuda", "CUDA (NVIDIA GPU)"
+
+
+class Policy(models.TextChoices):
+    BEST_FIRST = "best_first", "Best-first with diversity bonus"
+    ISLANDS = "islands", "Islands with migration"
+
+
+class Baseline(models.TextChoices):
+    EAGER = "eager", "PyTorch eager"
+    COMPILE = "compile", "torch.compile"
+    MAX_AUTOTUNE = "max-autotune", "torch.compile max-autotune"
+    INCUMBENT = "incumbent", "Incumbent"
+
+
+class CampaignStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+ACTIVE_STATUSES = (CampaignStatus.QUEUED, CampaignStatus.RUNNING)
+FINISHED_STATUSES = (CampaignStatus.CANCELLED, CampaignStatus.COMPLETED, CampaignStatus.FAILED)
+
+
+class Outcome(models.TextChoices):
+    IMPROVED = "improved", "Improved"
+    NO_SAFE_IMPROVEMENT = "no_safe_improvement", "No safe improvement"
+    BUDGET_EXHAUSTED = "budget_exhausted", "Budget exhausted"
+    FAILED = "failed", "Failed"
+
+
+class NodeStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    EVALUATING = "evaluating", "Evaluating"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class EdgeKind(models.TextChoices):
+    SEED = "seed", "Seed"
+    MUTATION = "mutation", "Mutation"
+    REPAIR = "repair", "Repair"
+    CROSSOVER = "crossover", "Crossover"
+    ALTERNATIVE = "alternative", "Alternative"
+
+
+class ProblemOrigin(models.TextChoices):
+    CATALOG = "catalog", "Catalog"
+    UPLOAD = "upload", "Upload"
+
+
+CONTROL_QUEUE = "control"
+
+
+def eval_queue(platform: str) -> str:
+    """The Celery queue evaluations for a platform go to (one per platform)."""
+    return {"interpret": "eval.interpret", "cuda": "eval.cuda.sm90"}[platform]
+
+
+# An evaluation whose task no worker holds after this long is dispatched again (idempotent).
+EVALUATION_LEASE_S = 20
+STEP_INTERVAL_S = 2.0

@@ -1,0 +1,1 @@
+"""Writes for campaigns: problems, campaign lifecycle, search steps, evaluation results."""

@@ -1,0 +1,192 @@
+"""Campaign lifecycle: create, start, pause, resume, cancel, continue from a node."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.campaigns.constants import (
+    FINISHED_STATUSES,
+    CampaignStatus,
+    NodeStatus,
+    Platform,
+)
+from apps.campaigns.models import Campaign, Node, Problem
+from apps.campaigns.services.events import campaign_changed
+from apps.campaigns.services.problems import workload_check
+from workers.search.engine import campaign_new
+from workers.search.graph import Graph
+from workers.search.graph import Node as GraphNode
+
+GENERATORS = ("template", "llm")
+
+
+def _engine_state(campaign: Campaign) -> dict:
+    return campaign_new(
+        problem_source=campaign.problem.source,
+        problem_name=campaign.problem.name,
+        workload=campaign.workload,
+        platform=campaign.platform,
+        generators=campaign.generators,
+        policy=campaign.policy,
+        max_candidates=campaign.budget_candidates,
+        max_device_s=campaign.budget_device_seconds,
+        max_wall_s=campaign.budget_wall_seconds,
+        baseline=campaign.baseline,
+        regression_tolerance=campaign.regression_tolerance,
+        target_speedup=None,
+    )
+
+
+@transaction.atomic
+def campaign_create(
+    *,
+    problem: Problem,
+    created_by,
+    name: str = "",
+    platform: str = Platform.INTERPRET,
+    generators: list[str] | None = None,
+    policy: str = "best_first",
+    workload: dict | None = None,
+    budget_candidates: int = 12,
+    budget_device_seconds: float = 600.0,
+    budget_wall_seconds: float = 1800.0,
+    baseline: str = "eager",
+    regression_tolerance: float = 0.02,
+    start: bool = True,
+) -> Campaign:
+    """Create a campaign (and start it unless told not to)."""
+    generators = list(generators or ["template"])
+    unknown = [g for g in generators if g not in GENERATORS]
+    if unknown:
+        raise ValidationError({"generators": f"unknown generator(s): {', '.join(unknown)}"})
+    if budget_candidates < 1:
+        raise ValidationError({"budget_candidates": "must be at least 1"})
+    if workload is None:
+        # On the interpreter the production shapes would take hours: use the smoke shapes.
+        workload = problem.smoke_workload if platform == Platform.INTERPRET else problem.workload
+        workload = workload or problem.workload
+    campaign = Campaign.objects.create(
+        name=name or f"{problem.name} on {platform}",
+        problem=problem,
+        workload=workload_check(workload),
+        platform=platform,
+        generators=generators,
+        policy=policy,
+        budget_candidates=budget_candidates,
+        budget_device_seconds=budget_device_seconds,
+        budget_wall_seconds=budget_wall_seconds,
+        baseline=baseline,
+        regression_tolerance=regression_tolerance,
+        created_by=created_by,
+    )
+    campaign.engine_state = _engine_state(campaign)
+    campaign.save(update_fields=["engine_state"])
+    if start:
+        campaign_start(campaign=campaign)
+    return campaign
+
+
+def _enqueue_step(campaign: Campaign, countdown: float = 0) -> None:
+    from apps.campaigns.tasks import campaign_step
+
+    transaction.on_commit(lambda: campaign_step.apply_async([campaign.pk], countdown=countdown))
+
+
+@transaction.atomic
+def campaign_start(*, campaign: Campaign) -> Campaign:
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.status != CampaignStatus.QUEUED or campaign.started_at:
+        raise ValidationError(f"campaign is {campaign.status}; only a queued one can start")
+    campaign.status = CampaignStatus.RUNNING
+    campaign.started_at = timezone.now()
+    campaign.save(update_fields=["status", "started_at"])
+    campaign_changed(campaign)
+    _enqueue_step(campaign)
+    return campaign
+
+
+@transaction.atomic
+def campaign_pause(*, campaign: Campaign) -> Campaign:
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.status != CampaignStatus.RUNNING:
+        raise ValidationError(f"campaign is {campaign.status}; only a running one can pause")
+    campaign.status = CampaignStatus.PAUSED
+    campaign.save(update_fields=["status"])
+    campaign_changed(campaign)
+    return campaign
+
+
+@transaction.atomic
+def campaign_resume(*, campaign: Campaign) -> Campaign:
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.status != CampaignStatus.PAUSED:
+        raise ValidationError(f"campaign is {campaign.status}; only a paused one can resume")
+    campaign.status = CampaignStatus.RUNNING
+    campaign.save(update_fields=["status"])
+    campaign_changed(campaign)
+    _enqueue_step(campaign)
+    return campaign
+
+
+@transaction.atomic
+def campaign_cancel(*, campaign: Campaign, by=None) -> Campaign:
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.status in FINISHED_STATUSES:
+        raise ValidationError(f"campaign is {campaign.status} already")
+    in_flight = list(
+        campaign.nodes.filter(status=NodeStatus.EVALUATING)
+        .exclude(task_id="")
+        .values_list("task_id", flat=True)
+    )
+    campaign.status = CampaignStatus.CANCELLED
+    campaign.finished_at = timezone.now()
+    who = f" by {by.username}" if by is not None else ""
+    campaign.outcome_reason = f"cancelled{who} after {campaign.candidates_evaluated} evaluations"
+    campaign.save(update_fields=["status", "finished_at", "outcome_reason"])
+    campaign_changed(campaign)
+    if in_flight:
+        from kernelevolve_site.celery import app
+
+        transaction.on_commit(lambda: app.control.revoke(in_flight))
+    return campaign
+
+
+@transaction.atomic
+def campaign_continue_from_node(*, node: Node, created_by, budget_candidates: int | None = None):
+    """Warm-start a new campaign for the same operator and platform from an earlier node."""
+    if node.status != NodeStatus.ACCEPTED:
+        raise ValidationError("only an accepted candidate can seed a new campaign")
+    source = node.campaign
+    campaign = campaign_create(
+        problem=source.problem,
+        created_by=created_by,
+        name=f"{source.problem.name} on {source.platform} (from {source.pk}/{node.key})",
+        platform=source.platform,
+        generators=source.generators,
+        policy=source.policy,
+        workload=source.workload,
+        budget_candidates=budget_candidates or source.budget_candidates,
+        budget_device_seconds=source.budget_device_seconds,
+        budget_wall_seconds=source.budget_wall_seconds,
+        baseline=source.baseline,
+        regression_tolerance=source.regression_tolerance,
+        start=False,
+    )
+    campaign.warm_start_node = node
+    state = campaign.engine_state
+    graph = Graph.from_dict(state["graph"])
+    graph.add(
+        GraphNode(
+            id="n1",
+            source=node.source,
+            generator=node.generator,
+            edge="seed",
+            params=dict(node.params),
+            note=f"warm start from campaign {source.pk} node {node.key}",
+        )
+    )
+    state["graph"] = graph.to_dict()
+    state["next_id"] = 2
+    campaign.engine_state = state
+    campaign.save(update_fields=["warm_start_node", "engine_state"])
+    return campaign_start(campaign=campaign)

@@ -1,0 +1,71 @@
+"""Recording an evaluation report: gate results, measurements and the node's verdict."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.campaigns.constants import NodeStatus
+from apps.campaigns.models import GateResult, Measurement, Node
+
+
+def _timing(case: dict) -> dict:
+    timing = case.get("timing") or {}
+    ci = timing.get("ci95_ms") or [None, None]
+    return {
+        "median_ms": timing.get("median_ms"),
+        "p10_ms": timing.get("p10_ms"),
+        "p90_ms": timing.get("p90_ms"),
+        "ci_low_ms": ci[0],
+        "ci_high_ms": ci[1],
+        "samples_ms": timing.get("samples") or [],
+    }
+
+
+@transaction.atomic
+def node_record_report(*, node: Node, report: dict) -> bool:
+    """Store a report on a node once; False when the node already has its result (a redelivery)."""
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    if node.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED):
+        return False
+    accepted = report.get("verdict") == "accepted"
+    fitness = report.get("fitness") or {}
+    ci = fitness.get("ci95") or [None, None]
+    node.status = NodeStatus.ACCEPTED if accepted else NodeStatus.REJECTED
+    node.failed_gate = report.get("failed_gate") or ""
+    node.reason = report.get("reason") or ""
+    node.fitness = fitness.get("speedup")
+    node.fitness_ci_low, node.fitness_ci_high = ci[0], ci[1]
+    node.device_seconds = float(report.get("device_s") or 0.0)
+    node.wall_seconds = float(report.get("wall_s") or 0.0)
+    node.report = report
+    node.evaluated_at = timezone.now()
+    node.save()
+    GateResult.objects.bulk_create(
+        GateResult(
+            node=node,
+            order=order,
+            name=gate.get("name", ""),
+            status=gate.get("status", ""),
+            reason=gate.get("reason") or "",
+            rule=gate.get("rule") or "",
+            evidence=gate.get("evidence") or {},
+            wall_seconds=float(gate.get("wall_s") or 0.0),
+            device_seconds=float(gate.get("device_s") or 0.0),
+        )
+        for order, gate in enumerate(report.get("gates") or [])
+    )
+    Measurement.objects.bulk_create(
+        Measurement(
+            node=node,
+            case=case.get("name", ""),
+            kind=case.get("kind", "workload"),
+            weight=float(case.get("weight") or 0.0),
+            status=case.get("status", ""),
+            skip_reason=case.get("skip_reason") or "",
+            max_abs_err=case.get("max_abs_err"),
+            max_rel_err=case.get("max_rel_err"),
+            baselines=case.get("baselines") or {},
+            **_timing(case),
+        )
+        for case in report.get("cases") or []
+    )
+    return True

@@ -1,0 +1,50 @@
+"""Live events of campaigns: the rendered partials the pages already show, sent after commit."""
+
+from django.template.loader import render_to_string
+
+from apps.campaigns.consumers import campaign_group
+from apps.campaigns.models import Campaign, Node
+from kernelevolve_site.events import send_event_on_commit
+
+
+def campaign_changed(campaign: Campaign) -> None:
+    """Progress, funnel and status of a campaign changed."""
+    html = render_to_string("campaigns/partials/progress.html", {"campaign": campaign, "oob": True})
+    send_event_on_commit(
+        campaign_group(campaign.pk),
+        "campaign.progress",
+        html=html,
+        data={
+            "status": campaign.status,
+            "outcome": campaign.outcome,
+            "evaluated": campaign.candidates_evaluated,
+        },
+    )
+
+
+def node_changed(node: Node) -> None:
+    """A node got its verdict: its table row is swapped in place."""
+    row = render_to_string("campaigns/partials/node_row.html", {"node": node, "oob": True})
+    html = f"<template>{row}</template>"
+    send_event_on_commit(
+        campaign_group(node.campaign_id),
+        "campaign.node",
+        html=html,
+        data={"node": node.key, "status": node.status},
+    )
+
+
+def nodes_created(campaign: Campaign, nodes: list[Node]) -> None:
+    """New candidates: their rows are appended to the candidate table."""
+    if not nodes:
+        return
+    rows = "".join(
+        render_to_string("campaigns/partials/node_row.html", {"node": node}) for node in nodes
+    )
+    html = f'<template><tbody hx-swap-oob="beforeend:#node-rows">{rows}</tbody></template>'
+    send_event_on_commit(
+        campaign_group(campaign.pk),
+        "campaign.node",
+        html=html,
+        data={"created": [n.key for n in nodes]},
+    )

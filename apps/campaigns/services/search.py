@@ -1,0 +1,273 @@
+"""The control side of a search: one step at a time, driven by Celery.
+
+`campaign_step` advances a running campaign: it re-dispatches evaluations that no worker holds
+any more, proposes the next round when the last one is fully recorded, and ends the campaign
+with its outcome when the engine says stop. `evaluation_record` stores a report once (a
+redelivered evaluation is ignored) and triggers the next step when the round is complete. The
+engine state (workers.search) is JSON on the campaign; rows mirror it for pages and the API.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.campaigns.constants import (
+    EVALUATION_LEASE_S,
+    CampaignStatus,
+    NodeStatus,
+    Outcome,
+    eval_queue,
+)
+from apps.campaigns.models import Campaign, Edge, Node
+from apps.campaigns.services.evaluations import node_record_report
+from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
+from workers.fingerprint import harness_hash
+from workers.search.engine import SearchEngine, engine_request_defaults, funnel
+from workers.search.graph import Graph
+
+logger = logging.getLogger(__name__)
+
+
+def _engine(campaign: Campaign) -> SearchEngine:
+    return SearchEngine.from_state(campaign.engine_state, retrieve=None)
+
+
+def _materialise(campaign: Campaign, graph: Graph) -> list[Node]:
+    """Create rows (and edges) for graph nodes the database does not have yet."""
+    existing = {n.key: n for n in campaign.nodes.all()}
+    created = []
+    for gnode in graph.nodes.values():
+        if gnode.id in existing:
+            continue
+        row = Node.objects.create(
+            campaign=campaign,
+            key=gnode.id,
+            round=gnode.round,
+            generator=gnode.generator,
+            params=gnode.params,
+            source=gnode.source,
+            retrieved_knowledge=gnode.knowledge_ids,
+        )
+        existing[gnode.id] = row
+        created.append(row)
+        parents = [existing[p] for p in gnode.parent_ids] or [None]
+        Edge.objects.bulk_create(
+            Edge(campaign=campaign, parent=parent, child=row, kind=gnode.edge) for parent in parents
+        )
+    nodes_created(campaign, created)
+    return created
+
+
+def _dispatch(campaign: Campaign, engine: SearchEngine, nodes: list[Node]) -> None:
+    """Send evaluations to the platform's queue (after commit). Keyed for idempotency."""
+    from celery.utils import uuid
+
+    from workers.celery_tasks import evaluate_candidate
+
+    queue = eval_queue(campaign.platform)
+    harness = harness_hash()
+    now = timezone.now()
+    jobs = []
+    for node in nodes:
+        request = engine.request_kwargs(campaign.engine_state, node.key)
+        node.evaluation_key = f"{node.pk}:{campaign.platform}:{harness}"
+        node.status = NodeStatus.EVALUATING
+        node.dispatched_at = now
+        node.dispatch_count += 1
+        node.task_id = uuid()
+        jobs.append((node, request))
+        node.save(
+            update_fields=["evaluation_key", "status", "dispatched_at", "dispatch_count", "task_id"]
+        )
+
+    def send():
+        for node, request in jobs:
+            evaluate_candidate.apply_async(
+                args=[node.pk, node.evaluation_key, request], queue=queue, task_id=node.task_id
+            )
+
+    transaction.on_commit(send)
+
+
+def _held_task_ids() -> set[str] | None:
+    """Ids of tasks some worker is running or holds; None when no worker answered."""
+    from kernelevolve_site.celery import app
+
+    inspect = app.control.inspect(timeout=1.0)
+    held: set[str] = set()
+    answered = False
+    for listing in (inspect.active(), inspect.reserved()):
+        if listing is None:
+            continue
+        answered = True
+        for tasks in listing.values():
+            held.update(task["id"] for task in tasks)
+    return held if answered else None
+
+
+def _redispatch_orphans(campaign: Campaign, engine: SearchEngine) -> int:
+    """Evaluations whose task no worker holds after the lease are sent again (idempotent)."""
+    stale_before = timezone.now() - timedelta(seconds=EVALUATION_LEASE_S)
+    stale = list(
+        campaign.nodes.filter(status=NodeStatus.EVALUATING, dispatched_at__lt=stale_before)
+    )
+    if not stale:
+        return 0
+    held = _held_task_ids() or set()
+    orphans = [n for n in stale if n.task_id not in held]
+    if orphans:
+        logger.warning(
+            "campaign %s: re-dispatching %d orphaned evaluations", campaign.pk, len(orphans)
+        )
+        _dispatch(campaign, engine, orphans)
+    return len(orphans)
+
+
+def _finish(campaign: Campaign, state: dict) -> None:
+    campaign.status = (
+        CampaignStatus.FAILED if state["outcome"] == Outcome.FAILED else CampaignStatus.COMPLETED
+    )
+    campaign.outcome = state["outcome"]
+    campaign.outcome_reason = state["message"]
+    campaign.finished_at = timezone.now()
+    campaign.watchdog_at = None
+
+
+def _refresh_counters(campaign: Campaign, state: dict) -> None:
+    campaign.funnel = funnel(state)
+    campaign.candidates_evaluated = campaign.funnel["generated"] - campaign.funnel["pending"]
+    campaign.device_seconds = campaign.funnel["device_s_total"]
+    best_key = state.get("best_id")
+    campaign.best_node = campaign.nodes.filter(key=best_key).first() if best_key else None
+    campaign.best_fitness = campaign.best_node.fitness if campaign.best_node else None
+
+
+@transaction.atomic
+def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
+    """Advance a running campaign by one step; returns what it did (for logs and tests)."""
+    campaign = Campaign.objects.select_for_update().select_related("problem").get(pk=campaign_id)
+    if campaign.status != CampaignStatus.RUNNING:
+        return f"not running ({campaign.status})"
+    if watchdog:
+        campaign.watchdog_at = None
+    state = campaign.engine_state
+    engine = _engine(campaign)
+
+    if campaign.platform != "interpret" and state.get("baseline") is None:
+        action = _ensure_baseline(campaign, state)
+    else:
+        graph = engine.graph(state)
+        _materialise(campaign, graph)
+        _dispatch(campaign, engine, list(campaign.nodes.filter(status=NodeStatus.PENDING)))
+        if graph.pending():
+            redone = _redispatch_orphans(campaign, engine)
+            action = f"waiting for {len(graph.pending())} evaluations ({redone} re-dispatched)"
+        elif engine.should_stop(state):
+            _finish(campaign, state)
+            action = f"finished: {state['outcome']}"
+        else:
+            engine.propose(state)
+            graph = engine.graph(state)
+            if not graph.pending():
+                engine.should_stop(state, no_proposals=True)
+                _finish(campaign, state)
+                action = f"finished: {state['outcome']} (no proposals)"
+            else:
+                created = _materialise(campaign, graph)
+                _dispatch(campaign, engine, created)
+                action = f"round {state['round']}: dispatched {len(created)} candidates"
+    campaign.engine_state = state
+    _refresh_counters(campaign, state)
+    _schedule_watchdog(campaign)
+    campaign.save()
+    campaign_changed(campaign)
+    return action
+
+
+def _schedule_watchdog(campaign: Campaign) -> None:
+    """One pending watchdog step per running campaign, so re-dispatch happens without events."""
+    from apps.campaigns.tasks import campaign_step as step_task
+
+    if campaign.status != CampaignStatus.RUNNING:
+        return
+    now = timezone.now()
+    if campaign.watchdog_at and campaign.watchdog_at > now:
+        return
+    campaign.watchdog_at = now + timedelta(seconds=EVALUATION_LEASE_S)
+    campaign_id = campaign.pk
+    transaction.on_commit(
+        lambda: step_task.apply_async(
+            [campaign_id], {"watchdog": True}, countdown=EVALUATION_LEASE_S
+        )
+    )
+
+
+def _ensure_baseline(campaign: Campaign, state: dict) -> str:
+    from workers.celery_tasks import baseline_problem
+
+    requested = state.get("baseline_requested_at")
+    if requested and timezone.now().timestamp() - requested < 3 * EVALUATION_LEASE_S:
+        return "waiting for the baseline"
+    state["baseline_requested_at"] = timezone.now().timestamp()
+    cfg = state["config"]
+    src = cfg["incumbent_source"] or cfg["problem_source"].replace(
+        "class Model(", "class ModelNew(", 1
+    )
+    request = {**engine_request_defaults(cfg), "candidate_source": src}
+    queue = eval_queue(campaign.platform)
+    transaction.on_commit(
+        lambda: baseline_problem.apply_async(args=[campaign.pk, request], queue=queue)
+    )
+    return "baseline requested"
+
+
+@transaction.atomic
+def baseline_record(*, campaign_id: int, report: dict) -> bool:
+    from apps.campaigns.tasks import campaign_step as step_task
+
+    campaign = Campaign.objects.select_for_update().get(pk=campaign_id)
+    state = campaign.engine_state
+    if state.get("baseline") is not None:
+        return False
+    times = {c["name"]: c.get("timings") or {} for c in report.get("cases") or []}
+    _engine(campaign).record_baseline(state, report, times)
+    campaign.engine_state = state
+    campaign.save(update_fields=["engine_state"])
+    transaction.on_commit(lambda: step_task.delay(campaign_id))
+    return True
+
+
+@transaction.atomic
+def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> bool:
+    """Record one evaluation; False for a duplicate (redelivered) or superseded report."""
+    from apps.campaigns.tasks import campaign_step as step_task
+
+    node = Node.objects.select_related("campaign").get(pk=node_id)
+    campaign = Campaign.objects.select_for_update().get(pk=node.campaign_id)
+    if not node_record_report(node=node, report=report):
+        return False
+    state = campaign.engine_state
+    engine = _engine(campaign)
+    engine.record(state, node.key, report)
+    campaign.engine_state = state
+    _refresh_counters(campaign, state)
+    campaign.save()
+    node.refresh_from_db()
+    node_changed(node)
+    campaign_changed(campaign)
+    if not engine.graph(state).pending() and campaign.status == CampaignStatus.RUNNING:
+        transaction.on_commit(lambda: step_task.delay(campaign.pk))
+    return True
+
+
+def campaigns_resume_all() -> list[int]:
+    """After a restart: step every running campaign (orphaned evaluations get re-dispatched)."""
+    from apps.campaigns.tasks import campaign_step as step_task
+
+    ids = list(Campaign.objects.filter(status=CampaignStatus.RUNNING).values_list("pk", flat=True))
+    Campaign.objects.filter(pk__in=ids).update(watchdog_at=None)
+    for campaign_id in ids:
+        step_task.delay(campaign_id)
+    return ids

@@ -1,0 +1,55 @@
+"""Evaluation tasks. They run the Django-free core and send the report to the control queue.
+
+An evaluation is idempotent: keyed by node, platform and harness hash, so a redelivered task
+(a worker killed mid-evaluation) evaluates again and the control side records it once. Each
+worker process keeps one persistent sandbox `Evaluator` (torch and triton imported once); a
+crashed or hung candidate restarts that child, never the worker.
+"""
+
+import atexit
+
+from celery import current_app, shared_task
+
+RECORD_TASK = "campaigns.record_evaluation"
+CONTROL_QUEUE = "control"
+
+_evaluator_holder: list = []
+
+
+def _evaluator():
+    """This worker process's persistent Evaluator (one sandbox child, restarted on a crash)."""
+    from workers.evaluate import Evaluator
+
+    if not _evaluator_holder:
+        evaluator = Evaluator()
+        evaluator.__enter__()
+        atexit.register(evaluator.__exit__, None, None, None)
+        _evaluator_holder.append(evaluator)
+    return _evaluator_holder[0]
+
+
+@shared_task(name="workers.evaluate_candidate", acks_late=True, soft_time_limit=840)
+def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict:
+    """Evaluate one candidate and send `(node_id, key, report)` to the control queue."""
+    from workers.evaluate import EvaluationRequest
+
+    if "aot_target" in request:  # JSON turns the tuple into a list
+        request = {**request, "aot_target": tuple(request["aot_target"])}
+    req = EvaluationRequest(**request)
+    report = _evaluator().evaluate(req).to_dict()
+    current_app.send_task(RECORD_TASK, args=[node_id, evaluation_key, report], queue=CONTROL_QUEUE)
+    return {"node_id": node_id, "verdict": report["verdict"], "failed_gate": report["failed_gate"]}
+
+
+@shared_task(name="workers.baseline_problem", acks_late=True, soft_time_limit=840)
+def baseline_problem(campaign_id: int, request: dict) -> dict:
+    """Time the reference (and incumbent) once per campaign; send it to the control queue."""
+    from workers.evaluate import EvaluationRequest
+
+    if "aot_target" in request:
+        request = {**request, "aot_target": tuple(request["aot_target"])}
+    report = _evaluator().baseline(EvaluationRequest(**request)).to_dict()
+    current_app.send_task(
+        "campaigns.record_baseline", args=[campaign_id, report], queue=CONTROL_QUEUE
+    )
+    return {"campaign_id": campaign_id}
