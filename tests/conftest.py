@@ -37,12 +37,23 @@ def demo_users(transactional_db):
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker, artifacts_dir):
-    """A real Celery worker process consuming the local queues from the real broker."""
+def control_worker(django_db_setup, django_db_blocker, artifacts_dir):
+    """A real Celery worker process consuming the control queue from the real broker."""
     from tests.support.processes import start_worker
 
     with django_db_blocker.unblock():
-        worker = start_worker("testworker", "control,eval.interpret", artifacts_dir / "logs")
+        worker = start_worker("control", "control", artifacts_dir / "logs")
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture(scope="module")
+def eval_worker(django_db_setup, django_db_blocker, artifacts_dir):
+    """A real evaluation worker on the interpreter queue (one per test module)."""
+    from tests.support.processes import start_worker
+
+    with django_db_blocker.unblock():
+        worker = start_worker("eval", "eval.interpret", artifacts_dir / "logs")
     yield worker
     worker.stop()
 

@@ -168,6 +168,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "CampaignStatusEnum": "apps.campaigns.constants.CampaignStatus",
+        "NodeStatusEnum": "apps.campaigns.constants.NodeStatus",
+    },
 }
 
 STATIC_URL = "static/"

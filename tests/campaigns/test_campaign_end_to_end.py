@@ -30,7 +30,7 @@ def finished(campaign_id: int) -> Campaign | None:
 
 
 @pytest.mark.parametrize("problem_name", ["softmax", "rms-norm", "gelu"])
-def test_catalog_campaign_runs_to_an_outcome(problem_name, demo_users, celery_worker_process):
+def test_catalog_campaign_runs_to_an_outcome(problem_name, demo_users, control_worker, eval_worker):
     from django.contrib.auth.models import User
 
     problems = {p.name: p for p in catalog_sync()}

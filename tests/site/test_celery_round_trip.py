@@ -6,7 +6,7 @@ from apps.campaigns.tasks import worker_info
 
 
 @pytest.mark.services
-def test_task_round_trip_through_real_broker_and_worker(celery_worker_process):
+def test_task_round_trip_through_real_broker_and_worker(control_worker):
     from kernelevolve_site.celery import app
 
     assert not app.conf.task_always_eager

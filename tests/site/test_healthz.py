@@ -51,8 +51,8 @@ def test_healthz_says_the_broker_is_down_when_redis_stops(private_redis, artifac
 
 @pytest.mark.services
 @pytest.mark.django_db
-def test_healthz_is_ok_with_a_live_worker(client, celery_worker_process):
+def test_healthz_is_ok_with_a_live_worker(client, control_worker):
     response = client.get("/healthz")
     report = response.json()
     assert response.status_code == 200, report
-    assert any(name.startswith("testworker@") for name in report["checks"]["workers"]["workers"])
+    assert any(name.startswith("control@") for name in report["checks"]["workers"]["workers"])

@@ -1,0 +1,88 @@
+"""Import a campaign that ran standalone on a GPU host (`python -m workers search --json`)."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.campaigns.constants import CampaignStatus, Outcome
+from apps.campaigns.models import Campaign, Edge, Node, Problem
+from apps.campaigns.services.evaluations import node_record_report
+from apps.campaigns.services.problems import problem_create
+
+REQUIRED_KEYS = ("outcome", "funnel", "nodes", "edges", "config")
+
+
+@transaction.atomic
+def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campaign:
+    """Create a finished campaign with its whole graph from a standalone search's JSON."""
+    missing = [key for key in REQUIRED_KEYS if key not in summary]
+    if missing:
+        raise ValidationError(f"not a search result: missing {', '.join(missing)}")
+    if summary["outcome"] not in Outcome.values:
+        raise ValidationError(f"outcome {summary['outcome']!r} is not one of {Outcome.values}")
+    config = summary["config"]
+    problem_name = (config.get("problem_name") or "imported-problem").replace("_", "-")
+    problem = Problem.objects.filter(source=config["problem_source"]).first()
+    if problem is None:
+        suffix = Problem.objects.filter(name__startswith=problem_name).count()
+        problem = problem_create(
+            name=f"{problem_name}-{suffix}" if suffix else problem_name,
+            source=config["problem_source"],
+            workload=config.get("workload"),
+            created_by=created_by,
+        )
+    budget = config.get("budget") or {}
+    campaign = Campaign.objects.create(
+        name=name or f"{problem.name} on {config.get('platform')} (imported)",
+        problem=problem,
+        workload=config.get("workload"),
+        platform=config.get("platform", "cuda"),
+        generators=config.get("generators", []),
+        policy=config.get("policy", "best_first"),
+        budget_candidates=budget.get("max_candidates") or len(summary["nodes"]),
+        budget_device_seconds=budget.get("max_device_s") or 0.0,
+        budget_wall_seconds=budget.get("max_wall_s") or 0.0,
+        baseline=config.get("baseline", "eager"),
+        regression_tolerance=config.get("regression_tolerance", 0.02),
+        status=CampaignStatus.FAILED
+        if summary["outcome"] == Outcome.FAILED
+        else CampaignStatus.COMPLETED,
+        outcome=summary["outcome"],
+        outcome_reason=summary.get("message") or "",
+        funnel=summary["funnel"],
+        candidates_evaluated=summary.get("candidates_evaluated") or 0,
+        device_seconds=summary.get("device_s") or 0.0,
+        engine_state={"imported": True, "fingerprint": summary.get("fingerprint")},
+        created_by=created_by,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+    )
+    rows = {}
+    for data in summary["nodes"]:
+        node = Node.objects.create(
+            campaign=campaign,
+            key=data["id"],
+            round=data.get("round", 0),
+            generator=data.get("generator", ""),
+            params=data.get("params") or {},
+            source=data.get("source", ""),
+            retrieved_knowledge=data.get("knowledge_ids") or [],
+        )
+        rows[data["id"]] = node
+        if data.get("report"):
+            node_record_report(node=node, report=data["report"])
+    for edge in summary["edges"]:
+        if edge["src"] not in rows or edge["dst"] not in rows:
+            raise ValidationError(f"edge {edge} names a node that is not in the file")
+        Edge.objects.create(
+            campaign=campaign, parent=rows[edge["src"]], child=rows[edge["dst"]], kind=edge["type"]
+        )
+    for data in summary["nodes"]:
+        if not data.get("parent_ids"):
+            Edge.objects.create(campaign=campaign, parent=None, child=rows[data["id"]], kind="seed")
+    best = summary.get("best")
+    if best and best.get("id") in rows:
+        campaign.best_node = rows[best["id"]]
+        campaign.best_fitness = rows[best["id"]].fitness
+        campaign.save(update_fields=["best_node", "best_fitness"])
+    return campaign

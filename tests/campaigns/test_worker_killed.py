@@ -1,0 +1,61 @@
+"""SIGKILL the evaluation worker mid-campaign, start another: nothing lost, nothing doubled."""
+
+import pytest
+
+from apps.campaigns.constants import CampaignStatus, NodeStatus
+from apps.campaigns.models import Campaign, GateResult, Node
+from apps.campaigns.services.campaigns import campaign_create
+from apps.campaigns.services.problems import catalog_sync
+from tests.campaigns.test_campaign_end_to_end import finished, wait_for
+from tests.support.processes import start_worker
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def test_killed_eval_worker_loses_and_duplicates_nothing(demo_users, control_worker, artifacts_dir):
+    from django.contrib.auth.models import User
+
+    logs = artifacts_dir / "logs"
+    problem = next(p for p in catalog_sync() if p.name == "silu")
+    first = start_worker("eval-doomed", "eval.interpret", logs)
+    campaign = campaign_create(
+        problem=problem, created_by=User.objects.get(username="engineer"), budget_candidates=6
+    )
+    try:
+        # Kill it while it holds an evaluation (a node dispatched, not yet recorded).
+        wait_for(
+            lambda: (
+                Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING).exists()
+                and "workers.evaluate_candidate" in first.log()
+            ),
+            120,
+            "an evaluation in flight",
+            poll=0.2,
+        )
+        first.kill()
+        in_flight = set(
+            Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING).values_list(
+                "key", flat=True
+            )
+        )
+        assert in_flight, "the kill should interrupt at least one evaluation"
+    finally:
+        first.kill()
+    second = start_worker("eval-rescue", "eval.interpret", logs)
+    try:
+        done = wait_for(lambda: finished(campaign.pk), 600, "the campaign to finish after the kill")
+    finally:
+        second.stop()
+
+    assert done.status == CampaignStatus.COMPLETED, done.outcome_reason
+    nodes = Node.objects.filter(campaign=done)
+    keys = list(nodes.values_list("key", flat=True))
+    assert len(keys) == len(set(keys)) == done.funnel["generated"]
+    assert done.funnel["pending"] == 0
+    assert all(n.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED) for n in nodes)
+    # The interrupted evaluations were delivered again and recorded exactly once each.
+    for node in nodes.filter(key__in=in_flight):
+        assert node.dispatch_count >= 2
+        gate_names = list(GateResult.objects.filter(node=node).values_list("name", flat=True))
+        assert len(gate_names) == len(set(gate_names)) > 0
+    assert Campaign.objects.get(pk=done.pk).engine_state["outcome"] == done.outcome
