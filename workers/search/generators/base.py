@@ -34,6 +34,9 @@ class GenerationContext:
     feedback: dict | None = None
     knowledge: list[dict] = field(default_factory=list)
     seed: int = 0
+    # How many times this mode was asked for this campaign (1 = first); lets a generator
+    # move past proposals it already made.
+    attempt: int = 1
 
 
 @dataclass

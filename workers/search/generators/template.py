@@ -615,10 +615,13 @@ class ModelNew(nn.Module):
         if M == 0 or N == 0:
             return {ret}
         one_pass, rows, block_n, warps, stages = _ke_config(M, N)
-        kernel = _ke_row_one_pass if one_pass else _ke_row_looped
         grid = (triton.cdiv(M, rows),)
-        kernel[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, num_warps=warps,
-                     num_stages=stages)
+        if one_pass:
+            _ke_row_one_pass[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n,
+                                   num_warps=warps, num_stages=stages)
+        else:
+            _ke_row_looped[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n,
+                                 num_warps=warps, num_stages=stages)
         return {ret}
 """
     )
@@ -786,9 +789,11 @@ class TemplateGenerator:
         out: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
             cands = [dict(DEFAULTS[fam])] + [{**DEFAULTS[fam], **s} for s in SEEDS[fam]]
-            while len(cands) < n:
+            if ctx.attempt > 1:  # asked again: the fixed seeds were tried, go further out
+                cands = []
+            while len(cands) < n * 4:
                 cands.append(self._mutate(fam, dict(DEFAULTS[fam]), rng, k=3))
-            out = [(c, EDGE_SEED, "seed") for c in cands[:n]]
+            out = [(c, EDGE_SEED, "seed") for c in cands]
         elif ctx.mode == EDGE_REPAIR:
             out = [(c, EDGE_REPAIR, note) for c, note in self._repair(fam, parents[0], ctx, rng, n)]
         elif ctx.mode == EDGE_CROSSOVER and len(parents) >= 2:

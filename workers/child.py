@@ -1,0 +1,209 @@
+"""Entry point of the sandbox child: ``python -m workers.child --platform ... --fds r,w``.
+
+It sets its resource limits, imports torch and triton once (with ``TRITON_INTERPRET=1`` already
+in its environment on ``interpret``), installs the instrumentation and the audit hook, answers
+``hello`` with its fingerprint, and then serves one operation at a time over its private pipes:
+``load`` (problem, candidate source, cases), ``compile``, ``correctness``, ``performance``,
+``baseline``, ``end``, ``exit``. Errors raised by untrusted code come back as failed results; a
+crash simply ends the process and the parent reports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import struct
+import sys
+import time
+import traceback
+
+
+def _set_limits(platform: str, memory_limit: int):
+    if platform == "interpret":
+        # CUDA reserves a huge address space, so RLIMIT_AS only applies off the GPU; there the
+        # parent watches the resident set instead.
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        except (ValueError, OSError):
+            pass
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
+
+
+def _cpu_budget(seconds: float):
+    """Allow ``seconds`` more CPU time from now (the child is persistent, so it is relative)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    soft = int(used + max(seconds, 1.0)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
+class Job:
+    """Everything one evaluation keeps between operations in the child."""
+
+    def __init__(self, state, args: dict):
+        self.state = state
+        self.args = args
+        self.platform = state.platform
+        self.device = "cuda" if self.platform == "cuda" else "cpu"
+        self.folder = os.path.join(state.home, "jobs", f"job{state.jobs}")
+        os.makedirs(self.folder, exist_ok=True)
+        self.problem = None
+        self.candidate = None
+        self.incumbent = None
+        self.cases: list[dict] = []
+        self.modules: list[str] = []
+        self.flops: dict[str, float] = {}
+        self.bytes: dict[str, int] = {}
+
+
+class ChildState:
+    def __init__(self, platform: str, root: str, home: str):
+        self.platform = platform
+        self.root = root
+        self.home = home
+        self.jobs = 0
+        self.job: Job | None = None
+        self.ceilings: dict | None = None  # measured once per process
+        self.tainted: list[str] = []
+
+
+def _handle(state: ChildState, op: str, args: dict) -> dict:
+    from workers.gates import compile as compile_gate
+    from workers.gates import correctness, performance
+
+    if op == "load":
+        state.jobs += 1
+        state.job = Job(state, args)
+        return compile_gate.load(state.job, args)
+    if op == "compile":
+        return compile_gate.run(state.job, args)
+    if op == "correctness":
+        return correctness.run(state.job, args)
+    if op == "performance":
+        return performance.run(state.job, args)
+    if op == "baseline":
+        return performance.baseline(state.job, args)
+    if op == "end":
+        _end_job(state)
+        return {"ok": True}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def _end_job(state: ChildState):
+    job = state.job
+    state.job = None
+    if job is not None:
+        for name in job.modules:
+            sys.modules.pop(name, None)
+    gc.collect()
+    if state.platform == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--platform", required=True)
+    parser.add_argument("--fds", required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--home", required=True)
+    parser.add_argument("--memory-limit", type=int, required=True)
+    opts = parser.parse_args(argv)
+    req_fd, resp_fd = (int(x) for x in opts.fds.split(","))
+    req = os.fdopen(req_fd, "rb", buffering=0)
+    resp = os.fdopen(resp_fd, "wb", buffering=0)
+    _set_limits(opts.platform, opts.memory_limit)
+
+    def send(obj):
+        data = json.dumps(obj, default=str).encode()
+        resp.write(struct.pack(">I", len(data)) + data)
+
+    def recv():
+        header = req.read(4)
+        if len(header) < 4:
+            return None
+        (n,) = struct.unpack(">I", header)
+        data = b""
+        while len(data) < n:
+            chunk = req.read(n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return json.loads(data)
+
+    import torch
+    import torch._dynamo  # noqa: F401 - it rebinds torch.manual_seed on import; do it before
+    import triton  # noqa: F401 - the patch guard's snapshot and before any untrusted code
+
+    from workers import fingerprint, instrument
+
+    state = ChildState(opts.platform, opts.root, opts.home)
+    fp = fingerprint.collect(opts.platform)
+    if opts.platform == "cuda" and not torch.cuda.is_available():
+        send({"ok": False, "error": "cuda platform requested but no CUDA device is visible",
+              "fingerprint": fp})
+        return 3
+    recorder = instrument.LaunchRecorder()
+    recorder.install()
+    state.recorder = recorder
+    state.guard = instrument.PatchGuard()
+    policy = instrument.AuditPolicy([opts.root, opts.home])
+    instrument.install_audit_hook(policy)
+    state.policy = policy
+    send({"ok": True, "fingerprint": fp, "pid": os.getpid()})
+    while True:
+        message = recv()
+        if message is None or message.get("op") == "exit":
+            return 0
+        op, args = message["op"], message.get("args") or {}
+        start = time.perf_counter()
+        _cpu_budget(float(args.get("cpu_seconds", 600)))
+        policy.violations.clear()
+        policy.enforcing = True
+        try:
+            result = _handle(state, op, args)
+            reply = {"ok": True, "result": result}
+        except SystemExit as exc:
+            reply = {"ok": False, "error": f"untrusted code called sys.exit({exc.code})",
+                     "kind": "exit"}
+        except BaseException as exc:  # noqa: BLE001 - everything untrusted code raises
+            reply = {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:2000],
+                "traceback": traceback.format_exc()[-4000:],
+            }
+        finally:
+            policy.enforcing = False
+        reply["wall_s"] = time.perf_counter() - start
+        reply["violations"] = list(policy.violations)
+        if op in ("performance", "baseline", "end"):
+            # torch.compile starts its own worker threads; those are not the candidate's.
+            import threading
+
+            state.guard.threads = max(state.guard.threads, threading.active_count())
+        changed = state.guard.changed()
+        threads = state.guard.extra_threads()
+        if changed or threads > 0 or policy.violations:
+            reply["restart"] = True
+            reply["tainted"] = {"patched": changed, "extra_threads": threads}
+        send(reply)
+        if reply.get("restart"):
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""Gate 2 — compile (runs in the sandbox child).
+
+``load`` imports the problem and builds the cases (workload cases, scaled for the interpreter
+where needed, plus edge cases). ``run`` imports the candidate, runs its forward once per case
+while recording Triton launches and torch ops, and keeps the compiled artifacts: on ``cuda`` the
+JIT-compiled kernels of every case; on ``interpret`` an ahead-of-time compile of every launched
+specialisation for the named target (TTIR, TTGIR, LLVM IR, PTX, cubin, ptxas resource report).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import subprocess
+import time
+
+import torch
+
+from workers import constants as C
+from workers.contract import problem as P
+from workers.instrument import TorchOpMode
+
+
+def _fail(rule: str, reason: str, **evidence) -> dict:
+    return {"status": C.FAILED, "rule": rule, "reason": reason, "evidence": evidence}
+
+
+def _case_label(case: dict) -> str:
+    return case["name"]
+
+
+def load(job, args: dict) -> dict:
+    """Import the problem and build the case list."""
+    job.problem_name = f"problem_{job.state.jobs}"
+    try:
+        job.problem = P.load_module(args["problem_source"], job.problem_name, job.folder)
+    except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code
+        if isinstance(exc, SystemExit):
+            return _fail(C.RULE_PROBLEM_LOAD, f"problem called sys.exit({exc.code}) on import")
+        return _fail(C.RULE_PROBLEM_LOAD, f"problem failed to import: {type(exc).__name__}: {exc}")
+    job.modules.append(job.problem_name)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(job.problem, attr):
+            return _fail(C.RULE_PROBLEM_LOAD, f"problem defines no {attr}")
+    constants = set(vars(job.problem))
+    interpret = job.platform == C.PLATFORM_INTERPRET
+    cases = []
+    for i, raw in enumerate(args["cases"]):
+        for key in raw.get("overrides", {}):
+            if key not in constants:
+                return {
+                    "status": C.FAILED,
+                    "rule": "workload",
+                    "reason": f"cases[{i}].overrides.{key}: the problem has no such constant",
+                    "workload_error": True,
+                }
+        used, scaled = dict(raw.get("overrides", {})), None
+        if interpret:
+            used, scaled = P.scale_for_interpreter(job.problem, used)
+        cases.append(
+            {
+                "name": raw["name"],
+                "kind": C.CASE_WORKLOAD,
+                "weight": raw.get("weight", 1.0),
+                "overrides": used,
+                "dtype": raw.get("dtype"),
+                "transform": None,
+                "scaled_for_interpreter": scaled,
+            }
+        )
+    if args.get("edge_cases", True) and cases:
+        base = max(cases, key=lambda c: c["weight"])
+        for edge in P.edge_cases(job.problem, base["overrides"]):
+            cases.append(
+                {
+                    "name": edge["name"],
+                    "kind": C.CASE_EDGE,
+                    "weight": 0.0,
+                    "overrides": edge["overrides"],
+                    "dtype": base["dtype"],
+                    "transform": edge["transform"],
+                    "scaled_for_interpreter": base["scaled_for_interpreter"],
+                    "derived_from": base["name"],
+                }
+            )
+    job.cases = cases
+    return {"status": C.PASSED, "cases": cases}
+
+
+def _dtype(case):
+    return P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
+
+
+def import_candidate(job, source: str, label: str):
+    name = f"{label}_{job.state.jobs}"
+    module = P.load_module(source, name, job.folder)
+    job.modules.append(name)
+    return module
+
+
+def run(job, args: dict) -> dict:
+    state = job.state
+    recorder = state.recorder
+    start = time.perf_counter()
+    try:
+        job.candidate = import_candidate(job, args["candidate_source"], "candidate")
+    except SystemExit as exc:
+        return _fail(C.RULE_EXIT, f"candidate called sys.exit({exc.code}) on import")
+    except BaseException as exc:  # noqa: BLE001
+        return _fail(C.RULE_IMPORT, f"candidate failed to import: {type(exc).__name__}: {exc}")
+    if not hasattr(job.candidate, "ModelNew"):
+        return _fail(C.RULE_IMPORT, "candidate module defines no ModelNew")
+    recorder.modules = {job.candidate.__name__}
+    per_case = {}
+    workload_cases = [c for c in job.cases if c["kind"] == C.CASE_WORKLOAD]
+    for case in workload_cases:
+        recorder.launches = []
+        try:
+            _, _, model = P.make_models(
+                job.problem,
+                job.candidate,
+                case["overrides"],
+                _dtype(case),
+                args.get("seed", 0),
+                job.device,
+                None,
+            )
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, SystemExit):
+                return _fail(C.RULE_EXIT, f"ModelNew() called sys.exit({exc.code})")
+            return _fail(
+                C.RULE_INSTANTIATE,
+                f"ModelNew(*get_init_inputs()) failed for case {case['name']}: "
+                f"{type(exc).__name__}: {exc}",
+                case=case["name"],
+            )
+        inputs = P.make_inputs(
+            job.problem, case["overrides"], _dtype(case), args.get("seed", 0), job.device
+        )
+        mode = TorchOpMode(recorder, poison_variant=0)
+        recorder.active = True
+        try:
+            with torch.no_grad(), mode:
+                model(*inputs)
+            if job.device == "cuda":
+                torch.cuda.synchronize()
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, SystemExit):
+                return _fail(C.RULE_EXIT, f"forward called sys.exit({exc.code})")
+            return _fail(
+                C.RULE_FORWARD_ERROR,
+                f"forward failed for case {case['name']}: {type(exc).__name__}: {str(exc)[:500]}",
+                case=case["name"],
+            )
+        finally:
+            recorder.active = False
+        launches = list(recorder.launches)
+        per_case[case["name"]] = {
+            "launches": len(launches),
+            "kernels": sorted({launch["kernel"] for launch in launches}),
+        }
+        if mode.compute_ops:
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(mode.compute_ops.items()))
+            return _fail(
+                C.RULE_TORCH_COMPUTE,
+                f"forward runs torch compute ops outside Triton kernels ({ops}) in case "
+                f"{case['name']}",
+                case=case["name"],
+                ops=mode.compute_ops,
+            )
+        if not launches:
+            return _fail(
+                C.RULE_NO_LAUNCH,
+                f"forward launched no Triton kernel of the candidate in case {case['name']}",
+                case=case["name"],
+            )
+        job.launches = getattr(job, "launches", {})
+        for launch in launches:
+            job.launches.setdefault(launch["key"], launch)
+    changed = state.guard.changed()
+    if changed:
+        return _fail(C.RULE_MONKEY_PATCH, f"candidate rebound {', '.join(changed)}")
+    if state.guard.extra_threads() > 0:
+        return _fail(C.RULE_THREAD, f"candidate left {state.guard.extra_threads()} thread(s) running")
+    run_s = time.perf_counter() - start
+    if job.device == "cuda":
+        artifacts = [_jit_artifact(launch, recorder.compiled.get(key)) for key, launch in
+                     job.launches.items()]
+        mode_name = "jit"
+    else:
+        try:
+            artifacts = _aot_compile(job, args)
+        except BaseException as exc:  # noqa: BLE001
+            return _fail(
+                C.RULE_AOT_FAILED,
+                f"ahead-of-time compile for {tuple(args.get('aot_target'))} failed: "
+                f"{type(exc).__name__}: {str(exc)[:800]}",
+            )
+        mode_name = "aot"
+    kernels = sorted({a["kernel"] for a in artifacts})
+    return {
+        "status": C.PASSED,
+        "rule": None,
+        "reason": f"{mode_name}: {len(artifacts)} specialisation(s) of {', '.join(kernels)}",
+        "evidence": {
+            "mode": mode_name,
+            "cases": per_case,
+            "artifacts": artifacts,
+            "run_s": run_s,
+        },
+    }
+
+
+def _cap(text: str) -> str:
+    if len(text) <= C.IR_CAP_CHARS:
+        return text
+    return text[: C.IR_CAP_CHARS] + f"\n... [{len(text) - C.IR_CAP_CHARS} chars not kept]"
+
+
+def _artifact(launch: dict, asm: dict, target) -> dict:
+    cubin = asm.get("cubin") or b""
+    if isinstance(cubin, str):
+        cubin = cubin.encode()
+    out = {
+        "kernel": launch["kernel"],
+        "signature": launch["signature"],
+        "constexprs": launch["constexprs"],
+        "options": launch["options"],
+        "target": list(target) if target else None,
+        "ir": {k: _cap(asm[k]) for k in C.IR_KINDS if isinstance(asm.get(k), str)},
+        "ir_chars": {k: len(asm[k]) for k in C.IR_KINDS if isinstance(asm.get(k), str)},
+        "cubin_sha256": hashlib.sha256(cubin).hexdigest() if cubin else None,
+        "cubin_bytes": len(cubin),
+    }
+    if cubin and len(cubin) <= C.CUBIN_INLINE_BYTES:
+        out["cubin_b64"] = base64.b64encode(cubin).decode()
+    return out
+
+
+def _jit_artifact(launch: dict, kernel) -> dict:
+    if kernel is None:
+        return {**launch, "ir": {}, "note": "compiled kernel not captured"}
+    meta = kernel.metadata
+    target = getattr(meta, "target", None)
+    out = _artifact(launch, kernel.asm, (target.backend, target.arch, target.warp_size)
+                    if target is not None else None)
+    out.update(
+        {
+            "registers": getattr(kernel, "n_regs", None),
+            "spills": getattr(kernel, "n_spills", None),
+            "shared_bytes": getattr(meta, "shared", None),
+            "num_warps": getattr(meta, "num_warps", None),
+            "num_stages": getattr(meta, "num_stages", None),
+        }
+    )
+    return out
+
+
+def _unwrap_jit(obj):
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(obj, JITFunction) and hasattr(obj, "fn") and seen < 8:
+        obj = obj.fn
+        seen += 1
+    if not isinstance(obj, JITFunction):
+        raise TypeError(f"{obj!r} is not a Triton JIT function")
+    return obj
+
+
+_PTXAS_PATTERNS = {
+    "registers": r"Used (\d+) registers",
+    "spill_stores": r"(\d+) bytes spill stores",
+    "spill_loads": r"(\d+) bytes spill loads",
+    "stack_bytes": r"(\d+) bytes stack frame",
+    "ptxas_smem_bytes": r"(\d+) bytes smem",
+}
+
+
+def ptxas_report(ptx: str, arch: int, folder: str) -> dict:
+    """Run ptxas -v on the PTX for ``sm_<arch>`` and parse its resource report."""
+    from triton.backends.nvidia import compiler as nv
+
+    try:
+        ptxas = nv.get_ptxas(arch).path
+    except TypeError:  # older Triton: get_ptxas() takes no arch
+        ptxas = nv.get_ptxas().path
+    path = os.path.join(folder, "kernel.ptx")
+    with open(path, "w") as fh:
+        fh.write(ptx)
+    suffix = "a" if arch >= 90 else ""
+    proc = subprocess.run(
+        [ptxas, "-v", f"--gpu-name=sm_{arch}{suffix}", path, "-o", os.path.join(folder, "k.cubin")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    log = (proc.stdout + proc.stderr)[-4000:]
+    report = {"ptxas_log": log, "ptxas_rc": proc.returncode}
+    for key, pattern in _PTXAS_PATTERNS.items():
+        m = re.search(pattern, log)
+        report[key] = int(m.group(1)) if m else None
+    return report
+
+
+def _aot_compile(job, args: dict) -> list[dict]:
+    import json
+    import sys
+
+    target = list(args.get("aot_target") or C.DEFAULT_AOT_TARGET)
+    payload = {
+        "candidate_path": os.path.join(job.folder, f"{job.candidate.__name__}.py"),
+        "launches": list(job.launches.values()),
+        "target": target,
+        "folder": job.folder,
+        "writable": job.state.policy.roots,
+    }
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    policy = job.state.policy
+    policy.enforcing = False  # our own trusted helper; it installs the same policy itself
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "workers.gates.aot"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=job.folder,
+            timeout=float(args.get("cpu_seconds", 300)),
+        )
+    finally:
+        policy.enforcing = True
+    try:
+        reply = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise RuntimeError(
+            f"AOT helper exited {proc.returncode}: {proc.stderr[-1500:]}"
+        ) from exc
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply["artifacts"]

@@ -1,0 +1,413 @@
+"""Gate 3 — correctness (runs in the sandbox child).
+
+For every workload case and edge case, several seeded trials with fresh inputs. Each trial runs
+the candidate twice on the same inputs, the first time with fresh allocations poisoned with NaN
+(int max), the second with a finite sentinel (int min): an element still holding the poison both
+times was never written, and two runs that differ are a race. Inputs must come back unmodified,
+no output may alias an input, shapes and dtypes must match the reference's, NaN/inf must match
+the reference's, and values must meet the contract's tolerance (bitwise for ``exact``) against
+the reference computed in higher precision for reduced dtypes. On the first trial the inputs are
+also refreshed in place and the candidate rerun, which catches results cached by address.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from workers import constants as C
+from workers.contract import problem as P
+from workers.instrument import TorchOpMode, _sentinel
+
+REDUCED = (torch.float16, torch.bfloat16)
+
+
+class CaseFailure(Exception):
+    def __init__(self, rule: str, reason: str, **evidence):
+        super().__init__(reason)
+        self.rule = rule
+        self.reason = reason
+        self.evidence = evidence
+
+
+class CaseSkip(Exception):
+    pass
+
+
+def _tensors(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        flat = []
+        for o in out:
+            flat.extend(_tensors(o))
+        return flat
+    return []
+
+
+def _equal_nan(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        return bool(same.all())
+    return torch.equal(a, b)
+
+
+def _storages(tensors) -> set:
+    ptrs = set()
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.numel():
+            ptrs.add(t.untyped_storage().data_ptr())
+    return ptrs
+
+
+class CaseChecker:
+    def __init__(self, job, case: dict, args: dict, index: int):
+        self.job = job
+        self.case = case
+        self.args = args
+        self.device = job.device
+        self.dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
+        self.seed = int(args.get("seed", 0))
+        self.index = index
+        tol = args.get("tolerance")
+        self.exact = tol == C.EXACT
+        self.tolerance = tol if isinstance(tol, dict) else dict(C.DEFAULT_TOLERANCE)
+        self.deterministic = args.get("deterministic", True)
+        self.recorder = job.state.recorder
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.expected = None
+        self.previous_out = None
+
+    # models and runs ---------------------------------------------------------------------
+    def build(self):
+        high_dtype = None
+        if self.device == "cpu":
+            high_dtype = torch.float64
+        elif self.dtype in REDUCED:
+            high_dtype = torch.float32
+        try:
+            high, ref, _ = P.make_models(
+                self.job.problem, None, self.case["overrides"], self.dtype, self.seed,
+                self.device, high_dtype,
+            )
+        except Exception as exc:  # noqa: BLE001 - the reference rejects this case
+            raise CaseSkip(f"reference model rejects this case: {type(exc).__name__}: {exc}") from exc
+        try:
+            _, _, cand = P.make_models(
+                self.job.problem, self.job.candidate, self.case["overrides"], self.dtype,
+                self.seed, self.device, None,
+            )
+        except Exception as exc:  # noqa: BLE001
+            raise CaseFailure(C.RULE_RUNTIME, f"ModelNew() failed: {type(exc).__name__}: {exc}") \
+                from exc
+        self.high, self.ref, self.cand = high, ref, cand
+
+    def inputs(self, seed):
+        return P.make_inputs(
+            self.job.problem, self.case["overrides"], self.dtype, seed, self.device,
+            self.case.get("transform"),
+        )
+
+    def _sync(self):
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def reference(self, inputs):
+        model = self.high if (self.high is not None and not self.exact) else self.ref
+        dtype = next((p.dtype for p in model.parameters()), None) if model is self.high else None
+        if model is self.high:
+            dtype = torch.float64 if self.device == "cpu" else torch.float32
+            args = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                    for t in inputs]
+        else:
+            args = inputs
+        try:
+            with torch.no_grad():
+                out = [t.detach().clone() for t in _tensors(model(*args))]
+        except Exception as exc:  # noqa: BLE001
+            raise CaseSkip(f"reference rejects this case: {type(exc).__name__}: {exc}") from exc
+        self._sync()
+        return out
+
+    def expected_layout(self, inputs):
+        if self.expected is None:
+            if self.high is None or self.exact:
+                outs = self.reference(inputs)
+            else:
+                try:
+                    with torch.no_grad():
+                        outs = _tensors(self.ref(*inputs))
+                except Exception:  # noqa: BLE001 - some CPU ops lack reduced-dtype kernels
+                    outs = [o.to(self.dtype) if o.is_floating_point() else o
+                            for o in self.reference(inputs)]
+            self.expected = [(tuple(o.shape), o.dtype) for o in outs]
+        return self.expected
+
+    def candidate(self, inputs, poison: int):
+        mode = TorchOpMode(self.recorder, poison_variant=poison)
+        try:
+            with torch.no_grad(), mode:
+                out = self.cand(*inputs)
+            self._sync()
+        except Exception as exc:  # noqa: BLE001
+            raise CaseFailure(
+                C.RULE_RUNTIME, f"forward raised {type(exc).__name__}: {str(exc)[:400]}"
+            ) from exc
+        return _tensors(out), out
+
+    # checks ------------------------------------------------------------------------------
+    def check_layout(self, outs, inputs):
+        expected = self.expected_layout(inputs)
+        if len(outs) != len(expected):
+            raise CaseFailure(C.RULE_SHAPE, f"returned {len(outs)} tensor(s), expected "
+                              f"{len(expected)}")
+        for i, (o, (shape, dtype)) in enumerate(zip(outs, expected, strict=True)):
+            if tuple(o.shape) != shape:
+                raise CaseFailure(C.RULE_SHAPE, f"output {i} has shape {tuple(o.shape)}, "
+                                  f"expected {shape}")
+            if o.dtype != dtype:
+                raise CaseFailure(C.RULE_DTYPE, f"output {i} has dtype {o.dtype}, expected "
+                                  f"{dtype}")
+            if o.device.type != torch.device(self.device).type:
+                raise CaseFailure(C.RULE_SHAPE, f"output {i} is on {o.device}, expected "
+                                  f"{self.device}")
+
+    def own_error(self, inputs, refs) -> list[float]:
+        """How far torch's own result in the case dtype is from the high-precision reference:
+        with large magnitudes, cancellation makes even the reference miss a fixed tolerance, so
+        a candidate is allowed twice torch's own worst error on that edge case."""
+        if self.high is None or self.exact:
+            return [0.0] * len(refs)
+        try:
+            with torch.no_grad():
+                low = _tensors(self.ref(*inputs))
+        except Exception:  # noqa: BLE001 - no kernel for this dtype on this device
+            return [0.0] * len(refs)
+        errs = []
+        for lo, r in zip(low, refs, strict=False):
+            d = (lo.double() - r.double()).abs()
+            d = d[torch.isfinite(d)]
+            errs.append(float(d.max()) if d.numel() else 0.0)
+        return errs
+
+    def compare(self, outs, refs, label: str, allowance=None):
+        for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+            if o.numel() == 0:
+                continue
+            if self.exact or not o.is_floating_point():
+                r_cast = r.to(o.dtype)
+                if not _equal_nan(o, r_cast):
+                    diff = (o.double() - r_cast.double()).abs()
+                    diff = torch.nan_to_num(diff, nan=float("inf"))
+                    raise CaseFailure(
+                        C.RULE_MISMATCH,
+                        f"output {i} differs bitwise from the reference ({label}); "
+                        f"max abs diff {float(diff.max()):.3g}",
+                        index=_first_index(diff > 0),
+                    )
+                continue
+            tol = self.tolerance.get(str(o.dtype).replace("torch.", ""), {"atol": 0, "rtol": 0})
+            if tol == C.EXACT:
+                tol = {"atol": 0.0, "rtol": 0.0}
+            c, ref = o.double(), r.double()
+            c_nan, r_nan = torch.isnan(c), torch.isnan(ref)
+            bad_nan = c_nan & ~r_nan
+            if bool(bad_nan.any()):
+                raise CaseFailure(
+                    C.RULE_NAN,
+                    f"output {i} has {int(bad_nan.sum())} NaN where the reference has none "
+                    f"({label})",
+                    index=_first_index(bad_nan),
+                )
+            c_inf, r_inf = torch.isinf(c), torch.isinf(ref)
+            inf_mismatch = (c_inf | r_inf | r_nan) & ~((c == ref) | (c_nan & r_nan))
+            if bool(inf_mismatch.any()):
+                raise CaseFailure(
+                    C.RULE_NONFINITE,
+                    f"output {i}: {int(inf_mismatch.sum())} inf/NaN position(s) differ from the "
+                    f"reference ({label})",
+                    index=_first_index(inf_mismatch),
+                )
+            finite = torch.isfinite(ref) & torch.isfinite(c)
+            diff = torch.where(finite, (c - ref).abs(), torch.zeros_like(c))
+            denom = torch.clamp(ref.abs(), min=max(tol["atol"], 1e-30))
+            rel = diff / denom
+            max_abs = float(diff.max())
+            self.max_abs = max(self.max_abs, max_abs)
+            self.max_rel = max(self.max_rel, float(rel.max()))
+            extra = 2.0 * allowance[i] if allowance else 0.0
+            bad = diff > tol["atol"] + tol["rtol"] * ref.abs() + extra
+            if bool(bad.any()):
+                raise CaseFailure(
+                    C.RULE_MISMATCH,
+                    f"output {i}: {int(bad.sum())} of {bad.numel()} elements outside "
+                    f"atol={tol['atol']:g} rtol={tol['rtol']:g} ({label}); max abs err "
+                    f"{max_abs:.3g}",
+                    index=_first_index(bad),
+                    max_abs_err=max_abs,
+                )
+
+    def trial(self, t: int):
+        seed = self.seed * 1_000_003 + self.index * 7919 + t
+        inputs = self.inputs(seed)
+        refs = self.reference(inputs)
+        if self.case.get("transform") == "inf" and any(
+            bool(torch.isnan(r).any()) for r in refs if r.is_floating_point()
+        ):
+            raise CaseSkip("the reference is undefined (NaN) for infinite inputs")
+        originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+        out_a, _ = self.candidate(inputs, poison=0)
+        if _storages(out_a) & _storages(inputs):
+            raise CaseFailure(C.RULE_ALIASING, "an output shares memory with an input")
+        for i, (now, before) in enumerate(zip(inputs, originals, strict=True)):
+            if isinstance(now, torch.Tensor) and not _equal_nan(now, before):
+                raise CaseFailure(C.RULE_INPUT_MUTATED, f"input {i} was modified by the forward")
+        self.check_layout(out_a, inputs)
+        out_a = [o.clone() for o in out_a]
+        out_b, _ = self.candidate(inputs, poison=1)
+        out_b = [o.clone() for o in out_b]
+        for i, (a, b) in enumerate(zip(out_a, out_b, strict=True)):
+            s0, s1 = _sentinel(a.dtype, 0), _sentinel(a.dtype, 1)
+            if s0 is None or a.numel() == 0:
+                continue
+            first = torch.isnan(a) if a.is_floating_point() else a == s0
+            unwritten = first & (b == torch.tensor(s1, dtype=b.dtype, device=b.device))
+            if bool(unwritten.any()):
+                raise CaseFailure(
+                    C.RULE_UNWRITTEN,
+                    f"output {i}: {int(unwritten.sum())} of {a.numel()} elements never written",
+                    index=_first_index(unwritten),
+                )
+        for i, (a, b) in enumerate(zip(out_a, out_b, strict=True)):
+            if self.deterministic and not _equal_nan(a, b):
+                diff = torch.nan_to_num((a.double() - b.double()).abs(), nan=float("inf"))
+                raise CaseFailure(
+                    C.RULE_NONDETERMINISTIC,
+                    f"output {i} differs between two runs on the same inputs "
+                    f"(max diff {float(diff.max()):.3g}): a race or randomness",
+                    index=_first_index(diff > 0),
+                )
+        allowance = None
+        if self.case.get("transform") == "large":
+            allowance = self.own_error(inputs, refs)
+        try:
+            self.compare(out_a, refs, f"trial {t}", allowance)
+        except CaseFailure as exc:
+            if self.previous_out is not None and all(
+                _equal_nan(a, p) for a, p in zip(out_a, self.previous_out, strict=False)
+            ):
+                raise CaseFailure(
+                    C.RULE_STALE, "returned the previous trial's result for new inputs"
+                ) from exc
+            raise
+        self.previous_out = out_a
+        if t == 0 and self.case["kind"] == C.CASE_WORKLOAD:
+            fresh = self.inputs(seed + 500_009)
+            with torch.no_grad():
+                for dst, src in zip(inputs, fresh, strict=True):
+                    if isinstance(dst, torch.Tensor) and dst.is_floating_point():
+                        dst.copy_(src)
+            refs2 = self.reference(inputs)
+            out_c, _ = self.candidate(inputs, poison=0)
+            out_c = [o.clone() for o in out_c]
+            try:
+                self.compare(out_c, refs2, "inputs refreshed in place")
+            except CaseFailure as exc:
+                if all(_equal_nan(c, a) for c, a in zip(out_c, out_a, strict=True)):
+                    raise CaseFailure(
+                        C.RULE_STALE,
+                        "returned the same result after the inputs changed in place "
+                        "(result cached across calls)",
+                    ) from exc
+                raise
+
+
+def _first_index(mask: torch.Tensor):
+    idx = torch.nonzero(mask.reshape(mask.shape) if mask.dim() else mask.reshape(1))
+    return idx[0].tolist() if len(idx) else None
+
+
+def check_case(job, case: dict, args: dict, index: int) -> dict:
+    start = time.perf_counter()
+    record = {
+        "name": case["name"],
+        "kind": case["kind"],
+        "weight": case["weight"],
+        "dtype": case.get("dtype"),
+        "overrides": case["overrides"],
+        "status": C.PASSED,
+        "skip_reason": None,
+        "rule": None,
+        "reason": None,
+        "max_abs_err": None,
+        "max_rel_err": None,
+        "trials": 0,
+    }
+    if case.get("scaled_for_interpreter"):
+        record["scaled_for_interpreter"] = case["scaled_for_interpreter"]
+    if case.get("transform"):
+        record["transform"] = case["transform"]
+    checker = CaseChecker(job, case, args, index)
+    trials = int(args.get("trials", C.DEFAULT_TRIALS))
+    if case["kind"] == C.CASE_EDGE:
+        trials = min(trials, C.EDGE_TRIALS)
+    try:
+        checker.build()
+        for t in range(trials):
+            checker.trial(t)
+            record["trials"] = t + 1
+    except CaseSkip as exc:
+        record["status"] = C.SKIPPED
+        record["skip_reason"] = str(exc)[:500]
+    except CaseFailure as exc:
+        record["status"] = C.FAILED
+        record["rule"] = exc.rule
+        record["reason"] = exc.reason
+        record["evidence"] = {k: v for k, v in exc.evidence.items() if v is not None}
+    record["max_abs_err"] = checker.max_abs
+    record["max_rel_err"] = checker.max_rel
+    record["wall_s"] = time.perf_counter() - start
+    return record
+
+
+def run(job, args: dict) -> dict:
+    records = []
+    failed = None
+    for index, case in enumerate(job.cases):
+        if failed is not None:
+            records.append(
+                {
+                    "name": case["name"],
+                    "kind": case["kind"],
+                    "weight": case["weight"],
+                    "status": C.SKIPPED,
+                    "skip_reason": f"not run: case {failed['name']} failed",
+                }
+            )
+            continue
+        record = check_case(job, case, args, index)
+        records.append(record)
+        if record["status"] == C.FAILED:
+            failed = record
+    if failed is not None:
+        return {
+            "status": C.FAILED,
+            "rule": failed["rule"],
+            "reason": f"case {failed['name']}: [{failed['rule']}] {failed['reason']}",
+            "cases": records,
+            "evidence": {"case": failed["name"], **failed.get("evidence", {})},
+        }
+    passed = sum(r["status"] == C.PASSED for r in records)
+    skipped = sum(r["status"] == C.SKIPPED for r in records)
+    worst = max((r["max_abs_err"] or 0.0 for r in records), default=0.0)
+    return {
+        "status": C.PASSED,
+        "rule": None,
+        "reason": f"{passed} case(s) passed, {skipped} skipped; max abs err {worst:.3g}",
+        "cases": records,
+        "evidence": {"trials": int(args.get("trials", C.DEFAULT_TRIALS))},
+    }

@@ -1,0 +1,315 @@
+"""Gate 1 — static checks on the candidate's source (AST only; nothing is executed).
+
+Each finding names its rule (``workers.constants.RULE_*``) and line. The checks look for what a
+kernel must have (``ModelNew``, ``@triton.jit`` functions that are launched) and for ways to
+cheat the measurement: doing the work in torch, catching a failure and falling back, threads,
+side streams, patching timers or torch, dynamic code.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass, field
+
+from workers import constants as C
+
+# torch functions (torch.X, F.X, torch.nn.functional.X) that do the work a kernel should do.
+TORCH_COMPUTE = frozenset(
+    """matmul mm bmm addmm baddbmm einsum tensordot dot outer linear bilinear softmax log_softmax
+    softmin layer_norm rms_norm group_norm batch_norm instance_norm normalize relu relu6 gelu silu
+    sigmoid tanh elu selu celu leaky_relu hardtanh hardswish hardsigmoid mish softplus softsign
+    tanhshrink logsigmoid exp exp2 expm1 log log2 log1p sum mean var std var_mean std_mean norm max
+    min amax amin argmax argmin logsumexp cumsum cumprod prod sort topk add sub subtract mul
+    multiply div divide true_divide pow sqrt rsqrt abs clamp clip where erf erfc maximum minimum
+    scaled_dot_product_attention conv1d conv2d conv3d conv_transpose1d conv_transpose2d
+    conv_transpose3d avg_pool1d avg_pool2d avg_pool3d max_pool1d max_pool2d max_pool3d dropout
+    cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss kl_div cosine_similarity
+    pairwise_distance cdist triplet_margin_loss hinge_embedding_loss square reciprocal neg sign
+    cos sin tan fmod remainder lerp addcmul addcdiv glu frobenius_norm""".split()
+)
+# Tensor methods that do the work (x.sum(), x.softmax(...)); kept narrower than TORCH_COMPUTE so
+# that ordinary Python methods (list.sort, set.add) are not mistaken for torch work.
+TENSOR_METHOD_COMPUTE = frozenset(
+    """matmul mm bmm softmax log_softmax sum mean var std norm exp log sigmoid tanh relu amax amin
+    argmax argmin logsumexp cumsum cumprod prod sqrt rsqrt pow abs clamp clamp_ erf square
+    reciprocal baddbmm addmm""".split()
+)
+THREAD_MODULES = frozenset({"threading", "_thread", "multiprocessing", "concurrent", "asyncio"})
+PROCESS_MODULES = frozenset({"subprocess", "pty"})
+PROCESS_CALLS = frozenset({"system", "popen", "fork", "forkpty", "spawnl", "spawnv", "execv"})
+STREAM_NAMES = frozenset({"Stream", "stream", "set_stream", "ExternalStream", "StreamContext"})
+DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__", "globals", "breakpoint"})
+# Modules whose attributes a candidate must not rebind (timers, torch, triton, builtins).
+PATCH_ROOTS = frozenset(
+    {"torch", "triton", "tl", "time", "timeit", "builtins", "math", "np", "numpy", "os", "sys"}
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    line: int
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    passed: bool
+    findings: tuple[Finding, ...] = ()
+    kernels: tuple[str, ...] = ()
+    wall_s: float = 0.0
+    evidence: dict = field(default_factory=dict)
+
+    @property
+    def rule(self) -> str | None:
+        return self.findings[0].rule if self.findings else None
+
+    @property
+    def reason(self) -> str:
+        if not self.findings:
+            return f"{len(self.kernels)} Triton kernel(s): {', '.join(self.kernels)}"
+        f = self.findings[0]
+        more = f" (+{len(self.findings) - 1} more)" if len(self.findings) > 1 else ""
+        return f"[{f.rule}] line {f.line}: {f.message}{more}"
+
+
+def _dotted(node) -> str:
+    """``torch.nn.functional.softmax`` for an Attribute/Name chain, '' otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Call):  # super().forward, torch.cuda.Stream()...
+        inner = _dotted(node.func)
+        if inner:
+            parts.append(inner + "()")
+            return ".".join(reversed(parts))
+    return ""
+
+
+def _is_triton_jit(dec) -> bool:
+    name = _dotted(dec.func if isinstance(dec, ast.Call) else dec)
+    return name in {"triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics"}
+
+
+def _reference_calls(problem_source: str | None) -> set[str]:
+    """Names of the torch functions/methods the reference's forward calls."""
+    if not problem_source:
+        return set()
+    try:
+        tree = ast.parse(problem_source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name == "Model":
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Call):
+                    dotted = _dotted(node.func)
+                    if dotted.startswith(("torch.", "F.", "nn.functional.")):
+                        names.add(dotted.rsplit(".", 1)[-1])
+    return names & (TORCH_COMPUTE | TENSOR_METHOD_COMPUTE)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, reference_ops: set[str]):
+        self.findings: list[Finding] = []
+        self.aliases: dict[str, str] = {}  # local name -> module path
+        self.jit_names: set[str] = set()
+        self.launched: set[str] = set()
+        self.reference_ops = reference_ops
+        self.in_jit = 0
+
+    def add(self, rule, node, message):
+        self.findings.append(Finding(rule, getattr(node, "lineno", 0), message))
+
+    def _module_of(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    # imports ---------------------------------------------------------------------------
+    def _check_import(self, module: str, node):
+        top = module.split(".")[0]
+        if top in THREAD_MODULES:
+            self.add(C.RULE_THREAD, node, f"imports {module}: no threads or extra processes")
+        elif top in PROCESS_MODULES:
+            self.add(C.RULE_PROCESS_SPAWN, node, f"imports {module}: no subprocesses")
+        elif top == "importlib":
+            self.add(C.RULE_DYNAMIC_CODE, node, f"imports {module}: no dynamic imports")
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self._check_import(alias.name, node)
+            self.aliases[(alias.asname or alias.name).split(".")[0]] = (
+                alias.name if alias.asname else alias.name.split(".")[0]
+            )
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        self._check_import(module, node)
+        for alias in node.names:
+            full = f"{module}.{alias.name}" if module else alias.name
+            self._check_import(full, node)
+            self.aliases[alias.asname or alias.name] = full
+            if alias.name in {"Model", "get_inputs"} and not module.startswith(("torch", "triton")):
+                self.add(C.RULE_REFERENCE_FALLBACK, node, f"imports {alias.name} from {module}")
+        self.generic_visit(node)
+
+    # definitions ------------------------------------------------------------------------
+    def visit_FunctionDef(self, node):
+        is_jit = any(_is_triton_jit(d) for d in node.decorator_list)
+        if is_jit:
+            self.jit_names.add(node.name)
+            self.in_jit += 1
+            self.generic_visit(node)
+            self.in_jit -= 1
+        else:
+            self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Try(self, node):
+        self.add(
+            C.RULE_TRY_EXCEPT,
+            node,
+            "try/except: a kernel that fails must fail visibly, not fall back",
+        )
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    # assignments (monkey patching) -------------------------------------------------------
+    def _check_target(self, target, node):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._check_target(t, node)
+            return
+        if isinstance(target, ast.Attribute):
+            dotted = _dotted(target)
+            root = dotted.split(".")[0]
+            module = self._module_of(dotted)
+            if root in PATCH_ROOTS or module.split(".")[0] in PATCH_ROOTS:
+                self.add(C.RULE_MONKEY_PATCH, node, f"rebinds {dotted}")
+
+    def visit_Assign(self, node):
+        for t in node.targets:
+            self._check_target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for t in node.targets:
+            self._check_target(t, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self.generic_visit(node)
+
+    # expressions -----------------------------------------------------------------------
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.MatMult) and not self.in_jit:
+            self.add(C.RULE_TORCH_FALLBACK, node, "uses the @ operator outside a kernel")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node):
+        # kernel[grid](...) is handled in visit_Call; record the subscripted jit name here too.
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Subscript):
+            name = _dotted(func.value)
+            if name:
+                self.launched.add(name.split(".")[-1])
+        dotted = _dotted(func)
+        module = self._module_of(dotted) if dotted else ""
+        last = dotted.rsplit(".", 1)[-1] if dotted else ""
+        if dotted in DYNAMIC_CALLS or module in {"builtins.exec", "builtins.eval"}:
+            self.add(C.RULE_DYNAMIC_CODE, node, f"calls {dotted}()")
+        elif dotted in {"setattr", "delattr"} and node.args:
+            target = _dotted(node.args[0])
+            root = self._module_of(target).split(".")[0] if target else ""
+            if root in PATCH_ROOTS or target.split(".")[0] in PATCH_ROOTS:
+                self.add(C.RULE_MONKEY_PATCH, node, f"{dotted}() on {target}")
+        elif module.startswith(("os.", "pty.")) and last in PROCESS_CALLS | {"posix_spawn"}:
+            self.add(C.RULE_PROCESS_SPAWN, node, f"calls {dotted}()")
+        elif last in STREAM_NAMES and (".cuda." in f".{module}." or module.startswith("torch.")):
+            self.add(C.RULE_SIDE_STREAM, node, f"calls {dotted}(): work must stay on one stream")
+        elif last in {"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process"}:
+            self.add(C.RULE_THREAD, node, f"calls {dotted}()")
+        elif not self.in_jit and dotted:
+            self._check_torch_work(node, dotted, module, last)
+        self.generic_visit(node)
+
+    def _check_torch_work(self, node, dotted, module, last):
+        if dotted in {"Model", "super().forward"} or module.endswith(".Model"):
+            self.add(C.RULE_REFERENCE_FALLBACK, node, f"calls the reference {dotted}()")
+            return
+        torchy = module.startswith(("torch.", "torch.nn.functional.")) or dotted.startswith(
+            ("F.", "nn.functional.")
+        )
+        if torchy and (last in TORCH_COMPUTE or last in self.reference_ops):
+            if module.startswith(("torch.nn.functional.", "torch.")) or dotted.startswith("F."):
+                self.add(C.RULE_TORCH_FALLBACK, node, f"calls {dotted}() outside a kernel")
+                return
+        if torchy and module.startswith("torch.nn.") and last[:1].isupper():
+            # nn.Linear(...) etc. as a layer is fine for holding weights; calling it is caught
+            # at run time by the compile gate's torch-op recorder.
+            return
+        if (
+            not torchy
+            and isinstance(node.func, ast.Attribute)
+            and last in (TENSOR_METHOD_COMPUTE | self.reference_ops)
+            and _dotted(node.func.value).split(".")[0] not in {"tl", "triton", "math", "np"}
+        ):
+            self.add(C.RULE_TORCH_FALLBACK, node, f"calls .{last}() on a tensor outside a kernel")
+
+
+def check_static(candidate_source: str, problem_source: str | None = None) -> StaticResult:
+    """Run every static rule on the candidate; the first finding is the reason."""
+    start = time.perf_counter()
+    try:
+        tree = ast.parse(candidate_source)
+    except SyntaxError as exc:
+        finding = Finding(C.RULE_SYNTAX, exc.lineno or 0, f"does not parse: {exc.msg}")
+        return StaticResult(False, (finding,), wall_s=time.perf_counter() - start)
+    checker = _Checker(_reference_calls(problem_source))
+    checker.visit(tree)
+    findings = list(checker.findings)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if "ModelNew" not in classes:
+        findings.insert(0, Finding(C.RULE_NO_MODEL_NEW, 0, "defines no class ModelNew"))
+    if not checker.jit_names:
+        findings.append(Finding(C.RULE_NO_KERNEL, 0, "defines no @triton.jit kernel"))
+    elif not (checker.jit_names & checker.launched):
+        findings.append(
+            Finding(
+                C.RULE_KERNEL_NOT_LAUNCHED,
+                0,
+                f"no kernel[grid](...) launch of {', '.join(sorted(checker.jit_names))}",
+            )
+        )
+    kernels = tuple(sorted(checker.jit_names & checker.launched))
+    return StaticResult(
+        passed=not findings,
+        findings=tuple(findings),
+        kernels=kernels,
+        wall_s=time.perf_counter() - start,
+        evidence={"kernels": list(kernels), "findings": [f.to_dict() for f in findings]},
+    )

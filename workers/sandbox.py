@@ -1,0 +1,345 @@
+"""The sandbox: a spawned child process that runs untrusted problem and candidate code.
+
+The parent (``SandboxChild``) starts ``python -m workers.child`` with a scrubbed environment
+(no secrets, no database or broker URLs), its own temporary folder as cwd/HOME/TMPDIR, and two
+private pipes for length-prefixed JSON messages. The child's stdout/stderr are read by a thread
+that keeps only a capped head and tail. Every call has a wall timeout and the child's resident
+memory is watched; a crash, hang, ``sys.exit``, memory blow-up or output flood becomes a
+``SandboxFailure`` with its evidence, never an exception that takes the worker down. After one,
+the child is gone and the next call starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from workers import constants as C
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True)
+class SandboxFailure:
+    """Why a call into the child did not return a result."""
+
+    rule: str  # RULE_TIMEOUT, RULE_CRASH, RULE_EXIT, RULE_MEMORY, RULE_OUTPUT_FLOOD
+    reason: str
+    evidence: dict = field(default_factory=dict)
+
+
+def scrub_env(env: dict) -> dict:
+    """Drop every variable that looks like a credential or a service URL."""
+    pattern = re.compile(C.SECRET_ENV_PATTERN, re.IGNORECASE)
+    return {k: v for k, v in env.items() if not pattern.search(k)}
+
+
+class _OutputTap(threading.Thread):
+    """Reads the child's merged stdout/stderr, keeping a capped head and tail."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        with getattr(self, "lock", threading.Lock()):
+            self.head = bytearray()
+            self.tail = bytearray()
+            self.total = 0
+
+    def run(self):
+        half = C.OUTPUT_CAP_BYTES // 2
+        while True:
+            try:
+                chunk = os.read(self.stream.fileno(), 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.total += len(chunk)
+                if len(self.head) < half:
+                    take = half - len(self.head)
+                    self.head += chunk[:take]
+                    chunk = chunk[take:]
+                if chunk:
+                    self.tail += chunk
+                    if len(self.tail) > half:
+                        del self.tail[: len(self.tail) - half]
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            text = self.head.decode("utf-8", "replace")
+            if self.tail:
+                skipped = self.total - len(self.head) - len(self.tail)
+                if skipped > 0:
+                    text += f"\n... [{skipped} bytes not kept] ...\n"
+                text += self.tail.decode("utf-8", "replace")
+            return {"log": text, "log_bytes": self.total}
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+class SandboxChild:
+    """One persistent child for one platform. ``call(op, args, timeout)`` returns the child's
+    result dict or a ``SandboxFailure``; after a failure the child is dead and ``call`` restarts
+    it on next use."""
+
+    def __init__(
+        self,
+        platform: str,
+        *,
+        memory_limit: int = C.CHILD_MEMORY_LIMIT_BYTES,
+        root: str | None = None,
+        extra_env: dict | None = None,
+    ):
+        self.platform = platform
+        self.memory_limit = memory_limit
+        self._own_root = root is None
+        self.root = root or tempfile.mkdtemp(prefix="kernelevolve-sandbox-")
+        self.extra_env = dict(extra_env or {})
+        self.proc: subprocess.Popen | None = None
+        self.hello: dict | None = None
+        self.starts = 0
+
+    # lifecycle ---------------------------------------------------------------------------
+    def _env(self, home: str) -> dict:
+        env = scrub_env(dict(os.environ))
+        env.update(
+            {
+                "HOME": home,
+                "TMPDIR": os.path.join(home, "tmp"),
+                "TRITON_CACHE_DIR": os.path.join(self.root, "triton-cache"),
+                "TRITON_HOME": os.path.join(self.root, "triton-home"),
+                "TORCHINDUCTOR_CACHE_DIR": os.path.join(self.root, "inductor-cache"),
+                "PYTHONPATH": _REPO_ROOT,
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if self.platform == C.PLATFORM_INTERPRET:
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> dict | SandboxFailure:
+        self.close()
+        home = os.path.join(self.root, f"child{self.starts}")
+        self.starts += 1
+        for sub in ("tmp", "jobs"):
+            os.makedirs(os.path.join(home, sub), exist_ok=True)
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        cmd = [
+            sys.executable,
+            "-m",
+            "workers.child",
+            "--platform",
+            self.platform,
+            "--fds",
+            f"{req_r},{resp_w}",
+            "--root",
+            self.root,
+            "--home",
+            home,
+            "--memory-limit",
+            str(self.memory_limit),
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=home,
+            env=self._env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(req_r, resp_w),
+            start_new_session=True,
+        )
+        os.close(req_r)
+        os.close(resp_w)
+        self._req = os.fdopen(req_w, "wb", buffering=0)
+        self._resp = resp_r
+        self.tap = _OutputTap(self.proc.stdout)
+        self.tap.start()
+        result = self._wait(C.CHILD_START_TIMEOUT_S, "start")
+        if isinstance(result, SandboxFailure):
+            return result
+        self.hello = result
+        return result
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for closer in (getattr(self, "_req", None),):
+            try:
+                if closer:
+                    closer.close()
+            except OSError:
+                pass
+        try:
+            os.close(self._resp)
+        except (OSError, AttributeError):
+            pass
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.proc = None
+
+    def close(self):
+        if self.alive:
+            try:
+                self._send({"op": "exit"})
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def cleanup(self):
+        self.close()
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # messaging ---------------------------------------------------------------------------
+    def _send(self, message: dict):
+        data = json.dumps(message).encode()
+        self._req.write(struct.pack(">I", len(data)) + data)
+
+    def _read_exact(self, n: int, deadline: float, phase: str) -> bytes | SandboxFailure:
+        buf = bytearray()
+        while len(buf) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._fail_timeout(phase)
+            ready, _, _ = select.select([self._resp], [], [], min(remaining, 0.1))
+            if not ready:
+                failure = self._check_health(phase)
+                if failure:
+                    return failure
+                continue
+            chunk = os.read(self._resp, n - len(buf))
+            if not chunk:
+                return self._fail_dead(phase)
+            buf += chunk
+        return bytes(buf)
+
+    def _check_health(self, phase: str) -> SandboxFailure | None:
+        if self.proc.poll() is not None:
+            return self._fail_dead(phase)
+        if self.tap.total > C.OUTPUT_FLOOD_BYTES:
+            evidence = self.tap.snapshot()
+            self.kill()
+            return SandboxFailure(
+                C.RULE_OUTPUT_FLOOD,
+                f"printed more than {C.OUTPUT_FLOOD_BYTES} bytes during {phase}; child stopped",
+                evidence,
+            )
+        rss = _rss_bytes(self.proc.pid)
+        if rss > self.memory_limit:
+            evidence = {**self.tap.snapshot(), "rss_bytes": rss}
+            self.kill()
+            return SandboxFailure(
+                C.RULE_MEMORY,
+                f"resident memory {rss >> 20} MiB over the {self.memory_limit >> 20} MiB limit "
+                f"during {phase}",
+                evidence,
+            )
+        return None
+
+    def _fail_timeout(self, phase: str) -> SandboxFailure:
+        evidence = self.tap.snapshot()
+        self.kill()
+        return SandboxFailure(C.RULE_TIMEOUT, f"timed out during {phase}", evidence)
+
+    def _fail_dead(self, phase: str) -> SandboxFailure:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        time.sleep(0.05)  # let the tap drain the last output
+        evidence = {**self.tap.snapshot(), "returncode": code}
+        self.kill()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            rule = C.RULE_MEMORY if name in {"SIGKILL"} and "MemoryError" in evidence["log"] else None
+            return SandboxFailure(
+                rule or C.RULE_CRASH, f"child crashed with {name} during {phase}", evidence
+            )
+        return SandboxFailure(C.RULE_EXIT, f"child exited with status {code} during {phase}", evidence)
+
+    def _wait(self, timeout: float, phase: str) -> dict | SandboxFailure:
+        deadline = time.monotonic() + timeout
+        header = self._read_exact(4, deadline, phase)
+        if isinstance(header, SandboxFailure):
+            return header
+        (length,) = struct.unpack(">I", header)
+        body = self._read_exact(length, deadline, phase)
+        if isinstance(body, SandboxFailure):
+            return body
+        try:
+            return json.loads(body)
+        except json.JSONDecodeError:
+            self.kill()
+            return SandboxFailure(C.RULE_CRASH, f"garbled reply from the child during {phase}")
+
+    def call(self, op: str, args: dict, timeout: float) -> dict | SandboxFailure:
+        """Run one operation in the child. The reply carries the captured output as ``log``."""
+        if not self.alive:
+            started = self.start()
+            if isinstance(started, SandboxFailure):
+                return started
+        self.tap.reset()
+        try:
+            self._send({"op": op, "args": args})
+        except (BrokenPipeError, OSError):
+            return self._fail_dead(op)
+        reply = self._wait(max(timeout, 0.1), op)
+        if isinstance(reply, SandboxFailure):
+            return reply
+        reply.update(self.tap.snapshot())
+        if reply["log_bytes"] > C.OUTPUT_FLOOD_BYTES:
+            self.kill()
+            return SandboxFailure(
+                C.RULE_OUTPUT_FLOOD,
+                f"printed {reply['log_bytes']} bytes during {op} (limit {C.OUTPUT_FLOOD_BYTES})",
+                {"log": reply["log"], "log_bytes": reply["log_bytes"]},
+            )
+        if reply.get("restart"):
+            self.kill()  # the child reported itself tainted (patched modules, stray threads)
+        return reply

@@ -1,0 +1,152 @@
+"""``python -m workers search``: run a whole campaign standalone (no Django, one process).
+
+This is how a GPU host runs a search: it evaluates candidates in a persistent sandbox child,
+writes the campaign as JSON (``outcome``, ``funnel``, ``nodes``, ``edges``, ``best``, ...) for
+``manage.py import_campaign``, and shows a progress bar on a terminal. The exit status is 0
+whenever the campaign ran, whatever its outcome; 2 for unusable arguments or inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--problem", help="problem module in the KernelBench format (P.py)")
+    src.add_argument("--catalog", help="a built-in catalog problem by name (e.g. softmax)")
+    parser.add_argument("--workload", help="workload JSON (cases, weights, tolerance)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="with --catalog: its tiny interpreter workload"
+    )
+    parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
+    parser.add_argument(
+        "--generator", default="template", help="comma-separated: template, llm (default template)"
+    )
+    parser.add_argument("--policy", default="best_first", choices=["best_first", "islands"])
+    parser.add_argument("--budget-candidates", type=int, default=40)
+    parser.add_argument("--budget-device-s", type=float, default=None)
+    parser.add_argument("--budget-wall-s", type=float, default=None)
+    parser.add_argument("--branches", type=int, default=3)
+    parser.add_argument("--children", type=int, default=2, help="children per branch per round")
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--saturation-rounds", type=int, default=3)
+    parser.add_argument("--target-speedup", type=float, default=None)
+    parser.add_argument(
+        "--baseline", default="eager", choices=["eager", "compile", "max-autotune", "incumbent"]
+    )
+    parser.add_argument("--incumbent", help="incumbent candidate source (with --baseline incumbent)")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-limit-s", type=float, default=120.0)
+    parser.add_argument("--json", dest="json_out", help="write the campaign JSON here")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def _inputs(args) -> tuple[str, dict | None, str]:
+    if args.catalog:
+        from workers.catalog import catalog_get
+
+        entry = catalog_get(args.catalog)
+        workload = entry.workload(smoke=args.smoke)
+        if args.workload:
+            workload = json.loads(Path(args.workload).read_text())
+        return entry.problem_source(), workload, entry.name
+    source = Path(args.problem).read_text()
+    workload = json.loads(Path(args.workload).read_text()) if args.workload else None
+    return source, workload, Path(args.problem).stem
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.start = time.time()
+
+    def __call__(self, state: dict, event: dict) -> None:
+        if not self.enabled:
+            return
+        from workers.search.engine import funnel
+
+        f = funnel(state)
+        done = f["generated"] - f["pending"]
+        width = 30
+        filled = int(width * min(done, self.total) / max(self.total, 1))
+        best = state.get("best_history") or []
+        best_txt = f" best {best[-1]['speedup']:.3f}x" if best and best[-1]["speedup"] else ""
+        line = (
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+            f"accepted {f['accepted']} round {state['round']}{best_txt} "
+            f"{time.time() - self.start:.0f}s"
+        )
+        sys.stderr.write(line)
+        if event.get("event") == "finished":
+            sys.stderr.write(f"\n{state['outcome']}: {state['message']}\n")
+        sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+
+    try:
+        source, workload, name = _inputs(args)
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        print(f"search: cannot read the inputs: {exc}", file=sys.stderr)
+        return 2
+    incumbent = Path(args.incumbent).read_text() if args.incumbent else None
+    generators = [g.strip() for g in args.generator.split(",") if g.strip()]
+    state = campaign_new(
+        problem_source=source,
+        workload=workload,
+        platform=args.platform,
+        generators=generators,
+        policy=args.policy,
+        max_candidates=args.budget_candidates,
+        max_device_s=args.budget_device_s,
+        max_wall_s=args.budget_wall_s,
+        branches=args.branches,
+        children_per_branch=args.children,
+        seeds=args.seeds,
+        saturation_rounds=args.saturation_rounds,
+        target_speedup=args.target_speedup,
+        baseline=args.baseline,
+        incumbent_source=incumbent,
+        trials=args.trials,
+        seed=args.seed,
+        time_limit_s=args.time_limit_s,
+        problem_name=name,
+    )
+    progress = _Progress(args.budget_candidates, sys.stderr.isatty() and not args.no_progress)
+    try:
+        run_campaign(state, progress=progress)
+    except ValueError as exc:  # e.g. the llm generator without its URL
+        print(f"search: {exc}", file=sys.stderr)
+        return 2
+    summary = campaign_summary(state)
+    text = json.dumps(summary, indent=2, default=str)
+    if args.json_out:
+        Path(args.json_out).write_text(text + "\n")
+    f = summary["funnel"]
+    best = summary["best"]
+    print(
+        f"{name}: {summary['outcome']} ({summary['stop_reason']}) - {summary['message']}\n"
+        f"funnel: generated {f['generated']}, static {f['static_rejected']}, "
+        f"compile {f['compile_failed']}, incorrect {f['incorrect']}, slower {f['slower']}, "
+        f"errored {f['errored']}, accepted {f['accepted']}; device {f['device_s_total']:.1f}s"
+        + (f"\nbest: {best['id']} fitness {json.dumps(best['fitness'])}" if best else "\nbest: none")
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workers search", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,724 @@
+"""The search engine: rounds of propose -> evaluate -> record, until a stated stop.
+
+All campaign state is one JSON-serialisable dict (:func:`campaign_new`), so the control side can
+persist it between steps and resume after a restart. The engine itself holds only its
+collaborators (generators, policy, knowledge retrieval) and can be rebuilt from the state at any
+step (:meth:`SearchEngine.from_state`). Two ways to drive it:
+
+Step by step (an external orchestrator such as a Celery control task)::
+
+    state = campaign_new(problem_source=..., workload=..., platform="cuda")
+    engine = SearchEngine.from_state(state, retrieve=my_retrieval)
+    engine.record_baseline(state, baseline_report.to_dict())   # cuda: time the reference once
+    while not engine.should_stop(state):
+        for spec in engine.propose(state):                      # new pending nodes
+            req = engine.request_kwargs(state, spec["node_id"]) # -> EvaluationRequest(**req)
+            ...evaluate elsewhere...
+            engine.record(state, spec["node_id"], report.to_dict())
+    summary = campaign_summary(state)                           # outcome, funnel, best, ...
+
+or in one process with an ``Evaluator``: :func:`run_campaign`.
+
+Outcomes (``state["outcome"]``, set when ``should_stop`` first returns True, never left empty):
+
+- ``improved``: an accepted node beats the baseline beyond noise (its fitness CI's lower bound
+  is above 1.0). Only a platform with a performance gate (``cuda``) can show this.
+- ``no_safe_improvement``: the search saturated (no improvement beyond the best's CI for
+  ``saturation_rounds`` rounds), ran out of proposals, or ran on ``interpret``, where accepted
+  means "correct" and nothing can be shown faster (``stop_reason`` and ``message`` say which).
+- ``budget_exhausted``: candidates, device-seconds or wall time ran out before either of the
+  above, with no accepted improvement.
+- ``failed``: the campaign could not search: no generator fits the problem, or nothing could be
+  evaluated (the message says why).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from workers.search.generators.base import (
+    EDGE_ALTERNATIVE,
+    EDGE_CROSSOVER,
+    EDGE_MUTATION,
+    EDGE_REPAIR,
+    EDGE_SEED,
+    GenerationContext,
+)
+from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph, Node
+from workers.search.policies import make_policy, quality
+
+OUTCOME_IMPROVED = "improved"
+OUTCOME_NO_SAFE_IMPROVEMENT = "no_safe_improvement"
+OUTCOME_BUDGET_EXHAUSTED = "budget_exhausted"
+OUTCOME_FAILED = "failed"
+OUTCOMES = (
+    OUTCOME_IMPROVED,
+    OUTCOME_NO_SAFE_IMPROVEMENT,
+    OUTCOME_BUDGET_EXHAUSTED,
+    OUTCOME_FAILED,
+)
+
+REPAIRABLE_GATES = ("compile", "correctness")
+FUNNEL_STAGES = (
+    "generated",
+    "pending",
+    "static_rejected",
+    "compile_failed",
+    "incorrect",
+    "slower",
+    "errored",
+    "accepted",
+)
+_GATE_TO_STAGE = {
+    "static": "static_rejected",
+    "compile": "compile_failed",
+    "correctness": "incorrect",
+    "performance": "slower",
+    "fitness": "slower",
+}
+
+Retrieve = Callable[[dict], list[dict]]
+
+
+def campaign_new(
+    *,
+    problem_source: str,
+    workload: dict | None = None,
+    platform: str = "interpret",
+    generators: list[str] | tuple[str, ...] = ("template",),
+    policy: str = "best_first",
+    policy_args: dict | None = None,
+    max_candidates: int = 40,
+    max_device_s: float | None = None,
+    max_wall_s: float | None = None,
+    branches: int = 3,
+    children_per_branch: int = 2,
+    seeds: int = 4,
+    repairs_per_round: int = 1,
+    saturation_rounds: int = 3,
+    target_speedup: float | None = None,
+    baseline: str = "eager",
+    incumbent_source: str | None = None,
+    trials: int = 3,
+    seed: int = 0,
+    regression_tolerance: float = 0.02,
+    time_limit_s: float = 120.0,
+    problem_name: str = "",
+) -> dict:
+    """A fresh campaign state (plain JSON data)."""
+    return {
+        "version": 1,
+        "config": {
+            "problem_name": problem_name,
+            "problem_source": problem_source,
+            "workload": workload,
+            "platform": platform,
+            "generators": list(generators),
+            "policy": policy,
+            "policy_args": dict(policy_args or {}),
+            "budget": {
+                "max_candidates": max_candidates,
+                "max_device_s": max_device_s,
+                "max_wall_s": max_wall_s,
+            },
+            "branches": branches,
+            "children_per_branch": children_per_branch,
+            "seeds": seeds,
+            "repairs_per_round": repairs_per_round,
+            "saturation_rounds": saturation_rounds,
+            "target_speedup": target_speedup,
+            "baseline": baseline,
+            "incumbent_source": incumbent_source,
+            "trials": trials,
+            "seed": seed,
+            "regression_tolerance": regression_tolerance,
+            "time_limit_s": time_limit_s,
+        },
+        "round": 0,
+        "next_id": 1,
+        "graph": {"nodes": [], "edges": []},
+        "best_id": None,
+        "best_history": [],
+        "rounds_without_improvement": 0,
+        "improved_in_round": False,
+        "started_at": time.time(),
+        "baseline": None,
+        "baseline_device_s": 0.0,
+        "first_accepted": None,
+        "generator_stats": {},
+        "generator_fit": {},
+        "duplicates": 0,
+        "outcome": None,
+        "stop_reason": None,
+        "message": "",
+        "fingerprint": None,
+        "harness_hash": None,
+    }
+
+
+def make_generator(name: str):
+    if name == "template":
+        from workers.search.generators.template import TemplateGenerator
+
+        return TemplateGenerator()
+    if name == "llm":
+        from workers.search.generators.llm import LLMGenerator
+
+        return LLMGenerator.from_env()
+    raise ValueError(f"unknown generator {name!r} (template, llm)")
+
+
+class SearchEngine:
+    """Proposes nodes, records their reports, and decides when to stop (state is external)."""
+
+    def __init__(self, generators: dict, policy, retrieve: Retrieve | None = None) -> None:
+        self.generators = generators
+        self.policy = policy
+        self.retrieve = retrieve
+
+    @classmethod
+    def from_state(cls, state: dict, *, retrieve: Retrieve | None = None, generators=None):
+        cfg = state["config"]
+        gens = generators or {name: make_generator(name) for name in cfg["generators"]}
+        return cls(gens, make_policy(cfg["policy"], **cfg["policy_args"]), retrieve)
+
+    # ------------------------------------------------------------------ helpers on the state
+    @staticmethod
+    def graph(state: dict) -> Graph:
+        return Graph.from_dict(state["graph"])
+
+    @staticmethod
+    def _save(state: dict, graph: Graph) -> None:
+        state["graph"] = graph.to_dict()
+
+    def _ctx(self, state: dict, mode: str, parents: list[Node], feedback=None) -> GenerationContext:
+        cfg = state["config"]
+        knowledge = []
+        if self.retrieve is not None:
+            query = {
+                "problem_source": cfg["problem_source"],
+                "problem_name": cfg["problem_name"],
+                "platform": cfg["platform"],
+                "family": (state["generator_fit"].get("template") or {}).get("family"),
+                "mode": mode,
+                "feedback": feedback,
+            }
+            try:
+                knowledge = list(self.retrieve(query) or [])
+            except Exception as exc:  # noqa: BLE001 - retrieval must never stop a campaign
+                state["generator_stats"].setdefault("retrieval", {}).setdefault("errors", [])
+                state["generator_stats"]["retrieval"]["errors"].append(repr(exc)[:200])
+        return GenerationContext(
+            problem_source=cfg["problem_source"],
+            workload=cfg["workload"],
+            platform=cfg["platform"],
+            parents=[p.to_dict(with_report=False) for p in parents],
+            mode=mode,
+            feedback=feedback,
+            knowledge=knowledge,
+            seed=cfg["seed"] * 1000 + state["round"],
+            attempt=state["round"] if mode == EDGE_SEED else 1,
+        )
+
+    # ------------------------------------------------------------------------------- propose
+    def propose(self, state: dict) -> list[dict]:
+        """Create the next round's nodes (status ``pending``) and return their specs.
+
+        Returns [] when a stop condition holds or no generator has anything to offer; call
+        :meth:`should_stop` next, which then ends the campaign with its reason.
+        """
+        if state["outcome"] is not None or self._stop_reason(state):
+            return []
+        graph = self.graph(state)
+        cfg = state["config"]
+        self._close_round(state, graph)
+        state["round"] += 1
+        for name, gen in self.generators.items():
+            if name not in state["generator_fit"] and hasattr(gen, "describe"):
+                state["generator_fit"][name] = gen.describe(cfg["problem_source"])
+        remaining = cfg["budget"]["max_candidates"] - len(graph.nodes)
+        jobs: list[tuple[str, list[Node], dict | None]] = []
+        accepted = graph.accepted()
+        if not graph.nodes or not accepted:
+            jobs.append((EDGE_SEED, [], None))
+        if graph.nodes:
+            for node in self._repair_targets(state, graph):
+                fb = {"gate": node.failed_gate, "reason": node.reason, "evidence": _evidence(node)}
+                jobs.append((EDGE_REPAIR, [node], fb))
+            parents = self.policy.select(graph, cfg["branches"], state) if accepted else []
+            for i, parent in enumerate(parents):
+                if i == len(parents) - 1 and len(accepted) >= 2 and state["round"] % 2 == 0:
+                    other = max(
+                        (n for n in accepted if n.id != parent.id),
+                        key=lambda n: (quality(n), n.id),
+                    )
+                    jobs.append((EDGE_CROSSOVER, [parent, other], None))
+                elif i % 3 == 2 or (state["round"] % 3 == 0 and i == 0):
+                    jobs.append((EDGE_ALTERNATIVE, [parent], None))
+                else:
+                    jobs.append((EDGE_MUTATION, [parent], None))
+        specs: list[dict] = []
+        names = list(self.generators)
+        for j, (mode, parents, fb) in enumerate(jobs):
+            if remaining - len(specs) <= 0:
+                break
+            n = cfg["seeds"] if mode == EDGE_SEED else cfg["children_per_branch"]
+            n = min(n, remaining - len(specs))
+            # Rotate which generator goes first so each gets turns; fall through when one
+            # cannot serve this parent (the template cannot mutate an LLM's free-form kernel).
+            order = names[j % len(names) :] + names[: j % len(names)]
+            if mode == EDGE_SEED:
+                order = names
+            for name in order:
+                ctx = self._ctx(state, mode, parents, fb)
+                kids = [k.get("id") for k in ctx.knowledge]
+                proposals = self._call(state, name, ctx, n)
+                made = 0
+                for prop in proposals:
+                    spec = self._add(state, graph, name, prop, parents, kids)
+                    if spec is not None:
+                        specs.append(spec)
+                        made += 1
+                if made and mode != EDGE_SEED:
+                    break
+        self._save(state, graph)
+        return specs
+
+    def _call(self, state: dict, name: str, ctx: GenerationContext, n: int):
+        gen = self.generators[name]
+        try:
+            proposals = gen.propose(ctx, n)
+        except Exception as exc:  # noqa: BLE001 - a broken generator is counted, not fatal
+            stats = state["generator_stats"].setdefault(name, {})
+            stats["exceptions"] = stats.get("exceptions", 0) + 1
+            stats["last_exception"] = repr(exc)[:300]
+            proposals = []
+        if hasattr(gen, "stats"):
+            state["generator_stats"][name] = {**state["generator_stats"].get(name, {}), **gen.stats()}
+        return proposals
+
+    def _add(self, state, graph: Graph, gen_name, prop, parents: list[Node], kids) -> dict | None:
+        from workers.search.graph import source_hash
+
+        digest = source_hash(prop.source)
+        if graph.has_source(digest):
+            state["duplicates"] += 1
+            return None
+        node_id = f"n{state['next_id']}"
+        state["next_id"] += 1
+        island = parents[0].island if parents else 0
+        if not parents and hasattr(self.policy, "assign_island"):
+            island = self.policy.assign_island(state["next_id"])
+        node = Node(
+            id=node_id,
+            source=prop.source,
+            generator=gen_name,
+            edge=prop.edge,
+            parent_ids=[p.id for p in parents],
+            params=dict(prop.params),
+            note=prop.note,
+            round=state["round"],
+            island=island,
+            knowledge_ids=list(kids),
+            source_hash=digest,
+        )
+        graph.add(node)
+        return {
+            "node_id": node_id,
+            "source": prop.source,
+            "generator": gen_name,
+            "edge": prop.edge,
+            "parent_ids": node.parent_ids,
+            "params": node.params,
+            "round": state["round"],
+        }
+
+    def _repair_targets(self, state: dict, graph: Graph) -> list[Node]:
+        cfg = state["config"]
+        targets = []
+        for node in reversed(list(graph.nodes.values())):
+            if len(targets) >= cfg["repairs_per_round"]:
+                break
+            if node.status != STATUS_REJECTED or node.failed_gate not in REPAIRABLE_GATES:
+                continue
+            if graph.children(node.id) or _repair_depth(graph, node) >= 2:
+                continue
+            targets.append(node)
+        return targets
+
+    def _close_round(self, state: dict, graph: Graph) -> None:
+        if state["round"] == 0:
+            return
+        if state["improved_in_round"]:
+            state["rounds_without_improvement"] = 0
+        elif state["best_id"] is not None:
+            state["rounds_without_improvement"] += 1
+        state["improved_in_round"] = False
+
+    # -------------------------------------------------------------------------------- record
+    def request_kwargs(self, state: dict, node_id: str) -> dict:
+        """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for this node."""
+        cfg = state["config"]
+        node = Graph.from_dict(state["graph"]).nodes[node_id]
+        kw = {
+            "problem_source": cfg["problem_source"],
+            "candidate_source": node.source,
+            "workload": cfg["workload"],
+            "platform": cfg["platform"],
+            "baseline": cfg["baseline"],
+            "incumbent_source": cfg["incumbent_source"],
+            "trials": cfg["trials"],
+            "seed": cfg["seed"],
+            "regression_tolerance": cfg["regression_tolerance"],
+            "time_limit_s": cfg["time_limit_s"],
+        }
+        if state.get("baseline_times") is not None:
+            kw["baseline_times"] = state["baseline_times"]
+        return kw
+
+    def record_baseline(self, state: dict, baseline: dict, baseline_times: dict | None = None):
+        """Keep the reference's timing (from ``baseline()``) so candidates reuse it."""
+        state["baseline"] = baseline
+        state["baseline_times"] = baseline_times if baseline_times is not None else baseline
+        state["baseline_device_s"] = float(baseline.get("device_s") or 0.0)
+
+    def record(self, state: dict, node_id: str, report: dict) -> bool:
+        """Store one evaluation report (``EvaluationReport.to_dict()``) on its node.
+
+        Idempotent: a second report for a node already recorded is ignored (returns False),
+        so a redelivered evaluation task cannot double-count.
+        """
+        graph = self.graph(state)
+        node = graph.nodes.get(node_id)
+        if node is None:
+            raise KeyError(f"no node {node_id} in this campaign")
+        if node.status != STATUS_PENDING:
+            return False
+        verdict = report.get("verdict")
+        node.status = STATUS_ACCEPTED if verdict == "accepted" else STATUS_REJECTED
+        node.failed_gate = report.get("failed_gate")
+        node.reason = report.get("reason") or ""
+        node.gates = [
+            {k: g.get(k) for k in ("name", "status", "reason", "wall_s", "device_s")}
+            for g in report.get("gates") or []
+        ]
+        node.fitness = report.get("fitness")
+        node.device_s = float(report.get("device_s") or 0.0)
+        node.wall_s = float(report.get("wall_s") or 0.0)
+        node.report = report
+        state["fingerprint"] = state["fingerprint"] or report.get("fingerprint")
+        state["harness_hash"] = state["harness_hash"] or report.get("harness_hash")
+        if node.status == STATUS_ACCEPTED:
+            if state["first_accepted"] is None:
+                state["first_accepted"] = {
+                    "node_id": node.id,
+                    "wall_s": time.time() - state["started_at"],
+                    "device_s": _total_device_s(graph) + state["baseline_device_s"],
+                    "candidates": len([n for n in graph.nodes.values() if n.status != "pending"]),
+                }
+            self._update_best(state, graph, node)
+        self._save(state, graph)
+        return True
+
+    def _update_best(self, state: dict, graph: Graph, node: Node) -> None:
+        best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
+        if best is None:
+            improved = True
+        elif node.fitness is None or best.fitness is None:
+            improved = False  # no performance gate: the first correct node stays the reference
+        else:
+            improved = (node.ci_low or 0.0) > (best.speedup or 0.0)
+        if improved:
+            state["best_id"] = node.id
+            state["improved_in_round"] = True
+            state["best_history"].append(
+                {
+                    "round": state["round"],
+                    "node_id": node.id,
+                    "speedup": node.speedup,
+                    "ci95": (node.fitness or {}).get("ci95"),
+                    "wall_s": time.time() - state["started_at"],
+                }
+            )
+
+    # ---------------------------------------------------------------------------- stopping
+    def _stop_reason(self, state: dict) -> str | None:
+        cfg = state["config"]
+        graph = self.graph(state)
+        if graph.pending():
+            return None
+        budget = cfg["budget"]
+        fit = state["generator_fit"]
+        if fit and not any(f.get("fits", True) for f in fit.values()) and not graph.nodes:
+            return "no_generator_fits"
+        best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
+        target = cfg["target_speedup"]
+        if best is not None and target and (best.ci_low or 0.0) >= target:
+            return "target_met"
+        if len(graph.nodes) >= budget["max_candidates"]:
+            return "budget_candidates"
+        device = _total_device_s(graph) + state["baseline_device_s"]
+        if budget["max_device_s"] is not None and device >= budget["max_device_s"]:
+            return "budget_device_s"
+        if budget["max_wall_s"] is not None and time.time() - state["started_at"] >= budget[
+            "max_wall_s"
+        ]:
+            return "budget_wall_s"
+        if best is not None and state["rounds_without_improvement"] >= cfg["saturation_rounds"]:
+            return "saturated"
+        return None
+
+    def should_stop(self, state: dict, *, no_proposals: bool = False) -> bool:
+        """True when the campaign is over; then ``state['outcome']`` and ``message`` are set."""
+        if state["outcome"] is not None:
+            return True
+        reason = self._stop_reason(state)
+        if reason is None and no_proposals and not self.graph(state).pending():
+            reason = "no_proposals"
+        if reason is None:
+            return False
+        self.finish(state, reason)
+        return True
+
+    def finish(self, state: dict, reason: str) -> None:
+        """End the campaign with ``reason`` and decide its outcome (see the module docstring)."""
+        graph = self.graph(state)
+        # Count the last round's result for saturation bookkeeping.
+        self._close_round(state, graph)
+        state["stop_reason"] = reason
+        evaluated = [n for n in graph.nodes.values() if n.status != STATUS_PENDING]
+        accepted = graph.accepted()
+        best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
+        on_device = any(n.fitness for n in accepted)
+        errored = [n for n in evaluated if n.status == STATUS_REJECTED and not n.failed_gate]
+        fits = state["generator_fit"]
+        if best is not None and best.fitness and (best.ci_low or 0.0) > 1.0:
+            outcome = OUTCOME_IMPROVED
+            message = (
+                f"{best.id} is {best.speedup:.3f}x the {state['config']['baseline']} baseline "
+                f"(95% CI {best.fitness.get('ci95')})"
+            )
+        elif reason == "no_generator_fits" or not evaluated:
+            outcome = OUTCOME_FAILED
+            why = "; ".join(f"{k}: {v.get('summary', '')}" for k, v in fits.items())
+            message = f"nothing was evaluated ({reason}). {why}".strip()
+        elif evaluated and len(errored) == len(evaluated):
+            outcome = OUTCOME_FAILED
+            message = f"every evaluation errored outside the gates; last: {errored[-1].reason}"
+        elif accepted and not on_device:
+            outcome = OUTCOME_NO_SAFE_IMPROVEMENT
+            message = (
+                f"{len(accepted)} of {len(evaluated)} candidates passed every gate on "
+                f"{state['config']['platform']}, which has no performance gate: correctness only, "
+                "nothing can be shown faster"
+            )
+        elif reason.startswith("budget"):
+            outcome = OUTCOME_BUDGET_EXHAUSTED
+            message = f"budget spent ({reason}) with no accepted improvement"
+        elif not accepted:
+            outcome = OUTCOME_FAILED
+            message = f"stopped ({reason}): no candidate passed the gates"
+        else:
+            outcome = OUTCOME_NO_SAFE_IMPROVEMENT
+            message = f"stopped ({reason}): no candidate beat the baseline beyond noise"
+        state["outcome"] = outcome
+        state["message"] = message
+
+
+def _repair_depth(graph: Graph, node: Node) -> int:
+    depth = 0
+    while node.edge == EDGE_REPAIR and node.parent_ids:
+        depth += 1
+        node = graph.nodes[node.parent_ids[0]]
+    return depth
+
+
+def _evidence(node: Node) -> str:
+    for gate in (node.report or {}).get("gates") or []:
+        if gate.get("status") == "failed":
+            ev = gate.get("evidence")
+            text = ev if isinstance(ev, str) else repr(ev)
+            return text[-4000:]
+    return node.reason
+
+
+def _total_device_s(graph: Graph) -> float:
+    return sum(n.device_s for n in graph.nodes.values())
+
+
+# ------------------------------------------------------------------------------- reporting
+
+
+def funnel(state: dict) -> dict:
+    """Counts per stage (they add up to ``generated``), device-seconds per gate, cost."""
+    graph = Graph.from_dict(state["graph"])
+    counts = dict.fromkeys(FUNNEL_STAGES, 0)
+    device_by_gate: dict[str, float] = {}
+    wall_by_gate: dict[str, float] = {}
+    for node in graph.nodes.values():
+        counts["generated"] += 1
+        if node.status == STATUS_PENDING:
+            counts["pending"] += 1
+        elif node.status == STATUS_ACCEPTED:
+            counts["accepted"] += 1
+        else:
+            counts[_GATE_TO_STAGE.get(node.failed_gate or "", "errored")] += 1
+        for gate in node.gates:
+            name = gate.get("name") or "?"
+            device_by_gate[name] = device_by_gate.get(name, 0.0) + float(gate.get("device_s") or 0)
+            wall_by_gate[name] = wall_by_gate.get(name, 0.0) + float(gate.get("wall_s") or 0)
+    device_total = _total_device_s(graph) + state.get("baseline_device_s", 0.0)
+    return {
+        **counts,
+        "device_s_by_gate": device_by_gate,
+        "wall_s_by_gate": wall_by_gate,
+        "baseline_device_s": state.get("baseline_device_s", 0.0),
+        "device_s_total": device_total,
+        "device_s_per_accepted": device_total / counts["accepted"] if counts["accepted"] else None,
+        "duplicates_dropped": state.get("duplicates", 0),
+    }
+
+
+def campaign_summary(state: dict, *, with_sources: bool = True) -> dict:
+    """The campaign as one JSON document (what the CLI writes and ``import_campaign`` reads)."""
+    graph = Graph.from_dict(state["graph"])
+    best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
+    best_dict = None
+    if best is not None:
+        best_dict = best.to_dict(with_report=False)
+        best_dict["verdict"] = best.status
+    cfg = {k: v for k, v in state["config"].items()}
+    evaluated = sum(1 for n in graph.nodes.values() if n.status != STATUS_PENDING)
+    wall = time.time() - state["started_at"]
+    fun = funnel(state)
+    device_min = fun["device_s_total"] / 60.0
+    return {
+        "outcome": state["outcome"],
+        "stop_reason": state["stop_reason"],
+        "message": state["message"],
+        "platform": cfg["platform"],
+        "rounds": state["round"],
+        "funnel": fun,
+        "best": best_dict,
+        "best_history": state["best_history"],
+        "first_accepted": state["first_accepted"],
+        "candidates_evaluated": evaluated,
+        "candidates_per_device_minute": evaluated / device_min if device_min > 0 else None,
+        "wall_s": wall,
+        "device_s": fun["device_s_total"],
+        "generators": state["generator_fit"],
+        "generator_stats": state["generator_stats"],
+        "fingerprint": state["fingerprint"],
+        "harness_hash": state["harness_hash"],
+        "baseline": state.get("baseline"),
+        "config": cfg,
+        "nodes": [n.to_dict(with_source=with_sources) for n in graph.nodes.values()],
+        "edges": graph.edges,
+    }
+
+
+# ------------------------------------------------------------------------ one-process driver
+
+
+def run_campaign(
+    state: dict,
+    *,
+    evaluator=None,
+    retrieve: Retrieve | None = None,
+    generators: dict | None = None,
+    progress: Callable[[dict, dict], None] | None = None,
+) -> dict:
+    """Run (or resume) a whole campaign in this process with an ``Evaluator``; return state.
+
+    ``progress(state, event)`` is called after each recorded node and at the end.
+    """
+    from workers import evaluate as ev_mod
+
+    engine = SearchEngine.from_state(state, retrieve=retrieve, generators=generators)
+    own = evaluator is None
+    ev = ev_mod.Evaluator() if own else evaluator
+    if own:
+        ev.__enter__()
+    try:
+        if state["config"]["platform"] != "interpret" and state.get("baseline") is None:
+            req = ev_mod.EvaluationRequest(**_base_request(engine, state))
+            base = ev.baseline(req)
+            base_d = base.to_dict() if hasattr(base, "to_dict") else dict(base)
+            engine.record_baseline(state, base_d, _baseline_times(base, base_d))
+        # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
+        for node in engine.graph(state).pending():
+            _evaluate_one(engine, ev, ev_mod, state, node.id, progress)
+        while True:
+            if engine.should_stop(state):
+                break
+            specs = engine.propose(state)
+            if not specs:
+                engine.should_stop(state, no_proposals=True)
+                break
+            for spec in specs:
+                _evaluate_one(engine, ev, ev_mod, state, spec["node_id"], progress)
+    finally:
+        if own:
+            ev.__exit__(None, None, None)
+    if progress:
+        progress(state, {"event": "finished", "outcome": state["outcome"]})
+    return state
+
+
+def _base_request(engine: SearchEngine, state: dict) -> dict:
+    cfg = state["config"]
+    src = cfg["incumbent_source"] or cfg["problem_source"].replace("class Model(", "class ModelNew(")
+    return {**engine_request_defaults(cfg), "candidate_source": src}
+
+
+def engine_request_defaults(cfg: dict) -> dict:
+    return {
+        "problem_source": cfg["problem_source"],
+        "workload": cfg["workload"],
+        "platform": cfg["platform"],
+        "baseline": cfg["baseline"],
+        "incumbent_source": cfg["incumbent_source"],
+        "trials": cfg["trials"],
+        "seed": cfg["seed"],
+        "regression_tolerance": cfg["regression_tolerance"],
+        "time_limit_s": cfg["time_limit_s"],
+    }
+
+
+def _baseline_times(base, base_d: dict) -> dict | None:
+    for attr in ("baseline_times", "times"):
+        value = getattr(base, attr, None)
+        if isinstance(value, dict):
+            return value
+    return base_d
+
+
+def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
+    kwargs = engine.request_kwargs(state, node_id)
+    t0 = time.time()
+    try:
+        report = ev.evaluate(ev_mod.EvaluationRequest(**kwargs))
+        report_d = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    except Exception as exc:  # noqa: BLE001 - an evaluator crash is a failed node, not a crash
+        report_d = {
+            "verdict": "rejected",
+            "failed_gate": None,
+            "reason": f"evaluator error: {type(exc).__name__}: {exc}",
+            "gates": [],
+            "wall_s": time.time() - t0,
+            "device_s": 0.0,
+        }
+    engine.record(state, node_id, report_d)
+    if progress:
+        progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
+
+
+__all__ = [
+    "OUTCOMES",
+    "SearchEngine",
+    "campaign_new",
+    "campaign_summary",
+    "funnel",
+    "run_campaign",
+]
