@@ -33,11 +33,14 @@ def test_killed_eval_worker_loses_and_duplicates_nothing(demo_users, control_wor
             poll=0.2,
         )
         first.kill()
-        in_flight = set(
-            Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING).values_list(
-                "key", flat=True
-            )
-        )
+        log = first.log()
+        dispatched = Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING)
+        # Held by the killed worker: received, never finished. Others wait in the queue.
+        in_flight = {
+            node.key
+            for node in dispatched
+            if f"[{node.task_id}] received" in log and f"[{node.task_id}] succeeded" not in log
+        }
         assert in_flight, "the kill should interrupt at least one evaluation"
     finally:
         first.kill()

@@ -46,18 +46,26 @@ class Service:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = self.log_path.open("ab")
+        # Its own process group, so a kill takes its pool children and sandboxes with it.
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
     def kill(self) -> None:
-        """SIGKILL: what a crashed host or the OOM killer does."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        """SIGKILL to the whole process group: what a crashed host does."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
