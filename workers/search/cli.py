@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", default="eager", choices=["eager", "compile", "max-autotune", "incumbent"]
     )
-    parser.add_argument("--incumbent", help="incumbent candidate source (with --baseline incumbent)")
+    parser.add_argument(
+        "--incumbent", help="incumbent candidate source (with --baseline incumbent)"
+    )
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit-s", type=float, default=120.0)
@@ -137,7 +139,11 @@ def run(args: argparse.Namespace) -> int:
         f"funnel: generated {f['generated']}, static {f['static_rejected']}, "
         f"compile {f['compile_failed']}, incorrect {f['incorrect']}, slower {f['slower']}, "
         f"errored {f['errored']}, accepted {f['accepted']}; device {f['device_s_total']:.1f}s"
-        + (f"\nbest: {best['id']} fitness {json.dumps(best['fitness'])}" if best else "\nbest: none")
+        + (
+            f"\nbest: {best['id']} fitness {json.dumps(best['fitness'])}"
+            if best
+            else "\nbest: none"
+        )
     )
     return 0
 

@@ -295,7 +295,10 @@ class SearchEngine:
             stats["last_exception"] = repr(exc)[:300]
             proposals = []
         if hasattr(gen, "stats"):
-            state["generator_stats"][name] = {**state["generator_stats"].get(name, {}), **gen.stats()}
+            state["generator_stats"][name] = {
+                **state["generator_stats"].get(name, {}),
+                **gen.stats(),
+            }
         return proposals
 
     def _add(self, state, graph: Graph, gen_name, prop, parents: list[Node], kids) -> dict | None:
@@ -461,9 +464,10 @@ class SearchEngine:
         device = _total_device_s(graph) + state["baseline_device_s"]
         if budget["max_device_s"] is not None and device >= budget["max_device_s"]:
             return "budget_device_s"
-        if budget["max_wall_s"] is not None and time.time() - state["started_at"] >= budget[
-            "max_wall_s"
-        ]:
+        if (
+            budget["max_wall_s"] is not None
+            and time.time() - state["started_at"] >= budget["max_wall_s"]
+        ):
             return "budget_wall_s"
         if best is not None and state["rounds_without_improvement"] >= cfg["saturation_rounds"]:
             return "saturated"
@@ -668,7 +672,9 @@ def run_campaign(
 
 def _base_request(engine: SearchEngine, state: dict) -> dict:
     cfg = state["config"]
-    src = cfg["incumbent_source"] or cfg["problem_source"].replace("class Model(", "class ModelNew(")
+    src = cfg["incumbent_source"] or cfg["problem_source"].replace(
+        "class Model(", "class ModelNew("
+    )
     return {**engine_request_defaults(cfg), "candidate_source": src}
 
 

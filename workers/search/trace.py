@@ -348,7 +348,11 @@ class _Lowerer:
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
         has_vec = bool(plan.inputs("vec"))
-        if not plan.reductions() and not has_vec and all(k == "tile" for k in plan.extra["output_kinds"]):
+        if (
+            not plan.reductions()
+            and not has_vec
+            and all(k == "tile" for k in plan.extra["output_kinds"])
+        ):
             plan.family = "elementwise"
             ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
             plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
@@ -511,9 +515,13 @@ class _Lowerer:
             while node.op == "call_function":
                 if node.target in (aten.t.default, aten.transpose.int, aten.permute.default):
                     transposed = not transposed
-                elif node.target not in (aten.view.default, aten._unsafe_view.default,
-                                         aten.reshape.default, aten.clone.default,
-                                         aten.expand.default):
+                elif node.target not in (
+                    aten.view.default,
+                    aten._unsafe_view.default,
+                    aten.reshape.default,
+                    aten.clone.default,
+                    aten.expand.default,
+                ):
                     raise NoTemplate(f"matmul operand computed by {node.target}; no template fits")
                 node = node.args[0]
             if node not in ph_ref:
@@ -564,7 +572,9 @@ class _Lowerer:
             raise NoTemplate("matmul epilogue with a reduction is not covered")
         plan.extra.update(a=a_ref, b=b_ref, b_transposed=b_t, k_dim=int(a_shape[-1]))
         ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
-        plan.summary = f"matmul {a_ref} @ {b_ref}{'.T' if b_t else ''} with epilogue [{', '.join(ops)}]"
+        plan.summary = (
+            f"matmul {a_ref} @ {b_ref}{'.T' if b_t else ''} with epilogue [{', '.join(ops)}]"
+        )
         return plan
 
     # -- cross-entropy family

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -82,7 +81,9 @@ class LLMGenerator:
     def from_env(cls, **kwargs) -> LLMGenerator:
         url = os.environ.get("KERNELEVOLVE_LLM_URL")
         if not url:
-            raise ValueError("the llm generator needs KERNELEVOLVE_LLM_URL (an OpenAI-compatible API)")
+            raise ValueError(
+                "the llm generator needs KERNELEVOLVE_LLM_URL (an OpenAI-compatible API)"
+            )
         return cls(
             url,
             os.environ.get("KERNELEVOLVE_LLM_MODEL", "default"),
@@ -121,7 +122,9 @@ class LLMGenerator:
                 "Fix this failure and keep what worked."
             )
         if ctx.knowledge:
-            notes = "\n".join(f"- [{k.get('id')}] {k.get('title')}: {k.get('body')}" for k in ctx.knowledge)
+            notes = "\n".join(
+                f"- [{k.get('id')}] {k.get('title')}: {k.get('body')}" for k in ctx.knowledge
+            )
             parts.append("## Knowledge (notes from earlier campaigns)\n" + notes)
         task = {
             EDGE_SEED: "Write a first fast, correct Triton implementation.",
@@ -157,11 +160,11 @@ class LLMGenerator:
                     continue
                 self._stats["http_errors"] += 1
                 raise LLMError(f"HTTP {exc.code}") from exc
-            except (TimeoutError, socket.timeout) as exc:
+            except TimeoutError as exc:
                 self._stats["timeouts"] += 1
                 raise LLMError("timeout") from exc
             except urllib.error.URLError as exc:
-                if isinstance(exc.reason, TimeoutError | socket.timeout):
+                if isinstance(exc.reason, TimeoutError):
                     self._stats["timeouts"] += 1
                     raise LLMError("timeout") from exc
                 self._stats["http_errors"] += 1
@@ -172,7 +175,11 @@ class LLMGenerator:
 
     def ask(self, ctx: GenerationContext) -> str:
         """One completion's code block; raises :class:`LLMError` (already counted)."""
-        body = {"model": self.model, "messages": self.messages(ctx), "temperature": self.temperature}
+        body = {
+            "model": self.model,
+            "messages": self.messages(ctx),
+            "temperature": self.temperature,
+        }
         answer = self._post(body)
         usage = answer.get("usage") or {}
         self._stats["tokens_in"] += int(usage.get("prompt_tokens") or 0)

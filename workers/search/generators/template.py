@@ -79,7 +79,14 @@ DEFAULTS: dict[str, dict] = {
         "vec": 8,
         "stages": 2,
     },
-    "matmul": {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "warps": 8, "stages": 3},
+    "matmul": {
+        "block_m": 128,
+        "block_n": 128,
+        "block_k": 64,
+        "group_m": 8,
+        "warps": 8,
+        "stages": 3,
+    },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
 }
 
@@ -109,7 +116,7 @@ def _literal(value: float) -> str:
     if value != value:
         return 'float("nan")'
     if value in (float("inf"), float("-inf")):
-        return ('-' if value < 0 else '') + 'float("inf")'
+        return ("-" if value < 0 else "") + 'float("inf")'
     return f"({float(value)!r})"
 
 
@@ -275,7 +282,9 @@ def _row_one_pass(plan: Plan) -> str:
     return _kernel("_ke_row_one_pass", plan, ["ROWS", "BLOCK_N"], lines)
 
 
-def _row_stores(plan: Plan, em: _Emitter, tile_off: str, tile_mask: str, kinds=("tile", "rowscalar")):
+def _row_stores(
+    plan: Plan, em: _Emitter, tile_off: str, tile_mask: str, kinds=("tile", "rowscalar")
+):
     out = []
     for j, (o, kind) in enumerate(zip(plan.outputs, plan.extra["output_kinds"], strict=True)):
         if kind not in kinds:
@@ -349,7 +358,9 @@ def _row_looped(plan: Plan) -> str:
                 expr += " / N"
             lines.append(f"v{r} = {expr}")
             done.add(r)
-    tile_outs = [o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k == "tile"]
+    tile_outs = [
+        o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k == "tile"
+    ]
     if tile_outs:
         emit_pass(tile_outs, [])
         lines.extend("    " + s for s in _row_stores(plan, em, "roff + cols", "mask", ("tile",)))
@@ -445,14 +456,17 @@ mask = (rows < M) & cmask""".splitlines()
     sig = ", ".join(
         ins
         + ["out0_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"]
-        + [f"{c}: tl.constexpr" for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION", "UPCAST")]
+        + [
+            f"{c}: tl.constexpr"
+            for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION", "UPCAST")
+        ]
     )
     return f"@triton.jit\ndef _ke_matmul({sig}):\n" + "".join(f"    {x}\n" for x in body)
 
 
 # ----------------------------------------------------------------------- cross-entropy kernels
 
-_CE_KERNELS = '''@triton.jit
+_CE_KERNELS = """@triton.jit
 def _ke_ce_rows(x_ptr, t_ptr, loss_ptr, valid_ptr, M, V, IGNORE: tl.constexpr,
                 BLOCK_V: tl.constexpr, ONLINE: tl.constexpr):
     row = tl.program_id(0)
@@ -502,7 +516,7 @@ def _ke_ce_reduce(loss_ptr, valid_ptr, out_ptr, M, MEAN: tl.constexpr, BLOCK: tl
     if MEAN:
         result = result / tl.sum(count, axis=0)
     tl.store(out_ptr, result)
-'''
+"""
 
 
 # ------------------------------------------------------------------------------ whole sources
@@ -546,7 +560,9 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
         f"        out{j} = torch.empty({refs[0]}.shape, dtype=odt, device={refs[0]}.device)\n"
         for j in range(len(plan.outputs))
     )
-    args = ", ".join([f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))])
+    args = ", ".join(
+        [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
+    )
     ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
     return (
         _header(plan, p)
@@ -560,8 +576,7 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
         + f"        n = out0.numel()\n        if n == 0:\n            return {ret}\n"
         + f"        grid = (triton.cdiv(n, {p['block']} * {p['tiles']}),)\n"
         + f"        _ke_elementwise[grid]({args}, n, BLOCK={p['block']}, TILES={p['tiles']}, "
-        f"num_warps={warps})\n"
-        + f"        return {ret}\n"
+        f"num_warps={warps})\n" + f"        return {ret}\n"
     )
 
 
@@ -574,12 +589,16 @@ def _source_row(plan: Plan, p: dict) -> str:
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
-        shape = f"{ref0}.shape" if kind == "tile" else (
-            f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]"
+        shape = (
+            f"{ref0}.shape"
+            if kind == "tile"
+            else (f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]")
         )
         outs += f"        out{j} = torch.empty({shape}, dtype=odt, device={ref0}.device)\n"
     ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
-    args = ", ".join([f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))])
+    args = ", ".join(
+        [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
+    )
     return (
         _header(plan, p)
         + _row_one_pass(plan)
@@ -799,7 +818,9 @@ class TemplateGenerator:
         elif ctx.mode == EDGE_CROSSOVER and len(parents) >= 2:
             for _ in range(n * 4):
                 a, b = parents[0]["params"], parents[1]["params"]
-                child = {k: (a if rng.random() < 0.5 else b).get(k, v) for k, v in DEFAULTS[fam].items()}
+                child = {
+                    k: (a if rng.random() < 0.5 else b).get(k, v) for k, v in DEFAULTS[fam].items()
+                }
                 out.append((child, EDGE_CROSSOVER, "uniform crossover"))
         elif ctx.mode == EDGE_ALTERNATIVE:
             base = {**DEFAULTS[fam], **parents[0]["params"]}
