@@ -154,8 +154,13 @@ def main(argv=None):
     state = ChildState(opts.platform, opts.root, opts.home)
     fp = fingerprint.collect(opts.platform)
     if opts.platform == "cuda" and not torch.cuda.is_available():
-        send({"ok": False, "error": "cuda platform requested but no CUDA device is visible",
-              "fingerprint": fp})
+        send(
+            {
+                "ok": False,
+                "error": "cuda platform requested but no CUDA device is visible",
+                "fingerprint": fp,
+            }
+        )
         return 3
     recorder = instrument.LaunchRecorder()
     recorder.install()
@@ -178,8 +183,11 @@ def main(argv=None):
             result = _handle(state, op, args)
             reply = {"ok": True, "result": result}
         except SystemExit as exc:
-            reply = {"ok": False, "error": f"untrusted code called sys.exit({exc.code})",
-                     "kind": "exit"}
+            reply = {
+                "ok": False,
+                "error": f"untrusted code called sys.exit({exc.code})",
+                "kind": "exit",
+            }
         except BaseException as exc:  # noqa: BLE001 - everything untrusted code raises
             reply = {
                 "ok": False,

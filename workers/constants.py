@@ -111,7 +111,9 @@ CHILD_START_TIMEOUT_S = 180.0
 CHILD_MEMORY_LIMIT_BYTES = 16 << 30  # resident set; address space on interpret
 OUTPUT_CAP_BYTES = 16 << 10  # kept per gate in the report (head and tail)
 OUTPUT_FLOOD_BYTES = 4 << 20  # more than this printed in one gate kills the child
-SECRET_ENV_PATTERN = r"SECRET|KEY|TOKEN|PASSWORD|PASSWD|CREDENTIAL|DATABASE_URL|REDIS_URL|BROKER_URL"
+SECRET_ENV_PATTERN = (
+    r"SECRET|KEY|TOKEN|PASSWORD|PASSWD|CREDENTIAL|DATABASE_URL|REDIS_URL|BROKER_URL"
+)
 
 # Compile artifacts.
 IR_KINDS = ("ttir", "ttgir", "llir", "ptx")

@@ -121,21 +121,53 @@ class Evaluator:
         wall = time.perf_counter() - start
         device = wall if child.platform == C.PLATFORM_CUDA else 0.0
         if isinstance(reply, SandboxFailure):
-            return None, _gate(gate, C.FAILED, reply.reason, rule=reply.rule,
-                               evidence=reply.evidence, wall_s=wall, device_s=device), None
+            return (
+                None,
+                _gate(
+                    gate,
+                    C.FAILED,
+                    reply.reason,
+                    rule=reply.rule,
+                    evidence=reply.evidence,
+                    wall_s=wall,
+                    device_s=device,
+                ),
+                None,
+            )
         evidence = {}
         if reply.get("log"):
             evidence = {"log": reply["log"], "log_bytes": reply.get("log_bytes")}
         if reply.get("violations"):
             reason = f"sandbox refused: {reply['violations'][0]}"
-            return None, _gate(gate, C.FAILED, reason, rule=C.RULE_SANDBOX_VIOLATION,
-                               evidence={**evidence, "violations": reply["violations"]},
-                               wall_s=wall, device_s=device), reply
+            return (
+                None,
+                _gate(
+                    gate,
+                    C.FAILED,
+                    reason,
+                    rule=C.RULE_SANDBOX_VIOLATION,
+                    evidence={**evidence, "violations": reply["violations"]},
+                    wall_s=wall,
+                    device_s=device,
+                ),
+                reply,
+            )
         if not reply.get("ok"):
             rule = C.RULE_EXIT if reply.get("kind") == "exit" else C.RULE_RUNTIME
             evidence["traceback"] = reply.get("traceback")
-            return None, _gate(gate, C.FAILED, reply.get("error", "error"), rule=rule,
-                               evidence=evidence, wall_s=wall, device_s=device), reply
+            return (
+                None,
+                _gate(
+                    gate,
+                    C.FAILED,
+                    reply.get("error", "error"),
+                    rule=rule,
+                    evidence=evidence,
+                    wall_s=wall,
+                    device_s=device,
+                ),
+                reply,
+            )
         result = reply["result"]
         result.setdefault("evidence", {})
         result["evidence"].update(evidence)
@@ -159,8 +191,14 @@ class Evaluator:
         gates: list[dict] = []
         static = check_static(request.candidate_source, request.problem_source)
         gates.append(
-            _gate(C.GATE_STATIC, C.PASSED if static.passed else C.FAILED, static.reason,
-                  rule=static.rule, evidence=static.evidence, wall_s=static.wall_s)
+            _gate(
+                C.GATE_STATIC,
+                C.PASSED if static.passed else C.FAILED,
+                static.reason,
+                rule=static.rule,
+                evidence=static.evidence,
+                wall_s=static.wall_s,
+            )
         )
         state = {"cases": [], "fingerprint": {}, "fitness": None, "flags": []}
         if static.passed:
@@ -189,8 +227,16 @@ class Evaluator:
         if loaded["status"] != C.PASSED:
             if loaded.get("workload_error"):
                 raise WorkloadError(loaded["reason"])
-            gates.append(_gate(C.GATE_COMPILE, C.FAILED, loaded["reason"], rule=loaded["rule"],
-                               wall_s=loaded["_wall_s"], device_s=loaded["_device_s"]))
+            gates.append(
+                _gate(
+                    C.GATE_COMPILE,
+                    C.FAILED,
+                    loaded["reason"],
+                    rule=loaded["rule"],
+                    wall_s=loaded["_wall_s"],
+                    device_s=loaded["_device_s"],
+                )
+            )
             return
         state["cases"] = [
             {**case, "status": C.SKIPPED, "skip_reason": "not run"} for case in loaded["cases"]
@@ -202,38 +248,65 @@ class Evaluator:
         }
         compiled, failure, _ = self._call(child, "compile", common, deadline, C.GATE_COMPILE)
         if failure is None and compiled["status"] != C.PASSED:
-            failure = _gate(C.GATE_COMPILE, C.FAILED, compiled["reason"], rule=compiled["rule"],
-                            evidence=compiled.get("evidence"), wall_s=compiled["_wall_s"],
-                            device_s=compiled["_device_s"])
+            failure = _gate(
+                C.GATE_COMPILE,
+                C.FAILED,
+                compiled["reason"],
+                rule=compiled["rule"],
+                evidence=compiled.get("evidence"),
+                wall_s=compiled["_wall_s"],
+                device_s=compiled["_device_s"],
+            )
         if failure is not None:
             failure["wall_s"] += loaded["_wall_s"]
             gates.append(failure)
             return
-        gates.append(_gate(C.GATE_COMPILE, C.PASSED, compiled["reason"],
-                           evidence=compiled["evidence"],
-                           wall_s=compiled["_wall_s"] + loaded["_wall_s"],
-                           device_s=compiled["_device_s"] + loaded["_device_s"]))
+        gates.append(
+            _gate(
+                C.GATE_COMPILE,
+                C.PASSED,
+                compiled["reason"],
+                evidence=compiled["evidence"],
+                wall_s=compiled["_wall_s"] + loaded["_wall_s"],
+                device_s=compiled["_device_s"] + loaded["_device_s"],
+            )
+        )
         corr_args = {
             **common,
             "trials": request.trials,
             "tolerance": workload.tolerance,
             "deterministic": workload.deterministic,
         }
-        checked, failure, _ = self._call(child, "correctness", corr_args, deadline,
-                                         C.GATE_CORRECTNESS)
+        checked, failure, _ = self._call(
+            child, "correctness", corr_args, deadline, C.GATE_CORRECTNESS
+        )
         if failure is not None:
             gates.append(failure)
             return
         by_name = {c["name"]: c for c in checked["cases"]}
         state["cases"] = [{**case, **by_name.get(case["name"], {})} for case in state["cases"]]
-        gates.append(_gate(C.GATE_CORRECTNESS, checked["status"], checked["reason"],
-                           rule=checked.get("rule"), evidence=checked.get("evidence"),
-                           wall_s=checked["_wall_s"], device_s=checked["_device_s"]))
+        gates.append(
+            _gate(
+                C.GATE_CORRECTNESS,
+                checked["status"],
+                checked["reason"],
+                rule=checked.get("rule"),
+                evidence=checked.get("evidence"),
+                wall_s=checked["_wall_s"],
+                device_s=checked["_device_s"],
+            )
+        )
         if checked["status"] != C.PASSED:
             return
         if request.platform != C.PLATFORM_CUDA:
-            gates.append(_gate(C.GATE_PERFORMANCE, C.SKIPPED, f"skipped: {C.RULE_NO_DEVICE}",
-                               evidence={"platform": request.platform}))
+            gates.append(
+                _gate(
+                    C.GATE_PERFORMANCE,
+                    C.SKIPPED,
+                    f"skipped: {C.RULE_NO_DEVICE}",
+                    evidence={"platform": request.platform},
+                )
+            )
             gates.append(_gate(C.GATE_FITNESS, C.SKIPPED, "skipped: no performance measurement"))
             return
         times, note = _baseline_times(request.baseline_times, state["fingerprint"])
@@ -243,8 +316,9 @@ class Evaluator:
             "baseline_times": times,
             "incumbent_source": request.incumbent_source,
         }
-        timed, failure, _ = self._call(child, "performance", perf_args, deadline,
-                                       C.GATE_PERFORMANCE)
+        timed, failure, _ = self._call(
+            child, "performance", perf_args, deadline, C.GATE_PERFORMANCE
+        )
         if failure is not None:
             gates.append(failure)
             return
@@ -260,20 +334,39 @@ class Evaluator:
         evidence = dict(timed.get("evidence") or {})
         if note:
             evidence["note"] = note
-        gates.append(_gate(C.GATE_PERFORMANCE, timed["status"], timed["reason"],
-                           rule=timed.get("rule"), evidence=evidence,
-                           wall_s=timed["_wall_s"], device_s=timed["_device_s"]))
+        gates.append(
+            _gate(
+                C.GATE_PERFORMANCE,
+                timed["status"],
+                timed["reason"],
+                rule=timed.get("rule"),
+                evidence=evidence,
+                wall_s=timed["_wall_s"],
+                device_s=timed["_device_s"],
+            )
+        )
         if timed["status"] != C.PASSED:
             return
         weights = {c["name"]: c["weight"] for c in state["cases"] if c["kind"] == C.CASE_WORKLOAD}
-        fit = fitness_gate(timed["cases"], weights, request.baseline,
-                           request.regression_tolerance, request.seed)
+        fit = fitness_gate(
+            timed["cases"], weights, request.baseline, request.regression_tolerance, request.seed
+        )
         state["fitness"] = fit["fitness"]
         if fit["fitness"] and fit["fitness"]["review"]:
-            state["flags"].append(f"speedup over {C.REVIEW_SPEEDUP:.0f}x: review "
-                                  f"{', '.join(fit['fitness']['review'])}")
-        gates.append(_gate(C.GATE_FITNESS, fit["status"], fit["reason"], rule=fit["rule"],
-                           evidence={"fitness": fit["fitness"]}, wall_s=fit["wall_s"]))
+            state["flags"].append(
+                f"speedup over {C.REVIEW_SPEEDUP:.0f}x: review "
+                f"{', '.join(fit['fitness']['review'])}"
+            )
+        gates.append(
+            _gate(
+                C.GATE_FITNESS,
+                fit["status"],
+                fit["reason"],
+                rule=fit["rule"],
+                evidence={"fitness": fit["fitness"]},
+                wall_s=fit["wall_s"],
+            )
+        )
 
     def _finish(self, request, gates, state, t0) -> EvaluationReport:
         failed = next((g for g in gates if g["status"] == C.FAILED), None)
@@ -317,10 +410,16 @@ class Evaluator:
         def report(status, reason, cases=(), evidence=None, device_s=0.0):
             evidence = evidence or {}
             return BaselineReport(
-                status=status, reason=reason.splitlines()[0], platform=request.platform,
-                cases=list(cases), fingerprint=fingerprint, ceilings=evidence.get("ceilings"),
-                method=evidence.get("method"), wall_s=time.perf_counter() - t0,
-                device_s=device_s, harness_hash=harness_hash(),
+                status=status,
+                reason=reason.splitlines()[0],
+                platform=request.platform,
+                cases=list(cases),
+                fingerprint=fingerprint,
+                ceilings=evidence.get("ceilings"),
+                method=evidence.get("method"),
+                wall_s=time.perf_counter() - t0,
+                device_s=device_s,
+                harness_hash=harness_hash(),
             )
 
         try:
@@ -348,8 +447,13 @@ class Evaluator:
             timed, failure, _ = self._call(child, "baseline", args, deadline, "baseline")
             if failure is not None:
                 return report(C.FAILED, failure["reason"], device_s=failure["device_s"])
-            return report(timed["status"], timed["reason"], timed["cases"],
-                          timed.get("evidence"), timed["_device_s"] + loaded["_device_s"])
+            return report(
+                timed["status"],
+                timed["reason"],
+                timed["cases"],
+                timed.get("evidence"),
+                timed["_device_s"] + loaded["_device_s"],
+            )
         finally:
             self._end(child)
 
@@ -370,8 +474,17 @@ def _case_record(case: dict) -> dict:
         "timing": case.get("timing"),
         "baselines": case.get("baselines", {}),
     }
-    for key in ("scaled_for_interpreter", "transform", "derived_from", "floor_ms", "bytes",
-                "flops", "trials", "evidence", "wall_s"):
+    for key in (
+        "scaled_for_interpreter",
+        "transform",
+        "derived_from",
+        "floor_ms",
+        "bytes",
+        "flops",
+        "trials",
+        "evidence",
+        "wall_s",
+    ):
         if case.get(key) is not None:
             record[key] = case[key]
     return record

@@ -39,8 +39,20 @@ POISON_ALLOC_OPS = frozenset(
 SMALL_NUMEL = 64
 # Programs Triton and Inductor run while compiling (ptxas, the host C compiler, ldconfig).
 ALLOWED_PROGRAMS = (
-    "ptxas", "cuobjdump", "nvdisasm", "nvcc", "gcc", "cc", "g++", "c++", "clang", "ld",
-    "ldconfig", "x86_64-linux-gnu-", "aarch64-linux-gnu-", "nvidia-smi",
+    "ptxas",
+    "cuobjdump",
+    "nvdisasm",
+    "nvcc",
+    "gcc",
+    "cc",
+    "g++",
+    "c++",
+    "clang",
+    "ld",
+    "ldconfig",
+    "x86_64-linux-gnu-",
+    "aarch64-linux-gnu-",
+    "nvidia-smi",
 )  # compute ops on tensors this small (scalars, shapes) are not "the work"
 
 
@@ -122,7 +134,9 @@ class LaunchRecorder:
         for p in params:
             v = values.get(p.name)
             ann = p.annotation
-            is_constexpr = "constexpr" in (ann if isinstance(ann, str) else getattr(ann, "__name__", ""))
+            is_constexpr = "constexpr" in (
+                ann if isinstance(ann, str) else getattr(ann, "__name__", "")
+            )
             if is_constexpr or v is None:
                 signature[p.name] = "constexpr"
                 constexprs[p.name] = getattr(v, "value", v)
@@ -292,7 +306,14 @@ class AuditPolicy:
                 writes = bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
             if writes and not self._writable(path):
                 denied = f"write outside the sandbox folder: {path}"
-        elif event in {"os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.chmod", "shutil.rmtree"}:
+        elif event in {
+            "os.remove",
+            "os.rmdir",
+            "os.rename",
+            "os.mkdir",
+            "os.chmod",
+            "shutil.rmtree",
+        }:
             path = args[0] if args else None
             if path is not None and not self._writable(path):
                 denied = f"{event} outside the sandbox folder: {path}"

@@ -137,6 +137,8 @@ class SandboxChild:
                 "PYTHONPATH": _REPO_ROOT,
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONUNBUFFERED": "1",
+                # Inductor compiles in-process instead of spawning a worker pool of pythons.
+                "TORCHINDUCTOR_COMPILE_THREADS": "1",
             }
         )
         if self.platform == C.PLATFORM_INTERPRET:
@@ -297,11 +299,15 @@ class SandboxChild:
         self.kill()
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            rule = C.RULE_MEMORY if name in {"SIGKILL"} and "MemoryError" in evidence["log"] else None
+            rule = (
+                C.RULE_MEMORY if name in {"SIGKILL"} and "MemoryError" in evidence["log"] else None
+            )
             return SandboxFailure(
                 rule or C.RULE_CRASH, f"child crashed with {name} during {phase}", evidence
             )
-        return SandboxFailure(C.RULE_EXIT, f"child exited with status {code} during {phase}", evidence)
+        return SandboxFailure(
+            C.RULE_EXIT, f"child exited with status {code} during {phase}", evidence
+        )
 
     def _wait(self, timeout: float, phase: str) -> dict | SandboxFailure:
         deadline = time.monotonic() + timeout

@@ -88,7 +88,7 @@ def _check_tolerance(value) -> dict | str:
             merged[dtype] = C.EXACT
             continue
         if not isinstance(tol, dict):
-            raise WorkloadError(f"tolerance.{dtype}: must be {{atol, rtol}} or \"exact\"")
+            raise WorkloadError(f'tolerance.{dtype}: must be {{atol, rtol}} or "exact"')
         for key in ("atol", "rtol"):
             v = tol.get(key, merged[dtype][key] if isinstance(merged[dtype], dict) else 0.0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:

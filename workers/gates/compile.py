@@ -183,11 +183,15 @@ def run(job, args: dict) -> dict:
     if changed:
         return _fail(C.RULE_MONKEY_PATCH, f"candidate rebound {', '.join(changed)}")
     if state.guard.extra_threads() > 0:
-        return _fail(C.RULE_THREAD, f"candidate left {state.guard.extra_threads()} thread(s) running")
+        return _fail(
+            C.RULE_THREAD, f"candidate left {state.guard.extra_threads()} thread(s) running"
+        )
     run_s = time.perf_counter() - start
     if job.device == "cuda":
-        artifacts = [_jit_artifact(launch, recorder.compiled.get(key)) for key, launch in
-                     job.launches.items()]
+        artifacts = [
+            _jit_artifact(launch, recorder.compiled.get(key))
+            for key, launch in job.launches.items()
+        ]
         mode_name = "jit"
     else:
         try:
@@ -244,8 +248,11 @@ def _jit_artifact(launch: dict, kernel) -> dict:
         return {**launch, "ir": {}, "note": "compiled kernel not captured"}
     meta = kernel.metadata
     target = getattr(meta, "target", None)
-    out = _artifact(launch, kernel.asm, (target.backend, target.arch, target.warp_size)
-                    if target is not None else None)
+    out = _artifact(
+        launch,
+        kernel.asm,
+        (target.backend, target.arch, target.warp_size) if target is not None else None,
+    )
     out.update(
         {
             "registers": getattr(kernel, "n_regs", None),
@@ -336,9 +343,7 @@ def _aot_compile(job, args: dict) -> list[dict]:
     try:
         reply = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
-        raise RuntimeError(
-            f"AOT helper exited {proc.returncode}: {proc.stderr[-1500:]}"
-        ) from exc
+        raise RuntimeError(f"AOT helper exited {proc.returncode}: {proc.stderr[-1500:]}") from exc
     if "error" in reply:
         raise RuntimeError(reply["error"])
     return reply["artifacts"]

@@ -91,24 +91,41 @@ class CaseChecker:
             high_dtype = torch.float32
         try:
             high, ref, _ = P.make_models(
-                self.job.problem, None, self.case["overrides"], self.dtype, self.seed,
-                self.device, high_dtype,
+                self.job.problem,
+                None,
+                self.case["overrides"],
+                self.dtype,
+                self.seed,
+                self.device,
+                high_dtype,
             )
         except Exception as exc:  # noqa: BLE001 - the reference rejects this case
-            raise CaseSkip(f"reference model rejects this case: {type(exc).__name__}: {exc}") from exc
+            raise CaseSkip(
+                f"reference model rejects this case: {type(exc).__name__}: {exc}"
+            ) from exc
         try:
             _, _, cand = P.make_models(
-                self.job.problem, self.job.candidate, self.case["overrides"], self.dtype,
-                self.seed, self.device, None,
+                self.job.problem,
+                self.job.candidate,
+                self.case["overrides"],
+                self.dtype,
+                self.seed,
+                self.device,
+                None,
             )
         except Exception as exc:  # noqa: BLE001
-            raise CaseFailure(C.RULE_RUNTIME, f"ModelNew() failed: {type(exc).__name__}: {exc}") \
-                from exc
+            raise CaseFailure(
+                C.RULE_RUNTIME, f"ModelNew() failed: {type(exc).__name__}: {exc}"
+            ) from exc
         self.high, self.ref, self.cand = high, ref, cand
 
     def inputs(self, seed):
         return P.make_inputs(
-            self.job.problem, self.case["overrides"], self.dtype, seed, self.device,
+            self.job.problem,
+            self.case["overrides"],
+            self.dtype,
+            seed,
+            self.device,
             self.case.get("transform"),
         )
 
@@ -121,8 +138,10 @@ class CaseChecker:
         dtype = next((p.dtype for p in model.parameters()), None) if model is self.high else None
         if model is self.high:
             dtype = torch.float64 if self.device == "cpu" else torch.float32
-            args = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-                    for t in inputs]
+            args = [
+                t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                for t in inputs
+            ]
         else:
             args = inputs
         try:
@@ -142,8 +161,10 @@ class CaseChecker:
                     with torch.no_grad():
                         outs = _tensors(self.ref(*inputs))
                 except Exception:  # noqa: BLE001 - some CPU ops lack reduced-dtype kernels
-                    outs = [o.to(self.dtype) if o.is_floating_point() else o
-                            for o in self.reference(inputs)]
+                    outs = [
+                        o.to(self.dtype) if o.is_floating_point() else o
+                        for o in self.reference(inputs)
+                    ]
             self.expected = [(tuple(o.shape), o.dtype) for o in outs]
         return self.expected
 
@@ -163,18 +184,20 @@ class CaseChecker:
     def check_layout(self, outs, inputs):
         expected = self.expected_layout(inputs)
         if len(outs) != len(expected):
-            raise CaseFailure(C.RULE_SHAPE, f"returned {len(outs)} tensor(s), expected "
-                              f"{len(expected)}")
+            raise CaseFailure(
+                C.RULE_SHAPE, f"returned {len(outs)} tensor(s), expected {len(expected)}"
+            )
         for i, (o, (shape, dtype)) in enumerate(zip(outs, expected, strict=True)):
             if tuple(o.shape) != shape:
-                raise CaseFailure(C.RULE_SHAPE, f"output {i} has shape {tuple(o.shape)}, "
-                                  f"expected {shape}")
+                raise CaseFailure(
+                    C.RULE_SHAPE, f"output {i} has shape {tuple(o.shape)}, expected {shape}"
+                )
             if o.dtype != dtype:
-                raise CaseFailure(C.RULE_DTYPE, f"output {i} has dtype {o.dtype}, expected "
-                                  f"{dtype}")
+                raise CaseFailure(C.RULE_DTYPE, f"output {i} has dtype {o.dtype}, expected {dtype}")
             if o.device.type != torch.device(self.device).type:
-                raise CaseFailure(C.RULE_SHAPE, f"output {i} is on {o.device}, expected "
-                                  f"{self.device}")
+                raise CaseFailure(
+                    C.RULE_SHAPE, f"output {i} is on {o.device}, expected {self.device}"
+                )
 
     def own_error(self, inputs, refs) -> list[float]:
         """How far torch's own result in the case dtype is from the high-precision reference:
@@ -397,7 +420,7 @@ def run(job, args: dict) -> dict:
         return {
             "status": C.FAILED,
             "rule": failed["rule"],
-            "reason": f"case {failed['name']}: [{failed['rule']}] {failed['reason']}",
+            "reason": f"case {failed['name']}: {failed['reason']}",
             "cases": records,
             "evidence": {"case": failed["name"], **failed.get("evidence", {})},
         }

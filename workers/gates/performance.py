@@ -227,8 +227,10 @@ def run(job, args: dict) -> dict:
         )
         timing = time_callable(cand, sets, flush, seed)
         have = dict(given.get(case["name"]) or {})
-        baselines = {**have, **_time_references(job, case, ref, sets, flush, _wanted(args, have),
-                                                seed)}
+        baselines = {
+            **have,
+            **_time_references(job, case, ref, sets, flush, _wanted(args, have), seed),
+        }
         record = {
             "name": case["name"],
             "timing": timing,
@@ -252,8 +254,13 @@ def run(job, args: dict) -> dict:
             "cases": records,
             "evidence": evidence,
         }
-    return {"status": C.PASSED, "rule": None, "reason": "timed", "cases": records,
-            "evidence": evidence}
+    return {
+        "status": C.PASSED,
+        "rule": None,
+        "reason": "timed",
+        "cases": records,
+        "evidence": evidence,
+    }
 
 
 def baseline(job, args: dict) -> dict:
@@ -270,8 +277,9 @@ def baseline(job, args: dict) -> dict:
             continue
         start = time.perf_counter()
         dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
-        _, ref, _ = P.make_models(job.problem, None, case["overrides"], dtype, seed, job.device,
-                                  None)
+        _, ref, _ = P.make_models(
+            job.problem, None, case["overrides"], dtype, seed, job.device, None
+        )
         sets = _input_sets(job, case, seed + 1)
         nbytes, flops = _work(ref, sets[0])
         timings = _time_references(job, case, ref, sets, flush, _wanted(args, {}), seed)
@@ -284,10 +292,14 @@ def baseline(job, args: dict) -> dict:
                 "timings": timings,
                 "bytes": nbytes,
                 "flops": flops,
-                "floor_ms": 1e3 * max(nbytes / ceil["bandwidth_bytes_per_s"],
-                                      flops / ceil["matmul_flops_per_s"]),
+                "floor_ms": 1e3
+                * max(nbytes / ceil["bandwidth_bytes_per_s"], flops / ceil["matmul_flops_per_s"]),
                 "wall_s": time.perf_counter() - start,
             }
         )
-    return {"status": C.PASSED, "reason": "timed", "cases": records,
-            "evidence": {"ceilings": ceil, "method": METHOD}}
+    return {
+        "status": C.PASSED,
+        "reason": "timed",
+        "cases": records,
+        "evidence": {"ceilings": ceil, "method": METHOD},
+    }
