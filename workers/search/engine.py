@@ -355,7 +355,7 @@ class SearchEngine:
             return
         if state["improved_in_round"]:
             state["rounds_without_improvement"] = 0
-        elif state["best_id"] is not None:
+        else:
             state["rounds_without_improvement"] += 1
         state["improved_in_round"] = False
 
@@ -469,7 +469,7 @@ class SearchEngine:
             and time.time() - state["started_at"] >= budget["max_wall_s"]
         ):
             return "budget_wall_s"
-        if best is not None and state["rounds_without_improvement"] >= cfg["saturation_rounds"]:
+        if state["rounds_without_improvement"] >= cfg["saturation_rounds"]:
             return "saturated"
         return None
 
@@ -496,6 +496,7 @@ class SearchEngine:
         best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
         on_device = any(n.fitness for n in accepted)
         errored = [n for n in evaluated if n.status == STATUS_REJECTED and not n.failed_gate]
+        viable = accepted + [n for n in evaluated if n.failed_gate in ("performance", "fitness")]
         fits = state["generator_fit"]
         if best is not None and best.fitness and (best.ci_low or 0.0) > 1.0:
             outcome = OUTCOME_IMPROVED
@@ -520,12 +521,15 @@ class SearchEngine:
         elif reason.startswith("budget"):
             outcome = OUTCOME_BUDGET_EXHAUSTED
             message = f"budget spent ({reason}) with no accepted improvement"
-        elif not accepted:
+        elif not viable:
             outcome = OUTCOME_FAILED
-            message = f"stopped ({reason}): no candidate passed the gates"
+            message = f"stopped ({reason}): no candidate passed the correctness gate"
         else:
             outcome = OUTCOME_NO_SAFE_IMPROVEMENT
-            message = f"stopped ({reason}): no candidate beat the baseline beyond noise"
+            message = (
+                f"stopped ({reason}): {len(viable)} correct candidate(s), none beat the "
+                f"{state['config']['baseline']} baseline beyond noise"
+            )
         state["outcome"] = outcome
         state["message"] = message
 

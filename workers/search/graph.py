@@ -93,7 +93,11 @@ class Graph:
         return node
 
     def children(self, node_id: str) -> list[Node]:
-        return [self.nodes[e["dst"]] for e in self.edges if e["src"] == node_id]
+        return [
+            self.nodes[e["dst"]]
+            for e in self.edges
+            if e["src"] == node_id and e["dst"] in self.nodes
+        ]
 
     def accepted(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.status == STATUS_ACCEPTED]

@@ -1,0 +1,171 @@
+"""The engine: budget, saturation, target, outcomes, the funnel, resumable JSON state, repair."""
+
+from __future__ import annotations
+
+import json
+
+from workers.search.engine import (
+    FUNNEL_STAGES,
+    SearchEngine,
+    campaign_new,
+    campaign_summary,
+    funnel,
+    run_campaign,
+)
+
+
+def _state(src, **kw):
+    kw.setdefault("platform", "cuda")
+    kw.setdefault("max_candidates", 20)
+    return campaign_new(problem_source=src, workload=None, **kw)
+
+
+def _funnel_adds_up(state):
+    f = funnel(state)
+    stages = [s for s in FUNNEL_STAGES if s != "generated"]
+    assert sum(f[s] for s in stages) == f["generated"]
+    return f
+
+
+def by_tile(params):
+    # Bigger tiles are faster, up to a point; invalid beyond it.
+    return {512: 1.0, 1024: 1.05, 2048: 1.2, 4096: 1.3, 8192: 1.5, 16384: 1.45}.get(params["tile"])
+
+
+def test_budget_of_candidates_ends_as_improved_with_a_best(softmax_source, fake_evaluator):
+    state = _state(softmax_source, max_candidates=12, saturation_rounds=50)
+    run_campaign(state, evaluator=fake_evaluator(by_tile))
+    summary = campaign_summary(state)
+    assert summary["outcome"] == "improved"
+    assert summary["stop_reason"] == "budget_candidates"
+    assert len(summary["nodes"]) == 12
+    assert summary["best"]["verdict"] == "accepted"
+    assert summary["best"]["fitness"]["speedup"] == max(
+        n["fitness"]["speedup"] for n in summary["nodes"] if n["status"] == "accepted"
+    )
+    f = _funnel_adds_up(state)
+    assert f["device_s_per_accepted"] > 0 and f["accepted"] > 0
+    assert summary["first_accepted"]["node_id"]
+    assert {e["type"] for e in summary["edges"]} <= {
+        "mutation",
+        "alternative",
+        "crossover",
+        "repair",
+    }
+
+
+def test_saturation_stops_with_no_safe_improvement(softmax_source, fake_evaluator):
+    state = _state(softmax_source, max_candidates=200, saturation_rounds=2)
+    run_campaign(state, evaluator=fake_evaluator(lambda p: 1.001))  # never beyond noise
+    assert state["outcome"] == "no_safe_improvement"
+    assert state["stop_reason"] == "saturated"
+    assert len(state["graph"]["nodes"]) < 200
+
+
+def test_target_met_stops_early(softmax_source, fake_evaluator):
+    state = _state(softmax_source, target_speedup=1.2, saturation_rounds=50, max_candidates=100)
+    run_campaign(state, evaluator=fake_evaluator(by_tile))
+    assert state["stop_reason"] == "target_met" and state["outcome"] == "improved"
+
+
+def test_interpret_campaign_is_honest_about_correctness_only(softmax_source, fake_evaluator):
+    state = _state(softmax_source, platform="interpret", max_candidates=30, saturation_rounds=2)
+    run_campaign(state, evaluator=fake_evaluator(lambda p: 1.0))
+    assert state["outcome"] == "no_safe_improvement"
+    assert "no performance gate" in state["message"]
+    summary = campaign_summary(state)
+    assert summary["best"]["fitness"] is None and summary["funnel"]["accepted"] >= 1
+
+
+def test_device_budget_ends_as_budget_exhausted(softmax_source, fake_evaluator):
+    state = _state(softmax_source, max_candidates=100, max_device_s=3.0, saturation_rounds=50)
+    run_campaign(state, evaluator=fake_evaluator(lambda p: None))
+    assert state["stop_reason"] == "budget_device_s"
+    assert state["outcome"] == "budget_exhausted"
+
+
+def test_no_template_fits_fails_with_the_reason(fake_evaluator):
+    conv = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(1, 3, 8, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+    state = _state(conv)
+    run_campaign(state, evaluator=fake_evaluator(lambda p: 2.0))
+    assert state["outcome"] == "failed"
+    assert "convolution" in state["message"]
+
+
+def test_step_by_step_with_json_state_resumes_and_records_once(softmax_source, fake_evaluator):
+    """What the Celery control task does: persist the state as JSON between every step."""
+    ev = fake_evaluator(by_tile)
+    from workers.evaluate import EvaluationRequest
+
+    state = _state(softmax_source, max_candidates=10, saturation_rounds=50)
+    stops = 0
+    while True:
+        state = json.loads(json.dumps(state))
+        engine = SearchEngine.from_state(state)  # rebuilt from nothing but the state
+        if engine.should_stop(state):
+            break
+        specs = engine.propose(state)
+        if not specs:
+            engine.should_stop(state, no_proposals=True)
+            break
+        for spec in specs:
+            state = json.loads(json.dumps(state))
+            report = ev.evaluate(EvaluationRequest(**engine.request_kwargs(state, spec["node_id"])))
+            assert engine.record(state, spec["node_id"], report.to_dict()) is True
+            # A redelivered result is ignored.
+            assert engine.record(state, spec["node_id"], report.to_dict()) is False
+        stops += 1
+    assert state["outcome"] == "improved"
+    assert len(state["graph"]["nodes"]) == 10 == ev.calls
+    _funnel_adds_up(state)
+
+
+def test_failed_compile_gets_a_repair_child(softmax_source, fake_evaluator):
+    # The defaults fail to compile; everything else works.
+    from workers.search.generators.template import DEFAULTS
+
+    def score(params):
+        return None if params == DEFAULTS["row"] else 1.2
+
+    state = _state(softmax_source, max_candidates=12, saturation_rounds=50)
+    run_campaign(state, evaluator=fake_evaluator(score, fail_gate="compile"))
+    nodes = {n["id"]: n for n in state["graph"]["nodes"]}
+    failed = [n for n in nodes.values() if n["failed_gate"] == "compile"]
+    assert failed
+    repairs = [e for e in state["graph"]["edges"] if e["type"] == "repair"]
+    assert repairs and repairs[0]["src"] == failed[0]["id"]
+    f = _funnel_adds_up(state)
+    assert f["compile_failed"] == len(failed)
+
+
+def test_islands_policy_runs(softmax_source, fake_evaluator):
+    state = _state(
+        softmax_source,
+        max_candidates=14,
+        policy="islands",
+        policy_args={"n_islands": 2, "migration_interval": 2},
+        saturation_rounds=50,
+    )
+    run_campaign(state, evaluator=fake_evaluator(by_tile))
+    assert state["outcome"] == "improved"
+    assert {n["island"] for n in state["graph"]["nodes"]} == {0, 1}
