@@ -240,12 +240,13 @@ class SearchEngine:
         remaining = cfg["budget"]["max_candidates"] - len(graph.nodes)
         jobs: list[tuple[str, list[Node], dict | None]] = []
         accepted = graph.accepted()
-        if not graph.nodes or not accepted:
-            jobs.append((EDGE_SEED, [], None))
-        if graph.nodes:
+        if graph.nodes:  # repairs first: a failure's evidence is the freshest lead
             for node in self._repair_targets(state, graph):
                 fb = {"gate": node.failed_gate, "reason": node.reason, "evidence": _evidence(node)}
                 jobs.append((EDGE_REPAIR, [node], fb))
+        if not graph.nodes or not accepted:
+            jobs.append((EDGE_SEED, [], None))
+        if graph.nodes:
             parents = self.policy.select(graph, cfg["branches"], state) if accepted else []
             for i, parent in enumerate(parents):
                 if i == len(parents) - 1 and len(accepted) >= 2 and state["round"] % 2 == 0:
