@@ -37,22 +37,10 @@ POISON_ALLOC_OPS = frozenset(
     {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
 )
 SMALL_NUMEL = 64
-# Programs Triton and Inductor run while compiling (ptxas, the host C compiler, ldconfig).
-ALLOWED_PROGRAMS = (
-    "ptxas",
-    "cuobjdump",
-    "nvdisasm",
-    "nvcc",
-    "gcc",
-    "cc",
-    "g++",
-    "c++",
-    "clang",
-    "ld",
-    "ldconfig",
-    "x86_64-linux-gnu-",
-    "aarch64-linux-gnu-",
-    "nvidia-smi",
+# Programs a candidate might use to escape; the compilers' own helpers stay allowed.
+DENIED_PROGRAMS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "csh", "curl", "wget", "nc", "ncat", "ssh", "scp",
+     "rsync", "socat", "telnet", "ftp"}
 )  # compute ops on tensors this small (scalars, shapes) are not "the work"
 
 
@@ -319,11 +307,13 @@ class AuditPolicy:
                 denied = f"{event} outside the sandbox folder: {path}"
         elif event in {"socket.connect", "socket.bind", "socket.sendto"}:
             denied = f"network access ({event})"
-        elif event in {"os.system", "os.fork", "os.forkpty"}:
+        elif event in {"os.system", "os.fork", "os.forkpty", "os.exec"}:
             denied = f"process control ({event})"
-        elif event in {"os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen"}:
+        elif event in {"os.posix_spawn", "os.spawn", "subprocess.Popen"}:
+            # Triton and torch run helpers (ptxas, cc, ldconfig, file, ...); shells and network
+            # tools are refused.
             program = os.path.basename(str(args[0] if args else ""))
-            if not program.startswith(ALLOWED_PROGRAMS):
+            if program in DENIED_PROGRAMS:
                 denied = f"process control ({event} {program})"
         elif event in {"os.kill", "os.killpg"}:
             pid = args[0] if args else None

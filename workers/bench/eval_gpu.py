@@ -142,7 +142,7 @@ def main(argv=None) -> int:
             save()
         # Harness throughput: distinct variants (a comment changes the source, so Triton
         # recompiles), 5-case workload, baseline timings given.
-        for name in ("softmax", "rmsnorm"):
+        for name in ("softmax",):
             entry = results["problems"][name]
             if "baseline" not in entry:
                 continue

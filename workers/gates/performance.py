@@ -180,7 +180,13 @@ def _time_references(job, case, model, sets, flush, wanted: list[str], seed: int
             )
         else:
             continue
-        timing = time_callable(fn, sets, flush, seed)
+        # The references are trusted code: torch.compile writes caches and runs helpers freely.
+        policy = job.state.policy
+        policy.enforcing = False
+        try:
+            timing = time_callable(fn, sets, flush, seed)
+        finally:
+            policy.enforcing = True
         timing["wall_s"] = time.perf_counter() - start
         out[name] = timing
     return out
