@@ -39,8 +39,24 @@ POISON_ALLOC_OPS = frozenset(
 SMALL_NUMEL = 64
 # Programs a candidate might use to escape; the compilers' own helpers stay allowed.
 DENIED_PROGRAMS = frozenset(
-    {"sh", "bash", "dash", "zsh", "ksh", "csh", "curl", "wget", "nc", "ncat", "ssh", "scp",
-     "rsync", "socat", "telnet", "ftp"}
+    {
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "csh",
+        "curl",
+        "wget",
+        "nc",
+        "ncat",
+        "ssh",
+        "scp",
+        "rsync",
+        "socat",
+        "telnet",
+        "ftp",
+    }
 )  # compute ops on tensors this small (scalars, shapes) are not "the work"
 
 

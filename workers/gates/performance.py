@@ -255,8 +255,8 @@ def run(job, args: dict) -> dict:
         return {
             "status": C.FAILED,
             "rule": C.RULE_BELOW_FLOOR,
-            "reason": f"case {fault['name']}: median {fault['timing']['median_ms']:.4g} ms is under "
-            f"the physical floor {fault['floor_ms']:.4g} ms (measurement fault)",
+            "reason": f"case {fault['name']}: median {fault['timing']['median_ms']:.4g} ms is "
+            f"under the physical floor {fault['floor_ms']:.4g} ms (measurement fault)",
             "cases": records,
             "evidence": evidence,
         }
