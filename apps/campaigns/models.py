@@ -84,6 +84,16 @@ class Campaign(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def campaign_actions(self) -> list[tuple[str, str]]:
+        """The control actions its status allows, as (action, label)."""
+        actions = {
+            CampaignStatus.RUNNING: [("pause", "Pause"), ("cancel", "Cancel")],
+            CampaignStatus.PAUSED: [("resume", "Resume"), ("cancel", "Cancel")],
+            CampaignStatus.QUEUED: [("cancel", "Cancel")],
+        }
+        return actions.get(self.status, [])
+
 
 class Node(models.Model):
     """A candidate kernel in a campaign's search graph, with its measured state."""

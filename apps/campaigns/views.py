@@ -46,7 +46,7 @@ class CampaignDetailView(PortalPermissionRequiredMixin, View):
         campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
         context = {"campaign": campaign, "nodes": selectors.campaign_nodes(campaign=campaign)}
         if request.htmx:
-            return render(request, "campaigns/partials/progress.html", context)
+            return render(request, "campaigns/partials/live.html", context)
         return render(request, "campaigns/detail.html", context)
 
 
@@ -67,11 +67,18 @@ class CampaignActionView(PortalPermissionRequiredMixin, View):
             return redirect("campaigns:detail", pk=pk)
         kwargs = {"by": request.user} if action == "cancel" else {}
         service, done = ACTIONS[action]
+        error = ""
         try:
             service(campaign=campaign, **kwargs)
-            messages.success(request, f"Campaign {done}.")
         except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+            error = " ".join(exc.messages)
+        if request.htmx:
+            context = {"campaign": selectors.campaign_get(pk=pk), "action_error": error}
+            return render(request, "campaigns/partials/progress.html", context)
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"Campaign {done}.")
         return redirect("campaigns:detail", pk=pk)
 
 

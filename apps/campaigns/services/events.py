@@ -24,8 +24,8 @@ def campaign_changed(campaign: Campaign) -> None:
 
 def node_changed(node: Node) -> None:
     """A node got its verdict: its table row is swapped in place."""
-    row = render_to_string("campaigns/partials/node_row.html", {"node": node, "oob": True})
-    html = f"<template>{row}</template>"
+    # htmx parses messages as template content, so a bare <tr> survives and swaps by id.
+    html = render_to_string("campaigns/partials/node_row.html", {"node": node, "oob": True})
     send_event_on_commit(
         campaign_group(node.campaign_id),
         "campaign.node",
@@ -41,7 +41,7 @@ def nodes_created(campaign: Campaign, nodes: list[Node]) -> None:
     rows = "".join(
         render_to_string("campaigns/partials/node_row.html", {"node": node}) for node in nodes
     )
-    html = f'<template><tbody hx-swap-oob="beforeend:#node-rows">{rows}</tbody></template>'
+    html = f'<tbody hx-swap-oob="beforeend:#node-rows">{rows}</tbody>'
     send_event_on_commit(
         campaign_group(campaign.pk),
         "campaign.node",

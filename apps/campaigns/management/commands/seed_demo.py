@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand
 
 from apps.accounts.services import demo_users_seed
+from apps.campaigns.services.demo import demo_campaigns_seed
 
 
 class Command(BaseCommand):
@@ -13,3 +14,5 @@ class Command(BaseCommand):
         self.stdout.write("Demo users (username / password / role):")
         for username, password, role in rows:
             self.stdout.write(f"  {username:<10} {password:<22} {role}")
+        for line in demo_campaigns_seed():
+            self.stdout.write(line)

@@ -1,0 +1,60 @@
+"""In a real browser: author a campaign and watch it run to its outcome without reloading."""
+
+import pytest
+
+from apps.campaigns.services.problems import catalog_sync
+from tests.conftest import login
+
+pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def test_author_and_watch_a_campaign_live(
+    asgi_server, demo_users, control_worker, eval_worker, page, artifacts_dir
+):
+    catalog_sync()
+    login(page, asgi_server, "engineer", demo_users["engineer"])
+    page.goto(asgi_server + "/campaigns/new/")
+    page.select_option("#id_problem", label="rms-norm")
+    page.fill("#id_budget_candidates", "3")
+    page.click("text=Start campaign")
+    page.wait_for_url("**/campaigns/*/")
+    # The websocket is open before anything is evaluated; no reload from here on.
+    page.evaluate("window.__marker = 'same page'")
+    page.wait_for_selector("#node-rows tr[id^=node-n]", timeout=120_000)
+    page.wait_for_selector("#campaign-status.completed", timeout=300_000)
+    assert page.evaluate("window.__marker") == "same page"
+    assert "No safe improvement" in page.inner_text("#campaign-outcome")
+    rows = page.locator("#node-rows tr[id^=node-n]")
+    assert rows.count() >= 1
+    assert page.locator("#node-rows .badge.accepted").count() >= 1
+    assert page.locator("#node-rows .badge.evaluating").count() == 0
+    page.screenshot(path=str(artifacts_dir / "campaign-live-finished.png"), full_page=True)
+
+
+def test_viewer_cannot_author_a_campaign(asgi_server, demo_users, page):
+    login(page, asgi_server, "viewer", demo_users["viewer"])
+    response = page.goto(asgi_server + "/campaigns/new/")
+    assert response.status == 403
+    assert "roles that have it: engineer, admin" in page.inner_text("main")
+
+
+def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
+    from django.contrib.auth.models import User
+
+    from apps.campaigns.services.campaigns import campaign_create
+
+    problem = next(p for p in catalog_sync() if p.name == "silu")
+    campaign = campaign_create(
+        problem=problem, created_by=User.objects.get(username="engineer"), start=False
+    )
+    login(page, asgi_server, "viewer", demo_users["viewer"])
+    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
+    assert not page.locator("#campaign-actions").is_visible(), "viewers get no controls"
+
+    page.context.clear_cookies()
+    login(page, asgi_server, "engineer", demo_users["engineer"])
+    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
+    page.click("#campaign-actions >> text=Cancel")
+    page.wait_for_selector("#campaign-status.cancelled")
+    assert "cancelled by engineer" in page.inner_text("#campaign-outcome-reason")
+    assert page.locator("#campaign-actions button").count() == 0
