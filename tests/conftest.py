@@ -69,8 +69,10 @@ def asgi_server(django_db_setup, django_db_blocker, artifacts_dir):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope: Playwright's sync API keeps an event loop running on this thread while it
+    # is open, and code outside browser tests must not find one.
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"browser tests need {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
