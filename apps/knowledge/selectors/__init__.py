@@ -1,0 +1,1 @@
+"""Reads of the knowledge base. Visibility is decided once, in `entries.entries_visible`."""

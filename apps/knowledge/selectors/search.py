@@ -1,0 +1,86 @@
+"""Ranked full-text search over visible entries.
+
+PostgreSQL: weighted tsvectors (title A, tags and families B, body D, English stemming) ranked
+with `ts_rank`. SQLite: the FTS5 index of migration 0002 (porter stemming) ranked with BM25,
+weighted the same way (title 10, tags 4, families 4, body 1). Either way the engine only scores
+ids; which entries may be seen is decided by `entries_visible` before anything is returned.
+"""
+
+import re
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from apps.knowledge.models import Entry
+from apps.knowledge.selectors.entries import entry_list
+
+TERM_RE = re.compile(r"[a-z0-9]+")
+# bm25 column weights: title, tags, families, body (the FTS5 column order).
+BM25_WEIGHTS = (10.0, 4.0, 4.0, 1.0)
+
+
+def search_terms(text: str) -> list[str]:
+    """Lower-case alphanumeric terms of `text`, unique, in order (safe for any query syntax)."""
+    seen: list[str] = []
+    for term in TERM_RE.findall((text or "").lower()):
+        if term not in seen:
+            seen.append(term)
+    return seen
+
+
+def _scores_sqlite(terms: list[str], match_all: bool) -> dict[int, float]:
+    joiner = " AND " if match_all else " OR "
+    match = joiner.join(f'"{term}"' for term in terms)
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT rowid, -bm25(knowledge_entry_fts, {weights}) FROM knowledge_entry_fts "
+            "WHERE knowledge_entry_fts MATCH %s",
+            [match],
+        )
+        return {int(pk): float(score) for pk, score in cursor.fetchall()}
+
+
+def _scores_postgresql(terms: list[str], match_all: bool, qs: QuerySet) -> dict[int, float]:
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    vector = (
+        SearchVector("title", weight="A", config="english")
+        + SearchVector("tags", "families", weight="B", config="english")
+        + SearchVector("body", weight="D", config="english")
+    )
+    query = SearchQuery(
+        (" & " if match_all else " | ").join(terms), search_type="raw", config="english"
+    )
+    rows = (
+        qs.annotate(document=vector, rank=SearchRank(vector, query))
+        .filter(document=query)
+        .values_list("pk", "rank")
+    )
+    return {pk: float(rank) for pk, rank in rows}
+
+
+def text_scores(*, terms: list[str], match_all: bool, within: QuerySet) -> dict[int, float]:
+    """Entry id -> text relevance (> 0) for entries of `within` that match `terms`."""
+    if not terms:
+        return {}
+    if connection.vendor == "postgresql":
+        return _scores_postgresql(terms, match_all, within)
+    scores = _scores_sqlite(terms, match_all)
+    allowed = set(within.filter(pk__in=list(scores)).values_list("pk", flat=True))
+    return {pk: score for pk, score in scores.items() if pk in allowed}
+
+
+def entry_search(*, user, text: str = "", **filters) -> list[Entry] | QuerySet[Entry]:
+    """Visible entries matching every term of `text` and the filters, best first (each with a
+    `score`); without text, the filtered list in title order."""
+    qs = entry_list(user=user, **filters)
+    terms = search_terms(text)
+    if not terms:
+        return qs
+    scores = text_scores(terms=terms, match_all=True, within=qs)
+    entries = list(qs.filter(pk__in=list(scores)))
+    for entry in entries:
+        entry.score = scores[entry.pk]
+    entries.sort(key=lambda e: (-e.score, e.title))
+    return entries
