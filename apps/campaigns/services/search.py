@@ -31,7 +31,17 @@ logger = logging.getLogger(__name__)
 
 
 def _engine(campaign: Campaign) -> SearchEngine:
-    return SearchEngine.from_state(campaign.engine_state, retrieve=None)
+    from apps.knowledge.selectors.retrieval import knowledge_retriever
+
+    # Bound to the owner: restricted entries reach only prompts of campaigns whose owner may
+    # see them. The baseline's fingerprint (cuda) lets retrieval warn about stale entries.
+    baseline = campaign.engine_state.get("baseline") or {}
+    retrieve = knowledge_retriever(
+        user=campaign.created_by,
+        fingerprint=baseline.get("fingerprint") if isinstance(baseline, dict) else None,
+        platform=campaign.platform,
+    )
+    return SearchEngine.from_state(campaign.engine_state, retrieve=retrieve)
 
 
 def _materialise(campaign: Campaign, graph: Graph) -> list[Node]:
@@ -133,6 +143,12 @@ def _finish(campaign: Campaign, state: dict) -> None:
     campaign.outcome_reason = state["message"]
     campaign.finished_at = timezone.now()
     campaign.watchdog_at = None
+    from apps.knowledge.services.findings import knowledge_campaign_finished
+
+    # After commit, in its own transactions: findings become drafts; a knowledge error is
+    # logged there and never undoes or breaks the campaign's end.
+    campaign_id = campaign.pk
+    transaction.on_commit(lambda: knowledge_campaign_finished(campaign_id=campaign_id), robust=True)
 
 
 def _refresh_counters(campaign: Campaign, state: dict) -> None:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from datetime import date
 
+from django.db import transaction
 from django.db.models import Q
 
 from apps.knowledge.constants import (
@@ -28,6 +29,7 @@ from apps.knowledge.fingerprints import provenance_mismatches
 from apps.knowledge.models import Entry, labels_join
 from apps.knowledge.selectors.entries import entries_visible
 from apps.knowledge.selectors.search import search_terms, text_scores
+from apps.knowledge.selectors.toolchain import toolchain_fingerprint_latest
 
 # Words every reference or report contains: they would match everything and rank nothing.
 STOPWORDS = set(
@@ -154,10 +156,21 @@ def knowledge_retrieve(
     return results
 
 
-def knowledge_retriever(*, user, fingerprint: dict | None = None) -> Callable[[dict], list]:
-    """A `retrieve(query)` bound to one user (a campaign's owner) for the search engine."""
+def knowledge_retriever(
+    *, user, fingerprint: dict | None = None, platform: str = ""
+) -> Callable[[dict], list[dict]]:
+    """A `retrieve(query)` bound to one user (a campaign's owner) for the search engine.
+
+    Without a fingerprint, the latest one workers reported for `platform` is looked up on the
+    first call. Each call runs in a savepoint: the engine swallows retrieval errors, and a
+    failed query must not leave the campaign's transaction unusable (PostgreSQL)."""
+    known: dict = {"fingerprint": fingerprint, "resolved": fingerprint is not None}
 
     def retrieve(query: dict) -> list[dict]:
-        return knowledge_retrieve(user=user, query=query, fingerprint=fingerprint)
+        with transaction.atomic():
+            if not known["resolved"] and platform:
+                known["fingerprint"] = toolchain_fingerprint_latest(platform=platform)
+                known["resolved"] = True
+            return knowledge_retrieve(user=user, query=query, fingerprint=known["fingerprint"])
 
     return retrieve
