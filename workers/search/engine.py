@@ -46,7 +46,7 @@ from workers.search.generators.base import (
     GenerationContext,
 )
 from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph, Node
-from workers.search.policies import make_policy, quality
+from workers.search.policies import make_policy, parent_pool, quality
 
 OUTCOME_IMPROVED = "improved"
 OUTCOME_NO_SAFE_IMPROVEMENT = "no_safe_improvement"
@@ -240,6 +240,7 @@ class SearchEngine:
         remaining = cfg["budget"]["max_candidates"] - len(graph.nodes)
         jobs: list[tuple[str, list[Node], dict | None]] = []
         accepted = graph.accepted()
+        pool = parent_pool(graph)  # accepted, or correct but slower: both can be parents
         if graph.nodes:  # repairs first: a failure's evidence is the freshest lead
             for node in self._repair_targets(state, graph):
                 fb = {"gate": node.failed_gate, "reason": node.reason, "evidence": _evidence(node)}
@@ -247,11 +248,11 @@ class SearchEngine:
         if not graph.nodes or not accepted:
             jobs.append((EDGE_SEED, [], None))
         if graph.nodes:
-            parents = self.policy.select(graph, cfg["branches"], state) if accepted else []
+            parents = self.policy.select(graph, cfg["branches"], state) if pool else []
             for i, parent in enumerate(parents):
-                if i == len(parents) - 1 and len(accepted) >= 2 and state["round"] % 2 == 0:
+                if i == len(parents) - 1 and len(pool) >= 2 and state["round"] % 2 == 0:
                     other = max(
-                        (n for n in accepted if n.id != parent.id),
+                        (n for n in pool if n.id != parent.id),
                         key=lambda n: (quality(n), n.id),
                     )
                     jobs.append((EDGE_CROSSOVER, [parent, other], None))

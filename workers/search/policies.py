@@ -7,7 +7,8 @@ so a locally worse node can still be expanded.
 
 Quality of an accepted node is ``log(speedup)`` when it has a fitness (a device platform);
 on ``interpret`` there is no fitness and all accepted nodes score 0: exploration alone decides.
-Rejected nodes are never parents here (the engine sends them to ``repair`` separately).
+Correct nodes rejected only for speed (performance/fitness gate) keep their measured quality
+and can be parents; nodes rejected earlier never are (the engine sends them to ``repair``).
 
 - ``best_first``: quality + ``c * sqrt(log(1 + total) / (1 + children))`` + diversity bonus.
 - ``islands``: nodes belong to ``n_islands`` sub-populations (seeds round-robin, children
@@ -21,12 +22,25 @@ import math
 
 from workers.search.graph import STATUS_ACCEPTED, Graph, Node
 
+VIABLE_GATES = ("performance", "fitness")  # correct, but not (significantly) faster
+
 
 def quality(node: Node) -> float:
-    if node.status != STATUS_ACCEPTED:
-        return -math.inf
+    """log(speedup) for any node with a measured fitness; 0 for accepted nodes without one.
+
+    A correct candidate rejected only for speed keeps its measured quality: it is a legitimate
+    parent (a locally worse node), which matters most before anything has been accepted.
+    """
     s = node.speedup
-    return math.log(s) if s and s > 0 else 0.0
+    if node.status == STATUS_ACCEPTED:
+        return math.log(s) if s and s > 0 else 0.0
+    if node.failed_gate in VIABLE_GATES and s and s > 0:
+        return math.log(s)
+    return -math.inf
+
+
+def parent_pool(graph: Graph) -> list[Node]:
+    return [n for n in graph.nodes.values() if quality(n) > -math.inf]
 
 
 def _param_distance(a: dict, b: dict) -> float:
@@ -56,7 +70,7 @@ class BestFirst:
         return quality(node) + bonus
 
     def select(self, graph: Graph, k: int, state: dict | None = None) -> list[Node]:
-        pool = graph.accepted()
+        pool = parent_pool(graph)
         chosen: list[Node] = []
         while pool and len(chosen) < k:
             best = max(pool, key=lambda n: (self.score(graph, n, chosen), n.id))
@@ -85,7 +99,7 @@ class Islands:
         chosen: list[Node] = []
         per_island = max(1, k // self.n_islands)
         for isl in range(self.n_islands):
-            members = [n for n in graph.accepted() if isl in self.island_of(n)]
+            members = [n for n in parent_pool(graph) if isl in self.island_of(n)]
             sub = Graph(nodes={n.id: n for n in members}, edges=graph.edges)
             for n in self.inner.select(sub, per_island):
                 if n not in chosen:
@@ -94,7 +108,7 @@ class Islands:
 
     def migrate(self, graph: Graph) -> None:
         for isl in range(self.n_islands):
-            members = [n for n in graph.accepted() if isl in self.island_of(n)]
+            members = [n for n in parent_pool(graph) if isl in self.island_of(n)]
             if not members:
                 continue
             best = max(members, key=lambda n: (quality(n), n.id))

@@ -46,10 +46,16 @@ def test_diversity_bonus_picks_a_different_second_parent():
     assert ids == ["n1", "n3"]
 
 
-def test_rejected_nodes_are_never_parents():
+def test_incorrect_nodes_are_never_parents_but_correct_slower_ones_are():
     g = Graph()
-    g.add(_node(1, None, status="rejected"))
+    broken = _node(1, None, status="rejected")
+    broken.failed_gate = "correctness"
+    g.add(broken)
     assert BestFirst().select(g, 3) == []
+    slower = _node(2, 0.8, status="rejected")
+    slower.failed_gate = "fitness"
+    g.add(slower)
+    assert [n.id for n in BestFirst().select(g, 3)] == ["n2"]
 
 
 def test_islands_select_per_island_and_migrate_the_best():
