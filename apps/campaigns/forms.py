@@ -1,13 +1,57 @@
 """Forms for campaign pages: they validate input; services do the work."""
 
+import json
+
 from django import forms
 
-from apps.campaigns.constants import Platform, Policy
+from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
 from apps.campaigns.models import Problem
+
+MAX_UPLOAD_BYTES = 1 << 20
+
+
+def _read_text(upload, field: str) -> str:
+    if upload is None:
+        return ""
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise forms.ValidationError({field: f"at most {MAX_UPLOAD_BYTES >> 10} KiB"})
+    try:
+        return upload.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise forms.ValidationError({field: "not UTF-8 text"}) from exc
 
 
 class CampaignForm(forms.Form):
-    problem = forms.ModelChoiceField(queryset=Problem.objects.order_by("name"))
+    """Author a campaign: a catalog problem, or an uploaded one with its workload or trace.
+
+    After a preview the uploads travel on as text (`problem_source`, `workload_json`), so the
+    user does not pick the files again.
+    """
+
+    problem = forms.ModelChoiceField(
+        queryset=Problem.objects.order_by("name"),
+        required=False,
+        empty_label="— upload a problem instead —",
+        help_text="A problem from the catalog (with its production workload).",
+    )
+    problem_file = forms.FileField(
+        required=False,
+        label="Problem file",
+        help_text="KernelBench format: class Model, get_inputs(), get_init_inputs().",
+    )
+    problem_name = forms.SlugField(required=False, max_length=100, label="Problem name")
+    problem_source = forms.CharField(required=False, widget=forms.HiddenInput)
+    workload_file = forms.FileField(
+        required=False,
+        label="Workload JSON",
+        help_text='{"cases": [{"name", "overrides", "dtype", "weight"}]}',
+    )
+    trace_file = forms.FileField(
+        required=False,
+        label="Trace (CSV or JSON)",
+        help_text="Rows of module constants (e.g. batch_size, dim), dtype and a call count.",
+    )
+    workload_json = forms.CharField(required=False, widget=forms.HiddenInput)
     name = forms.CharField(required=False, max_length=200)
     platform = forms.ChoiceField(choices=Platform.choices, initial=Platform.INTERPRET)
     generators = forms.MultipleChoiceField(
@@ -19,3 +63,53 @@ class CampaignForm(forms.Form):
     budget_candidates = forms.IntegerField(min_value=1, max_value=5000, initial=12)
     budget_device_seconds = forms.FloatField(min_value=1, initial=600)
     budget_wall_seconds = forms.FloatField(min_value=10, initial=1800)
+    baseline = forms.ChoiceField(choices=Baseline.choices, initial=Baseline.EAGER)
+    regression_tolerance = forms.FloatField(min_value=0, max_value=1, initial=0.02)
+
+    UPLOAD_FIELDS = ("problem_file", "problem_name", "workload_file", "trace_file")
+
+    def clean(self):
+        data = super().clean()
+        source = _read_text(data.get("problem_file"), "problem_file") or data.get(
+            "problem_source", ""
+        )
+        data["upload_source"] = source
+        data["workload_text"] = _read_text(data.get("workload_file"), "workload_file")
+        data["trace_text"] = _read_text(data.get("trace_file"), "trace_file")
+        if data.get("problem") and source:
+            self.add_error("problem_file", "pick a catalog problem or upload one, not both")
+        elif not data.get("problem") and not source:
+            self.add_error("problem", "pick a catalog problem or upload a problem file")
+        if source and not data.get("problem_name"):
+            upload = data.get("problem_file")
+            stem = upload.name.rsplit(".", 1)[0] if upload else ""
+            if not stem:
+                self.add_error("problem_name", "name the uploaded problem")
+            data["problem_name"] = stem.replace("_", "-").lower()
+        carried = data.get("workload_json") or ""
+        if carried and not (data["workload_text"] or data["trace_text"]):
+            try:
+                data["carried_workload"] = json.loads(carried)
+            except json.JSONDecodeError:
+                self.add_error("workload_file", "the previewed workload was damaged; upload again")
+        return data
+
+
+class CampaignFilterForm(forms.Form):
+    """The campaign list's query string: filters, search and sort (kept in the URL)."""
+
+    q = forms.CharField(required=False, label="Search")
+    status = forms.ChoiceField(
+        required=False, choices=[("", "any status"), *CampaignStatus.choices]
+    )
+    platform = forms.ChoiceField(required=False, choices=[("", "any platform"), *Platform.choices])
+    outcome = forms.ChoiceField(
+        required=False, choices=[("", "any outcome"), ("none", "no outcome yet"), *Outcome.choices]
+    )
+    problem = forms.CharField(required=False)
+    sort = forms.CharField(required=False)
+
+
+class CommentForm(forms.Form):
+    body = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=10_000)
+    line = forms.IntegerField(required=False, min_value=1)

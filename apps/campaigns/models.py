@@ -189,3 +189,59 @@ class Measurement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id}:{self.case}"
+
+
+class Comment(models.Model):
+    """A reviewer's note on a candidate, optionally on one line of its source."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="candidate_comments"
+    )
+    line = models.PositiveIntegerField(null=True, blank=True)
+    body = models.TextField()
+    mentions = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Mention", related_name="mentioned_in", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["node", "created_at", "id"]
+
+    def __str__(self) -> str:
+        where = f" line {self.line}" if self.line else ""
+        return f"{self.author_id} on {self.node_id}{where}"
+
+
+class Mention(models.Model):
+    """A user named with @username in a comment; it waits in their inbox until read."""
+
+    comment = models.ForeignKey(Comment, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["comment", "user"], name="mention_once_per_comment")
+        ]
+
+    def __str__(self) -> str:
+        return f"@{self.user_id} in {self.comment_id}"
+
+
+class NodeReview(models.Model):
+    """A user marked an accepted candidate as reviewed; it leaves their inbox."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="node_reviews"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "reviewer"], name="review_once_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} reviewed {self.node_id}"

@@ -1,8 +1,41 @@
-"""Reads for campaigns."""
+"""Reads for campaigns: lists with filters, the graph in pages, candidate review, inbox, portfolio.
 
-from django.db.models import QuerySet
+Each selector runs a fixed number of queries whatever the size of the campaign (the tests assert
+it), and returns plain rows where a page or the API only needs a few columns.
+"""
 
-from apps.campaigns.models import Campaign, Node, Problem
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.urls import reverse
+
+from apps.campaigns import charts, review
+from apps.campaigns.constants import FINISHED_STATUSES, NodeStatus, Outcome
+from apps.campaigns.models import (
+    Campaign,
+    Comment,
+    Edge,
+    Measurement,
+    Mention,
+    Node,
+    NodeReview,
+    Problem,
+)
+
+# Sort keys the list accepts (the URL's `sort`; a leading "-" reverses).
+CAMPAIGN_SORTS = {
+    "created": "created_at",
+    "name": "name",
+    "problem": "problem__name",
+    "status": "status",
+    "best": "best_fitness",
+    "evaluated": "candidates_evaluated",
+    "device": "device_seconds",
+}
+CAMPAIGN_FILTERS = ("status", "platform", "outcome", "problem")
+GRAPH_PAGE_SIZE = 1000
+NODE_FIELDS = ("id", "key", "round", "status", "failed_gate", "fitness", "generator")
 
 
 def campaign_list() -> QuerySet[Campaign]:
@@ -11,20 +44,426 @@ def campaign_list() -> QuerySet[Campaign]:
     )
 
 
+def campaign_search(
+    *,
+    status: str = "",
+    platform: str = "",
+    outcome: str = "",
+    problem: str = "",
+    q: str = "",
+    sort: str = "-created",
+) -> QuerySet[Campaign]:
+    """Campaigns filtered by the list's query parameters; unknown sort keys fall back to newest."""
+    qs = campaign_list().defer("engine_state", "workload")
+    if status:
+        qs = qs.filter(status=status)
+    if platform:
+        qs = qs.filter(platform=platform)
+    if outcome:
+        qs = qs.filter(outcome="" if outcome == "none" else outcome)
+    if problem:
+        qs = qs.filter(problem__name=problem)
+    if q:
+        qs = qs.filter(
+            Q(name__icontains=q) | Q(problem__name__icontains=q) | Q(problem__family__icontains=q)
+        )
+    key = sort.lstrip("-")
+    if key in CAMPAIGN_SORTS:
+        order = CAMPAIGN_SORTS[key]
+        qs = qs.order_by(f"-{order}" if sort.startswith("-") else order, "-id")
+    return qs
+
+
 def campaign_get(*, pk: int) -> Campaign:
     return Campaign.objects.select_related("problem", "created_by", "best_node").get(pk=pk)
+
+
+NODE_TABLE_SIZE = 200
 
 
 def campaign_nodes(*, campaign: Campaign) -> QuerySet[Node]:
     return campaign.nodes.defer("source", "report").order_by("id")
 
 
+def campaign_node_table(*, campaign: Campaign, limit: int = NODE_TABLE_SIZE) -> dict:
+    """The newest `limit` candidates in id order (new ones are appended live), and the total."""
+    total = campaign.nodes.count()
+    rows = list(campaign_nodes(campaign=campaign).order_by("-id")[:limit])
+    rows.reverse()
+    return {"nodes": rows, "total": total, "shown": len(rows)}
+
+
+def campaign_graph_page(*, campaign: Campaign, after: int = 0, limit: int | None = None) -> dict:
+    """One page of the search graph (nodes with id > `after`) as a Plotly figure, plus the cursor.
+
+    Two queries: the nodes of the page, and their in-edges with the parent's columns.
+    """
+    limit = limit or GRAPH_PAGE_SIZE
+    rows = list(
+        Node.objects.filter(campaign=campaign, id__gt=after)
+        .order_by("id")
+        .values(*NODE_FIELDS)[: limit + 1]
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    by_id = {r["id"]: r for r in rows}
+    edges = []
+    if rows:
+        parent_fields = [f"parent__{f}" for f in NODE_FIELDS]
+        for e in Edge.objects.filter(child_id__in=list(by_id)).values(
+            "kind", "child_id", *parent_fields
+        ):
+            parent = (
+                {f: e[f"parent__{f}"] for f in NODE_FIELDS} if e["parent__id"] is not None else None
+            )
+            edges.append({"kind": e["kind"], "child": by_id[e["child_id"]], "parent": parent})
+    last_round = (
+        campaign.engine_state.get("round") if isinstance(campaign.engine_state, dict) else 0
+    )
+    rounds = max([r["round"] for r in rows] + [last_round or 0])
+    node_url = reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}")
+    figure = charts.graph_figure(
+        nodes=rows,
+        edges=edges,
+        node_url=node_url,
+        revision=f"campaign-{campaign.pk}",
+        rounds=rounds,
+    )
+    return {
+        "figure": figure,
+        "count": len(rows),
+        "next": rows[-1]["id"] if more else None,
+    }
+
+
+def campaign_fitness_points(*, campaign: Campaign) -> list[dict]:
+    """Evaluated nodes in evaluation order: key, fitness and its CI (one query)."""
+    return [
+        {"key": k, "fitness": f, "ci_low": lo, "ci_high": hi}
+        for k, f, lo, hi in campaign.nodes.exclude(evaluated_at=None)
+        .order_by("evaluated_at", "id")
+        .values_list("key", "fitness", "fitness_ci_low", "fitness_ci_high")
+    ]
+
+
+def campaign_charts(*, campaign: Campaign) -> dict:
+    """The campaign's charts (None where data is missing) and what each empty one lacks."""
+    funnel = campaign.funnel or {}
+    fitness = charts.fitness_over_time_figure(
+        points=campaign_fitness_points(campaign=campaign), baseline=campaign.baseline
+    )
+    timed = campaign.platform != "interpret"
+    return {
+        "funnel": charts.funnel_figure(funnel),
+        "funnel_empty": "No candidate has been generated yet.",
+        "fitness": fitness,
+        "fitness_empty": (
+            "No timings: the interpret platform runs the Triton interpreter on the CPU and has no "
+            "performance gate, so candidates are checked for correctness only."
+            if not timed
+            else "No candidate has been timed yet."
+        ),
+        "device": charts.device_seconds_figure(funnel),
+        "device_empty": (
+            "No device time: interpret evaluations run on the CPU."
+            if not timed
+            else "No device time spent yet."
+        ),
+    }
+
+
+@dataclass
+class CandidateReview:
+    node: Node
+    campaign: Campaign
+    lines: list
+    lineage: list[Node]
+    parent: Node | None
+    best: Node | None
+    diffs: list[dict] = field(default_factory=list)
+    latency: list[dict] = field(default_factory=list)
+    gates: list[dict] = field(default_factory=list)
+    cases: list[dict] = field(default_factory=list)
+    baseline_names: list[str] = field(default_factory=list)
+    siblings: dict = field(default_factory=dict)
+
+
 def node_get(*, campaign_id: int, key: str) -> Node:
     return (
-        Node.objects.select_related("campaign", "campaign__problem")
-        .prefetch_related("gates", "measurements", "in_edges__parent")
+        Node.objects.select_related("campaign", "campaign__problem", "campaign__best_node")
+        .prefetch_related(
+            "gates",
+            "measurements",
+            Prefetch("in_edges", queryset=Edge.objects.select_related("parent")),
+            Prefetch("comments", queryset=Comment.objects.select_related("author")),
+        )
         .get(campaign_id=campaign_id, key=key)
     )
+
+
+def _lineage(node: Node) -> list[Node]:
+    """The path from a seed to the node (first parent at each step), seed first.
+
+    One query: the campaign's edges (ids only), walked in memory, then the path's nodes.
+    """
+    parent_of: dict[int, int | None] = {}
+    for child_id, parent_id in Edge.objects.filter(campaign_id=node.campaign_id).values_list(
+        "child_id", "parent_id"
+    ):
+        parent_of.setdefault(child_id, parent_id)
+    path, current, seen = [], node.pk, set()
+    while current is not None and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = parent_of.get(current)
+    rows = Node.objects.only("id", "key", "status", "fitness", "generator", "campaign_id").in_bulk(
+        path
+    )
+    return [rows[i] for i in reversed(path) if i in rows]
+
+
+def _neighbours(node: Node) -> dict:
+    """The previous and next candidate of the campaign (for keyboard navigation)."""
+    base = Node.objects.filter(campaign_id=node.campaign_id)
+    prev = base.filter(id__lt=node.pk).order_by("-id").values_list("key", flat=True).first()
+    nxt = base.filter(id__gt=node.pk).order_by("id").values_list("key", flat=True).first()
+    return {"previous": prev, "next": nxt}
+
+
+def _report_cases(node: Node) -> list[dict]:
+    return list((node.report or {}).get("cases") or [])
+
+
+def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
+    """Everything the candidate page shows, in a bounded number of queries."""
+    node = node_get(campaign_id=campaign_id, key=key)
+    campaign = node.campaign
+    edges = list(node.in_edges.all())
+    parent = next((e.parent for e in edges if e.parent is not None), None)
+    best = campaign.best_node if campaign.best_node_id not in (None, node.pk) else None
+    diffs = []
+    if parent is not None:
+        diffs.append(_diff("parent", f"parent {parent.key}", parent.source, node.source, parent))
+    if best is not None:
+        diffs.append(_diff("best", f"best {best.key}", best.source, node.source, best))
+    diffs.append(_diff("reference", "reference (problem)", campaign.problem.source, node.source))
+    comments_by_line: dict = defaultdict(list)
+    for c in node.comments.all():
+        comments_by_line[c.line].append(c)
+    lines = [
+        {"no": i, "html": html, "comments": comments_by_line.get(i, [])}
+        for i, html in enumerate(review.highlighted_lines(node.source), start=1)
+    ]
+    gates = [
+        {
+            "name": g.name,
+            "status": g.status,
+            "rule": g.rule,
+            "reason": g.reason,
+            "wall_seconds": g.wall_seconds,
+            "device_seconds": g.device_seconds,
+            "panels": review.evidence_panels(g.evidence),
+        }
+        for g in node.gates.all()
+    ]
+    measurements = list(node.measurements.all())
+    baseline_names = sorted({b for m in measurements for b in (m.baselines or {})})
+    cases = [
+        {
+            "case": m.case,
+            "kind": m.kind,
+            "weight": m.weight,
+            "status": m.status,
+            "skip_reason": m.skip_reason,
+            "max_abs_err": m.max_abs_err,
+            "max_rel_err": m.max_rel_err,
+            "median_ms": m.median_ms,
+            "ci_low_ms": m.ci_low_ms,
+            "ci_high_ms": m.ci_high_ms,
+            "baseline_medians": [
+                ((m.baselines or {}).get(b) or {}).get("median_ms") for b in baseline_names
+            ],
+        }
+        for m in measurements
+    ]
+    return CandidateReview(
+        node=node,
+        campaign=campaign,
+        lines=lines,
+        lineage=_lineage(node),
+        parent=parent,
+        best=best,
+        diffs=diffs,
+        latency=charts.latency_series(_report_cases(node)),
+        gates=gates,
+        cases=cases,
+        baseline_names=baseline_names,
+        siblings=_neighbours(node),
+    )
+
+
+def _diff(slug: str, label: str, old: str, new: str, other: Node | None = None) -> dict:
+    rows = review.side_by_side(old, new)
+    return {
+        "slug": slug,
+        "label": label,
+        "rows": rows,
+        "stats": review.diff_stats(rows),
+        "other": other,
+    }
+
+
+def candidate_compare(*, campaign_id: int, left: str, right: str) -> dict:
+    """Two candidates side by side: the diff and their per-case medians."""
+    nodes = {
+        n.key: n
+        for n in Node.objects.filter(
+            campaign_id=campaign_id, key__in=[left, right]
+        ).prefetch_related("measurements")
+    }
+    if left not in nodes or right not in nodes:
+        raise Node.DoesNotExist(f"no candidate {left if left not in nodes else right}")
+    a, b = nodes[left], nodes[right]
+    cases = []
+    b_by_case = {m.case: m for m in b.measurements.all()}
+    for m in a.measurements.all():
+        other = b_by_case.get(m.case)
+        cases.append({"case": m.case, "left": m, "right": other})
+    return {
+        "left": a,
+        "right": b,
+        "diff": _diff("compare", f"{left} → {right}", a.source, b.source),
+        "cases": cases,
+    }  # noqa: E501
+
+
+def node_comments(*, node: Node) -> QuerySet[Comment]:
+    return node.comments.select_related("author").order_by("created_at", "id")
+
+
+def inbox_for(*, user) -> dict:
+    """What awaits this user: accepted best candidates of finished campaigns they have not
+    reviewed, and unread comments that mention them."""
+    reviewed = NodeReview.objects.filter(node=OuterRef("best_node"), reviewer=user)
+    to_review = (
+        Campaign.objects.filter(
+            status__in=FINISHED_STATUSES,
+            best_node__status=NodeStatus.ACCEPTED,
+        )
+        .exclude(Exists(reviewed))
+        .select_related("problem", "best_node", "created_by")
+        .defer("engine_state", "workload", "best_node__source", "best_node__report")
+        .order_by("-finished_at")[:100]
+    )
+    mentions = (
+        Mention.objects.filter(user=user, read_at=None)
+        .select_related("comment__author", "comment__node", "comment__node__campaign")
+        .defer(
+            "comment__node__source",
+            "comment__node__report",
+            "comment__node__campaign__engine_state",
+        )
+        .order_by("-comment__created_at")[:100]
+    )
+    return {"to_review": list(to_review), "mentions": list(mentions)}
+
+
+def portfolio() -> list[dict]:
+    """Per operator family and platform: campaigns, outcomes, funnel, device-hours, cost.
+
+    One aggregate query over campaigns plus one over accepted-node counts.
+    """
+    rows = (
+        Campaign.objects.values("problem__family", "platform")
+        .annotate(
+            campaigns=Count("id"),
+            improved=Count("id", filter=Q(outcome=Outcome.IMPROVED)),
+            no_safe_improvement=Count("id", filter=Q(outcome=Outcome.NO_SAFE_IMPROVEMENT)),
+            running=Count("id", filter=~Q(status__in=FINISHED_STATUSES)),
+            device_seconds=Sum("device_seconds"),
+            evaluated=Sum("candidates_evaluated"),
+        )
+        .order_by("problem__family", "platform")
+    )
+    funnel_keys = (
+        "generated",
+        "static_rejected",
+        "compile_failed",
+        "incorrect",
+        "slower",
+        "accepted",
+    )
+    funnels: dict = defaultdict(lambda: dict.fromkeys(funnel_keys, 0))
+    for family, platform, funnel in Campaign.objects.values_list(
+        "problem__family", "platform", "funnel"
+    ):
+        for k in funnel_keys:
+            funnels[(family, platform)][k] += int((funnel or {}).get(k) or 0)
+    out = []
+    for r in rows:
+        key = (r["problem__family"], r["platform"])
+        device = float(r["device_seconds"] or 0.0)
+        improved = r["improved"]
+        out.append(
+            {
+                "family": r["problem__family"] or "",
+                "platform": r["platform"],
+                "campaigns": r["campaigns"],
+                "improved": improved,
+                "no_safe_improvement": r["no_safe_improvement"],
+                "running": r["running"],
+                "evaluated": r["evaluated"] or 0,
+                "device_hours": device / 3600.0,
+                "device_seconds_per_improvement": device / improved if improved else None,
+                "funnel": funnels[key],
+            }
+        )
+    return out
+
+
+def campaign_export_rows(*, campaign: Campaign) -> list[dict]:
+    """One row per (node, case) for CSV/JSON export; nodes without cases get one row."""
+    nodes = list(
+        campaign.nodes.order_by("id")
+        .defer("source", "report")
+        .prefetch_related(
+            Prefetch("measurements", queryset=Measurement.objects.defer("samples_ms", "baselines")),
+            Prefetch(
+                "in_edges",
+                queryset=Edge.objects.select_related("parent").only(
+                    "kind", "child_id", "parent__key"
+                ),
+            ),  # noqa: E501
+        )
+    )
+    rows = []
+    for n in nodes:
+        edge = next(iter(n.in_edges.all()), None)
+        base = {
+            "node": n.key,
+            "round": n.round,
+            "generator": n.generator,
+            "edge": edge.kind if edge else "",
+            "parent": edge.parent.key if edge and edge.parent else "",
+            "status": n.status,
+            "failed_gate": n.failed_gate,
+            "fitness": n.fitness,
+            "fitness_ci_low": n.fitness_ci_low,
+            "fitness_ci_high": n.fitness_ci_high,
+            "device_seconds": n.device_seconds,
+            "wall_seconds": n.wall_seconds,
+        }
+        measurements = list(n.measurements.all())
+        if not measurements:
+            rows.append({**base, "case": "", "case_kind": "", "weight": None, "case_status": "",
+                         "max_abs_err": None, "max_rel_err": None, "median_ms": None,
+                         "ci_low_ms": None, "ci_high_ms": None})  # fmt: skip
+        for m in measurements:
+            rows.append({**base, "case": m.case, "case_kind": m.kind, "weight": m.weight,
+                         "case_status": m.status, "max_abs_err": m.max_abs_err,
+                         "max_rel_err": m.max_rel_err, "median_ms": m.median_ms,
+                         "ci_low_ms": m.ci_low_ms, "ci_high_ms": m.ci_high_ms})  # fmt: skip
+    return rows
 
 
 def problem_list() -> QuerySet[Problem]:

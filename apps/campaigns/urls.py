@@ -1,6 +1,6 @@
 """Page routes for campaigns."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from apps.campaigns import views
 
@@ -9,8 +9,19 @@ urlpatterns = [
     path("", views.CampaignListView.as_view(), name="list"),
     path("new/", views.CampaignCreateView.as_view(), name="create"),
     path("inbox/", views.InboxView.as_view(), name="inbox"),
+    path("portfolio/", views.PortfolioView.as_view(), name="portfolio"),
     path("<int:pk>/", views.CampaignDetailView.as_view(), name="detail"),
-    path("<int:pk>/<str:action>/", views.CampaignActionView.as_view(), name="action"),
+    path("<int:pk>/graph.json", views.CampaignGraphView.as_view(), name="graph"),
+    path("<int:pk>/charts/", views.CampaignChartsView.as_view(), name="charts"),
+    path("<int:pk>/compare/", views.NodeCompareView.as_view(), name="compare"),
+    re_path(
+        r"^(?P<pk>\d+)/export\.(?P<fmt>csv|json)$",
+        views.CampaignExportView.as_view(),
+        name="export",
+    ),
     path("<int:pk>/nodes/<str:key>/", views.NodeDetailView.as_view(), name="node"),
+    path("<int:pk>/nodes/<str:key>/comments/", views.NodeCommentView.as_view(), name="comment"),
+    path("<int:pk>/nodes/<str:key>/review/", views.NodeReviewView.as_view(), name="review"),
     path("<int:pk>/nodes/<str:key>/continue/", views.NodeContinueView.as_view(), name="continue"),
+    path("<int:pk>/<str:action>/", views.CampaignActionView.as_view(), name="action"),
 ]

@@ -1,53 +1,209 @@
-"""Pages for campaigns: list, author, live detail, candidate, inbox."""
+"""Pages for campaigns: list, author, live detail with the graph, candidate review, compare,
+comments, inbox, portfolio and exports. Views validate, call one service or selector, render."""
+
+import csv
+import json
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views import View
-from django.views.generic import TemplateView
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin
-from apps.campaigns import selectors
-from apps.campaigns.forms import CampaignForm
-from apps.campaigns.models import Campaign
+from apps.campaigns import charts, selectors
+from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm
+from apps.campaigns.models import Campaign, Node
+from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
+from apps.campaigns.services import comments as comment_services
+from apps.campaigns.services.problems import problem_reference_check, workload_from_upload
+
+LIST_PAGE_SIZE = 25
 
 
-class CampaignListView(PortalPermissionRequiredMixin, TemplateView):
-    template_name = "campaigns/list.html"
+def _form_errors(form, exc: ValidationError) -> None:
+    """A service's ValidationError shown next to the field it names (or above the form)."""
+    renames = {"name": "problem_name", "workload": "workload_file", "source": "problem_file"}
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc.messages)
+        return
+    for field, errors in exc.message_dict.items():
+        field = field if field in form.fields else renames.get(field)
+        form.add_error(field if field in form.fields else None, errors)
 
-    def get_context_data(self, **kwargs):
-        return {**super().get_context_data(**kwargs), "campaigns": selectors.campaign_list()[:200]}
+
+LIST_COLUMNS = [
+    ("#", "created"),
+    ("Campaign", "name"),
+    ("Problem", "problem"),
+    ("Platform", None),
+    ("Status", "status"),
+    ("Progress", "evaluated"),
+    ("Best", "best"),
+    ("Device-s", "device"),
+    ("Outcome", None),
+    ("Author", None),
+]
+
+
+def _headers(query, sort: str) -> list[dict]:
+    """Column headers; a sortable one links to the same filters sorted by it (again: reversed)."""
+    headers = []
+    for label, key in LIST_COLUMNS:
+        if key is None:
+            headers.append({"label": label})
+            continue
+        q = query.copy()
+        q["sort"] = f"-{key}" if sort == key else key
+        state = "asc" if sort == key else "desc" if sort == f"-{key}" else ""
+        headers.append({"label": label, "href": f"?{q.urlencode()}", "state": state})
+    return headers
+
+
+class CampaignListView(PortalPermissionRequiredMixin, View):
+    def get(self, request):
+        filters = CampaignFilterForm(request.GET)
+        filters.is_valid()
+        params = {k: v for k, v in filters.cleaned_data.items() if v}
+        sort = params.get("sort", "-created")
+        page = Paginator(selectors.campaign_search(**params), LIST_PAGE_SIZE).get_page(
+            request.GET.get("page")
+        )
+        query = request.GET.copy()
+        query.pop("page", None)
+        context = {
+            "filters": filters,
+            "page": page,
+            "campaigns": page.object_list,
+            "sort": sort,
+            "query": query.urlencode(),
+            "problems": selectors.problem_list().values_list("name", flat=True),
+            "headers": _headers(query, sort),
+        }
+        if request.htmx:
+            return render(request, "campaigns/partials/campaign_table.html", context)
+        return render(request, "campaigns/list.html", context)
 
 
 class CampaignCreateView(PortalPermissionRequiredMixin, View):
     portal_permission = "author_campaign"
+    CAMPAIGN_FIELDS = (
+        "name",
+        "platform",
+        "generators",
+        "policy",
+        "budget_candidates",
+        "budget_device_seconds",
+        "budget_wall_seconds",
+        "baseline",
+        "regression_tolerance",
+    )
 
     def get(self, request):
         return render(request, "campaigns/create.html", {"form": CampaignForm()})
 
     def post(self, request):
-        form = CampaignForm(request.POST)
+        form = CampaignForm(request.POST, request.FILES)
+        context = {"form": form}
         if form.is_valid():
+            data = form.cleaned_data
             try:
-                campaign = campaign_services.campaign_create(
-                    created_by=request.user, **form.cleaned_data
-                )
+                result = self._author(request, data, context)
             except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
+                _form_errors(form, exc)
             else:
-                return redirect("campaigns:detail", pk=campaign.pk)
-        return render(request, "campaigns/create.html", {"form": form}, status=400)
+                if result is not None:
+                    return redirect("campaigns:detail", pk=result.pk)
+                return render(request, "campaigns/create.html", context)
+        return render(request, "campaigns/create.html", context, status=400)
+
+    def _author(self, request, data: dict, context: dict) -> Campaign | None:
+        kwargs = {k: data[k] for k in self.CAMPAIGN_FIELDS}
+        if data.get("problem"):
+            if "preview" in request.POST:
+                context["preview"] = self._preview(data["problem"].workload, checked=None)
+                return None
+            return campaign_services.campaign_create(
+                problem=data["problem"], created_by=request.user, **kwargs
+            )
+        field = "trace_file" if data["trace_text"] else "workload_file"
+        workload = workload_from_upload(
+            workload_text=data["workload_text"], trace_text=data["trace_text"]
+        )
+        if workload is None:
+            workload = data.get("carried_workload")
+        if "preview" in request.POST:
+            checked = problem_reference_check(
+                source=data["upload_source"], workload=workload, workload_field=field
+            )
+            # The uploads travel on as text: the user does not pick the files again.
+            context["form"] = CampaignForm(
+                initial={
+                    **{k: v for k, v in data.items() if k in context["form"].fields},
+                    "problem_source": data["upload_source"],
+                    "workload_json": json.dumps(workload) if workload else "",
+                }
+            )
+            context["preview"] = self._preview(workload, checked=checked)
+            return None
+        return campaign_services.campaign_create_from_upload(
+            created_by=request.user,
+            problem_name=data["problem_name"],
+            problem_source=data["upload_source"],
+            workload=workload,
+            workload_field=field,
+            **kwargs,
+        )
+
+    @staticmethod
+    def _preview(workload: dict | None, *, checked: dict | None) -> dict:
+        cases = (workload or {}).get("cases") or [{"name": "default", "weight": 1.0}]
+        total = sum(float(c.get("weight") or 0) for c in cases) or 1.0
+        return {
+            "cases": [{**c, "share": float(c.get("weight") or 0) / total} for c in cases],
+            "figure": charts.weights_figure(cases),
+            "checked": checked,
+        }
 
 
 class CampaignDetailView(PortalPermissionRequiredMixin, View):
     def get(self, request, pk: int):
         campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
-        context = {"campaign": campaign, "nodes": selectors.campaign_nodes(campaign=campaign)}
+        context = {
+            "campaign": campaign,
+            **selectors.campaign_node_table(campaign=campaign),
+        }
         if request.htmx:
             return render(request, "campaigns/partials/live.html", context)
+        context["charts"] = selectors.campaign_charts(campaign=campaign)
         return render(request, "campaigns/detail.html", context)
+
+
+class CampaignChartsView(PortalPermissionRequiredMixin, View):
+    """The funnel, best-fitness and device-seconds charts (re-fetched as events arrive)."""
+
+    def get(self, request, pk: int):
+        campaign = get_object_or_404(Campaign, pk=pk)
+        context = {"campaign": campaign, "charts": selectors.campaign_charts(campaign=campaign)}
+        return render(request, "campaigns/partials/charts.html", context)
+
+
+class CampaignGraphView(PortalPermissionRequiredMixin, View):
+    """One page of the search graph as Plotly JSON; `next` is the cursor of the following page."""
+
+    def get(self, request, pk: int):
+        campaign = get_object_or_404(Campaign.objects.only("id", "engine_state"), pk=pk)
+        try:
+            after = int(request.GET.get("after") or 0)
+        except ValueError:
+            after = 0
+        page = selectors.campaign_graph_page(campaign=campaign, after=after)
+        if page["next"] is not None:
+            page["next_url"] = f"{request.path}?after={page['next']}"
+        return JsonResponse(page)
 
 
 ACTIONS = {
@@ -82,14 +238,110 @@ class CampaignActionView(PortalPermissionRequiredMixin, View):
         return redirect("campaigns:detail", pk=pk)
 
 
+class CampaignExportView(PortalPermissionRequiredMixin, View):
+    """A campaign's nodes and per-case measurements as CSV or JSON."""
+
+    def get(self, request, pk: int, fmt: str):
+        campaign = get_object_or_404(Campaign, pk=pk)
+        rows = selectors.campaign_export_rows(campaign=campaign)
+        filename = f"campaign-{campaign.pk}-nodes.{fmt}"
+        if fmt == "json":
+            response = JsonResponse({"campaign": campaign.pk, "rows": rows})
+        else:
+            response = HttpResponse(content_type="text/csv")
+            columns = list(rows[0]) if rows else ["node"]
+            writer = csv.DictWriter(response, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+
+def _candidate(pk: int, key: str):
+    try:
+        return selectors.candidate_review(campaign_id=pk, key=key)
+    except Node.DoesNotExist as exc:
+        raise Http404(f"campaign {pk} has no candidate {key}") from exc
+
+
 class NodeDetailView(PortalPermissionRequiredMixin, View):
     def get(self, request, pk: int, key: str):
-        node = selectors.node_get(campaign_id=pk, key=key)
-        return render(request, "campaigns/node.html", {"node": node, "campaign": node.campaign})
+        review = _candidate(pk, key)
+        comment_services.mentions_mark_read(node=review.node, user=request.user)
+        context = {
+            "review": review,
+            "node": review.node,
+            "campaign": review.campaign,
+            "comment_form": CommentForm(),
+            "latency_box": charts.latency_box_figure(review.latency),
+            "latency_ecdf": charts.latency_ecdf_figure(review.latency),
+            "pygments_css": pygments_css(),
+            "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
+        }
+        return render(request, "campaigns/node.html", context)
+
+
+class NodeCommentView(PortalPermissionRequiredMixin, View):
+    portal_permission = "comment_candidate"
+
+    def post(self, request, pk: int, key: str):
+        node = get_object_or_404(Node.objects.only("id", "source", "key"), campaign_id=pk, key=key)
+        form = CommentForm(request.POST)
+        error = ""
+        if form.is_valid():
+            try:
+                comment_services.comment_create(node=node, author=request.user, **form.cleaned_data)
+            except ValidationError as exc:
+                error = " ".join(exc.messages)
+        else:
+            error = " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        if request.htmx:
+            context = {
+                "node": node,
+                "campaign_pk": pk,
+                "comments": selectors.node_comments(node=node),
+                "comment_form": CommentForm(),
+                "comment_error": error,
+            }
+            return render(
+                request, "campaigns/partials/comments.html", context, status=400 if error else 200
+            )
+        if error:
+            messages.error(request, error)
+        return redirect(reverse("campaigns:node", args=[pk, key]) + "#comments")
+
+
+class NodeReviewView(PortalPermissionRequiredMixin, View):
+    portal_permission = "comment_candidate"
+
+    def post(self, request, pk: int, key: str):
+        node = get_object_or_404(Node, campaign_id=pk, key=key)
+        try:
+            comment_services.node_mark_reviewed(node=node, reviewer=request.user)
+            messages.success(request, f"Candidate {key} marked reviewed.")
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        return redirect("campaigns:node", pk=pk, key=key)
+
+
+class NodeCompareView(PortalPermissionRequiredMixin, View):
+    def get(self, request, pk: int):
+        campaign = get_object_or_404(Campaign, pk=pk)
+        left, right = request.GET.get("a", ""), request.GET.get("b", "")
+        keys = list(campaign.nodes.order_by("id").values_list("key", flat=True)[:5000])
+        context = {"campaign": campaign, "keys": keys, "a": left, "b": right}
+        if left and right:
+            try:
+                context["compare"] = selectors.candidate_compare(
+                    campaign_id=pk, left=left, right=right
+                )
+            except Node.DoesNotExist as exc:
+                context["compare_error"] = str(exc)
+        return render(request, "campaigns/compare.html", context)
 
 
 class NodeContinueView(PortalPermissionRequiredMixin, View):
-    portal_permission = "author_campaign"
+    portal_permission = "control_campaign"
 
     def post(self, request, pk: int, key: str):
         node = selectors.node_get(campaign_id=pk, key=key)
@@ -103,5 +355,13 @@ class NodeContinueView(PortalPermissionRequiredMixin, View):
         return redirect("campaigns:detail", pk=campaign.pk)
 
 
-class InboxView(PortalPermissionRequiredMixin, TemplateView):
-    template_name = "campaigns/inbox.html"
+class InboxView(PortalPermissionRequiredMixin, View):
+    def get(self, request):
+        return render(request, "campaigns/inbox.html", selectors.inbox_for(user=request.user))
+
+
+class PortfolioView(PortalPermissionRequiredMixin, View):
+    def get(self, request):
+        rows = selectors.portfolio()
+        context = {"rows": rows, "figure": charts.portfolio_figure(rows)}
+        return render(request, "campaigns/portfolio.html", context)

@@ -3,6 +3,7 @@
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from apps.campaigns.constants import (
     FINISHED_STATUSES,
@@ -12,7 +13,11 @@ from apps.campaigns.constants import (
 )
 from apps.campaigns.models import Campaign, Node, Problem
 from apps.campaigns.services.events import campaign_changed
-from apps.campaigns.services.problems import workload_check
+from apps.campaigns.services.problems import (
+    problem_reference_check,
+    problem_upload,
+    workload_check,
+)
 from workers.search.engine import campaign_new
 from workers.search.graph import Graph
 from workers.search.graph import Node as GraphNode
@@ -190,3 +195,35 @@ def campaign_continue_from_node(*, node: Node, created_by, budget_candidates: in
     campaign.engine_state = state
     campaign.save(update_fields=["warm_start_node", "engine_state"])
     return campaign_start(campaign=campaign)
+
+
+def campaign_create_from_upload(
+    *,
+    created_by,
+    problem_name: str,
+    problem_source: str,
+    workload: dict | None,
+    workload_field: str = "workload",
+    **campaign_kwargs,
+) -> Campaign:
+    """Upload a problem (its reference runs one case in the sandbox first) and start a campaign
+    on it. Nothing is created when the upload or the campaign is refused."""
+    slug = slugify(problem_name)
+    if not slug:
+        raise ValidationError({"problem_name": "letters, digits or dashes"})
+    if Problem.objects.filter(name=slug).exists():
+        raise ValidationError({"problem_name": f"a problem named {slug!r} exists already"})
+    # The sandbox run happens before the transaction, so no lock is held while it runs.
+    problem_reference_check(source=problem_source, workload=workload, workload_field=workload_field)
+    with transaction.atomic():
+        problem = problem_upload(
+            name=problem_name,
+            source=problem_source,
+            workload=workload,
+            created_by=created_by,
+            workload_field=workload_field,
+            checked=True,
+        )
+        return campaign_create(
+            problem=problem, created_by=created_by, workload=workload, **campaign_kwargs
+        )

@@ -1,7 +1,13 @@
 """Problems: the built-in catalog and uploads, validated before they are saved."""
 
 import ast
+import json
+import resource
+import subprocess
+import sys
+import tempfile
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
@@ -9,7 +15,13 @@ from django.utils.text import slugify
 from apps.campaigns.constants import ProblemOrigin
 from apps.campaigns.models import Problem
 from workers.catalog import catalog_list
-from workers.contract.workload import WorkloadError, parse_workload
+from workers.contract.workload import WorkloadError, import_trace, parse_workload
+from workers.sandbox import scrub_env
+
+# The reference check imports torch and runs one case on the CPU: generous, but bounded.
+REFERENCE_CHECK_TIMEOUT_S = 120
+REFERENCE_CHECK_CPU_S = 120
+REFERENCE_CHECK_MEMORY_BYTES = 8 << 30
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -93,3 +105,107 @@ def catalog_sync() -> list[Problem]:
         )
         problems.append(problem)
     return problems
+
+
+def workload_from_upload(*, workload_text: str = "", trace_text: str = "") -> dict | None:
+    """A workload from an uploaded workload JSON or trace (CSV/JSON rows of shapes and counts).
+
+    Errors name the upload field and the offending entry (`trace[2].count: ...`).
+    """
+    if workload_text.strip() and trace_text.strip():
+        raise ValidationError({"trace_file": "give a workload or a trace, not both"})
+    if trace_text.strip():
+        try:
+            cases = import_trace(trace_text)
+            return parse_workload({"cases": [c.to_dict() for c in cases]}).to_dict()
+        except WorkloadError as exc:
+            raise ValidationError({"trace_file": str(exc)}) from exc
+    if workload_text.strip():
+        try:
+            data = json.loads(workload_text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                {"workload_file": f"not valid JSON ({exc.msg} at line {exc.lineno})"}
+            ) from exc
+        return workload_check(data, field="workload_file")
+    return None
+
+
+def _limit_child() -> None:  # pragma: no cover - runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_CPU, (REFERENCE_CHECK_CPU_S, REFERENCE_CHECK_CPU_S))
+    resource.setrlimit(
+        resource.RLIMIT_AS, (REFERENCE_CHECK_MEMORY_BYTES, REFERENCE_CHECK_MEMORY_BYTES)
+    )
+
+
+def problem_reference_check(
+    *, source: str, workload: dict | None, workload_field: str = "workload"
+) -> dict:
+    """Import the reference and run its heaviest case once in a sandboxed child process.
+
+    Raises ValidationError naming `source` or `workload_field`; returns what the run saw.
+    """
+    problem_source_check(source)
+    cases = parse_workload(workload).cases
+    case = max(cases, key=lambda c: c.weight).to_dict()
+    with tempfile.TemporaryDirectory(prefix="ke-check-") as home:
+        env = scrub_env(
+            {
+                "PATH": "/usr/bin:/bin",
+                "HOME": home,
+                "PYTHONPATH": str(settings.BASE_DIR),
+                "OMP_NUM_THREADS": "1",
+                "CUDA_VISIBLE_DEVICES": "",
+                "TRITON_INTERPRET": "1",
+            }
+        )
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "apps.campaigns.sandbox_check"],
+                input=json.dumps({"source": source, "case": case}),
+                capture_output=True,
+                text=True,
+                timeout=REFERENCE_CHECK_TIMEOUT_S,
+                cwd=home,
+                env=env,
+                preexec_fn=_limit_child,  # noqa: PLW1509 - no threads hold locks here
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ValidationError(
+                {"source": f"the reference ran past {REFERENCE_CHECK_TIMEOUT_S} s on one case"}
+            ) from exc
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        raise ValidationError({"source": f"the reference check crashed: {tail[0]}"})
+    result = json.loads(lines[-1])
+    if not result.get("ok"):
+        field = workload_field if result.get("field") == "workload" else "source"
+        raise ValidationError({field: result.get("error") or "the reference check failed"})
+    return result
+
+
+@transaction.atomic
+def problem_upload(
+    *,
+    name: str,
+    source: str,
+    workload: dict | None,
+    created_by,
+    description: str = "",
+    workload_field: str = "workload",
+    checked: bool = False,
+) -> Problem:
+    """An uploaded problem: the reference runs one case in the sandbox before it is saved
+    (`checked=True` when the caller just ran that check)."""
+    problem_source_check(source)
+    if not checked:
+        problem_reference_check(source=source, workload=workload, workload_field=workload_field)
+    return problem_create(
+        name=name,
+        source=source,
+        workload=workload,
+        description=description,
+        created_by=created_by,
+        origin=ProblemOrigin.UPLOAD,
+    )

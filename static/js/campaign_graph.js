@@ -1,0 +1,87 @@
+// The search graph: pages of Plotly JSON (built in Python) fetched from the graph endpoint and
+// merged trace by trace. Websocket events re-fetch it (debounced) and Plotly.react redraws in
+// place; the layout's uirevision keeps the user's zoom and pan. Click a node to open it.
+(function () {
+  var el = document.getElementById("search-graph");
+  if (!el) return;
+  var status = document.getElementById("graph-status");
+  var pending = null;
+  var loading = false;
+  var again = false;
+
+  function merge(into, page) {
+    if (!into) return page.figure;
+    page.figure.data.forEach(function (trace, i) {
+      var t = into.data[i];
+      ["x", "y", "customdata", "text"].forEach(function (k) {
+        if (trace[k]) t[k] = (t[k] || []).concat(trace[k]);
+      });
+      if (Array.isArray(trace.marker && trace.marker.size)) {
+        t.marker.size = t.marker.size.concat(trace.marker.size);
+      }
+    });
+    var xr = page.figure.layout.xaxis.range;
+    into.layout.xaxis.range[1] = Math.max(into.layout.xaxis.range[1], xr[1]);
+    return into;
+  }
+
+  function fetchAll(url, figure, count) {
+    return fetch(url, { credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("graph: HTTP " + r.status);
+        return r.json();
+      })
+      .then(function (page) {
+        figure = merge(figure, page);
+        count += page.count;
+        if (page.next_url) return fetchAll(page.next_url, figure, count);
+        return { figure: figure, count: count };
+      });
+  }
+
+  function load() {
+    if (loading) { again = true; return; }
+    loading = true;
+    var t0 = performance.now();
+    fetchAll(el.dataset.graphUrl, null, 0)
+      .then(function (result) {
+        var layout = window.keCharts ? keCharts.themed(result.figure.layout) : result.figure.layout;
+        // Keep the user's zoom: uirevision is constant, so Plotly.react leaves the axes alone.
+        return Plotly.react(el, result.figure.data, layout, { responsive: true, displaylogo: false, scrollZoom: true })
+          .then(function () {
+            var ms = Math.round(performance.now() - t0);
+            el.dataset.nodeCount = result.count;
+            el.dataset.renderMs = ms;
+            el.dataset.renders = (parseInt(el.dataset.renders || "0", 10) + 1).toString();
+            status.textContent = result.count ? result.count + " candidates · drawn in " + ms + " ms"
+              : "No candidates yet: the graph fills in as the search proposes them.";
+            if (!el.dataset.clickBound) {
+              el.dataset.clickBound = "1";
+              el.on("plotly_click", function (data) {
+                var point = data.points && data.points[0];
+                if (point && point.customdata) window.location.href = point.customdata;
+              });
+            }
+          });
+      })
+      .catch(function (err) { status.textContent = String(err); })
+      .finally(function () {
+        loading = false;
+        if (again) { again = false; load(); }
+      });
+  }
+
+  function refreshCharts() {
+    var slot = document.getElementById("campaign-charts-slot");
+    if (slot) htmx.ajax("GET", slot.dataset.chartsUrl, { target: "#campaign-charts", swap: "outerHTML" });
+  }
+
+  function schedule() {
+    if (pending) return;
+    pending = setTimeout(function () { pending = null; load(); refreshCharts(); }, 300);
+  }
+
+  window.addEventListener("load", load);
+  document.body.addEventListener("htmx:wsAfterMessage", schedule);
+  window.keGraph = { reload: load };
+})();

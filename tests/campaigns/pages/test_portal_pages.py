@@ -1,0 +1,168 @@
+"""Portal pages over HTTP: what they show, their role rules and their query counts."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+
+from apps.campaigns.models import Comment, Mention, NodeReview
+from tests.campaigns.support.builders import build_campaign
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def users(db):
+    from apps.accounts.services import demo_users_seed
+
+    demo_users_seed()
+    return {u.username: u for u in User.objects.all()}
+
+
+@pytest.fixture
+def big(users):
+    return build_campaign(nodes=300, user=users["engineer"])
+
+
+def client_for(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_list_filters_sort_and_pages_keep_the_query(
+    client, users, big, django_assert_max_num_queries
+):
+    other = build_campaign(nodes=5, user=users["engineer"], seed=1, timed=False, name="tiny interp")
+    c = client_for(client, users["viewer"])
+    with django_assert_max_num_queries(8):
+        page = c.get("/campaigns/?platform=interpret&sort=-best").content.decode()
+    assert "tiny interp" in page and "big campaign" not in page
+    assert 'aria-sort="descending"' in page
+    assert "sort=best" in page and "platform=interpret" in page  # the header keeps the filter
+    page = c.get("/campaigns/?q=nothing-matches").content.decode()
+    assert "No campaign matches these filters" in page
+    assert other.pk
+
+
+def test_detail_page_bounded_queries_and_charts(client, users, big, django_assert_max_num_queries):
+    c = client_for(client, users["viewer"])
+    with django_assert_max_num_queries(10):
+        response = c.get(f"/campaigns/{big.pk}/")
+    html = response.content.decode()
+    assert 'id="search-graph"' in html and 'id="chart-funnel"' in html
+    assert 'id="chart-fitness"' in html
+    assert "Showing the newest 200 of 300 candidates" in html
+
+
+def test_graph_endpoint_pages_cover_every_node(
+    client, users, big, django_assert_max_num_queries, monkeypatch
+):
+    from apps.campaigns import selectors
+
+    monkeypatch.setattr(selectors, "GRAPH_PAGE_SIZE", 120)
+    c = client_for(client, users["viewer"])
+    seen, pages, url = 0, 0, f"/campaigns/{big.pk}/graph.json?after=0"
+    while url:
+        pages += 1
+        with django_assert_max_num_queries(8):
+            data = c.get(url).json()
+        names = [t["name"] for t in data["figure"]["data"]]
+        assert "accepted" in names and "mutation edge" in names
+        seen += data["count"]
+        url = data.get("next_url")
+    assert seen == 300 and pages == 3
+    first = c.get(f"/campaigns/{big.pk}/graph.json").json()["figure"]["data"]
+    urls = [u for t in first if t["mode"] == "markers" for u in t["customdata"]]
+    assert f"/campaigns/{big.pk}/nodes/n1/" in urls and len(urls) == 120
+
+
+def test_interpret_campaign_says_it_has_no_timings(client, users):
+    campaign = build_campaign(nodes=6, user=users["engineer"], timed=False, seed=3)
+    html = client_for(client, users["viewer"]).get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "No timings: the interpret platform" in html
+    assert 'id="chart-fitness"' not in html
+
+
+def test_candidate_page_diff_evidence_latency(client, users, big, django_assert_max_num_queries):
+    best = big.best_node
+    c = client_for(client, users["viewer"])
+    with django_assert_max_num_queries(16):
+        html = c.get(f"/campaigns/{big.pk}/nodes/{best.key}/").content.decode()
+    assert 'id="diff-reference"' in html  # against the problem's reference
+    assert "<ins>" in html and "<del>" in html  # word-level highlights
+    assert 'id="gate-static"' in html and "<details" in html
+    assert 'id="chart-latency-box"' in html and 'id="chart-latency-ecdf"' in html
+    assert 'id="lineage"' in html
+    assert 'class="hl"' in html or 'class="source hl"' in html
+
+
+def test_compare_two_candidates(client, users, big):
+    html = (
+        client_for(client, users["viewer"])
+        .get(f"/campaigns/{big.pk}/compare/?a=n1&b=n2")
+        .content.decode()
+    )
+    assert 'id="compare-diff"' in html
+    assert "<ins>" in html
+
+
+def test_comment_on_a_line_mentions_land_in_the_inbox(client, users, big):
+    node = big.best_node
+    c = client_for(client, users["engineer"])
+    response = c.post(
+        f"/campaigns/{big.pk}/nodes/{node.key}/comments/",
+        {"body": "@reviewer the mask on this line looks off", "line": 10},
+    )
+    assert response.status_code == 302
+    comment = Comment.objects.get(node=node)
+    assert comment.line == 10 and comment.author.username == "engineer"
+    assert Mention.objects.filter(comment=comment, user__username="reviewer").exists()
+    r = client_for(client, users["reviewer"])
+    inbox = r.get("/campaigns/inbox/").content.decode()
+    assert "the mask on this line looks off" in inbox
+    assert big.name in inbox  # its accepted best awaits review
+    page = r.get(f"/campaigns/{big.pk}/nodes/{node.key}/").content.decode()
+    assert 'id="line-comments-10"' in page
+    # Opening the candidate read the mention; marking it reviewed clears the campaign.
+    r.post(f"/campaigns/{big.pk}/nodes/{node.key}/review/")
+    assert NodeReview.objects.filter(node=node, reviewer=users["reviewer"]).exists()
+    inbox = r.get("/campaigns/inbox/").content.decode()
+    assert "No unread mentions" in inbox
+    assert "awaiting your review" in inbox and big.name not in inbox
+
+
+def test_viewer_cannot_comment_and_is_told_why(client, users, big):
+    response = client_for(client, users["viewer"]).post(
+        f"/campaigns/{big.pk}/nodes/n1/comments/", {"body": "hi"}
+    )
+    assert response.status_code == 403
+    assert "roles that have it: engineer, reviewer, curator, admin" in response.content.decode()
+    assert not Comment.objects.exists()
+
+
+def test_comment_line_out_of_range_is_refused(client, users, big):
+    c = client_for(client, users["engineer"])
+    response = c.post(
+        f"/campaigns/{big.pk}/nodes/n1/comments/",
+        {"body": "x", "line": 999},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400
+    assert "the source has lines 1 to" in response.content.decode()
+
+
+def test_exports_csv_and_json(client, users, big):
+    c = client_for(client, users["viewer"])
+    csv_text = c.get(f"/campaigns/{big.pk}/export.csv").content.decode()
+    header = csv_text.splitlines()[0]
+    assert header.startswith("node,round,generator,edge,parent,status")
+    assert "median_ms" in header
+    data = json.loads(c.get(f"/campaigns/{big.pk}/export.json").content)
+    assert {r["node"] for r in data["rows"]} == {f"n{i}" for i in range(1, 301)}
+
+
+def test_portfolio_by_family_and_platform(client, users, big):
+    build_campaign(nodes=4, user=users["engineer"], timed=False, seed=5, name="interp")
+    html = client_for(client, users["viewer"]).get("/campaigns/portfolio/").content.decode()
+    assert 'id="portfolio-table"' in html and "softmax" in html
+    assert "interpret" in html and "cuda" in html
