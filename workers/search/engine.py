@@ -28,8 +28,13 @@ Outcomes (``state["outcome"]``, set when ``should_stop`` first returns True, nev
   means "correct" and nothing can be shown faster (``stop_reason`` and ``message`` say which).
 - ``budget_exhausted``: candidates, device-seconds or wall time ran out before either of the
   above, with no accepted improvement.
-- ``failed``: the campaign could not search: no generator fits the problem, or nothing could be
-  evaluated (the message says why).
+- ``failed``: the campaign could not search: no generator fits the problem, nothing could be
+  evaluated, or no candidate passed the correctness gate (the message says why).
+
+Saturation counts rounds in which the best accepted node did not improve beyond its CI (a new
+best needs its CI's lower bound above the old best's speedup); rounds before anything is
+accepted count too, so a campaign whose correct candidates are all slower ends as
+``no_safe_improvement`` rather than running to its budget.
 """
 
 from __future__ import annotations
