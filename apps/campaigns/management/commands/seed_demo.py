@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand
 
 from apps.accounts.services import demo_users_seed
 from apps.campaigns.services.demo import demo_campaigns_seed
+from apps.knowledge.services.imports import knowledge_starter_load
 
 
 class Command(BaseCommand):
@@ -16,3 +17,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<10} {password:<22} {role}")
         for line in demo_campaigns_seed():
             self.stdout.write(line)
+        starter = knowledge_starter_load()
+        self.stdout.write(
+            f"knowledge starter set: {len(starter.created)} created, "
+            f"{len(starter.unchanged) + len(starter.updated)} already there"
+        )
