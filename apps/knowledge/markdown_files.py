@@ -42,13 +42,13 @@ def entry_markdown(entry) -> str:
     meta = {
         "slug": entry.slug,
         "title": entry.title,
-        "kind": entry.kind,
-        "status": entry.status,
+        "kind": str(entry.kind),
+        "status": str(entry.status),
         "status_note": entry.status_note or None,
         "tags": entry.tag_list,
         "families": entry.family_list,
         "platforms": entry.platform_list,
-        "visibility": entry.visibility,
+        "visibility": str(entry.visibility),
         "group": entry.group.name if entry.group_id else None,
         "expires_on": entry.expires_on.isoformat() if entry.expires_on else None,
         "provenance": entry.provenance or {},
@@ -87,5 +87,5 @@ def markdown_parse(text: str) -> dict:
             raise MarkdownFileError(f"{name} {meta[name]!r} is not one of {choices.values}")
     if meta.get("expires_on") is not None:
         meta["expires_on"] = str(meta["expires_on"])
-    meta["body"] = body.strip("\n") + "\n"
+    meta["body"] = body.strip("\n")
     return meta

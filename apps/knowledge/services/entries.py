@@ -56,6 +56,11 @@ def _coerce(name: str, value):
         if value in (None, ""):
             return None
         return value if isinstance(value, date) else date.fromisoformat(str(value))
+    if name == "body":
+        # Forms send CRLF and files end with a newline: store one canonical text.
+        return str(value).replace("\r\n", "\n").strip("\n").rstrip()
+    if name == "title":
+        return str(value).strip()
     if name == "provenance":
         return {k: v for k, v in dict(value or {}).items() if v not in (None, "")}
     return value
@@ -118,8 +123,8 @@ def knowledge_entry_create(
         raise ValidationError({"slug": f"an entry with slug {slug!r} exists"})
     entry = Entry(
         slug=slug or _unique_slug(title),
-        title=title,
-        body=body,
+        title=_coerce("title", title),
+        body=_coerce("body", body),
         kind=kind,
         origin=origin,
         source_campaign=source_campaign,
