@@ -9,6 +9,7 @@ from kernelevolve_site import views
 api_patterns = [
     path("", include("apps.accounts.api_urls")),
     path("", include("apps.campaigns.api_urls")),
+    path("", include("apps.registry.api_urls")),
     path("", include("apps.knowledge.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

@@ -1,9 +1,206 @@
-"""Pages for registry."""
+"""Pages of the registry: index (operators, coverage matrix, alarms, freezable candidates),
+operator (what serves per region, metrics, latency, history, rollback) and the promotion page
+of an artifact. Plain form posts; each action calls one service."""
 
-from django.views.generic import TemplateView
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views import View
 
-from apps.accounts.permissions import PortalPermissionRequiredMixin
+from apps.accounts.permissions import PortalPermissionRequiredMixin, has_portal_permission
+from apps.campaigns.models import Node
+from apps.registry import selectors, services, signing
+from apps.registry.constants import NEXT_STAGE, Stage
+from apps.registry.figures import latency_figure
+from apps.registry.forms import NarrowForm, PromoteForm, ReasonForm, RollbackForm
+from apps.registry.models import Alarm, Artifact, Region
 
 
-class IndexView(PortalPermissionRequiredMixin, TemplateView):
-    template_name = "registry/index.html"
+def _refusal(request, exc) -> None:
+    messages.error(request, " ".join(getattr(exc, "messages", None) or [str(exc)]))
+
+
+class IndexView(PortalPermissionRequiredMixin, View):
+    def get(self, request):
+        return render(
+            request,
+            "registry/index.html",
+            {
+                "operators": selectors.operator_list(),
+                "matrix": selectors.coverage_matrix(),
+                "alarms": selectors.alarm_open_list()[:50],
+                "freezable": selectors.accepted_nodes_unfrozen(),
+                "key_id": signing.key_id(),
+            },
+        )
+
+
+class OperatorView(PortalPermissionRequiredMixin, View):
+    def get(self, request, operator: str):
+        regions = list(selectors.region_list(operator=operator))
+        if not regions:
+            return render(request, "registry/operator.html", {"operator": operator}, status=404)
+        cards = []
+        for region in regions:
+            metrics = selectors.region_metrics(region=region)
+            staged = {a.stage: a for a in region.artifacts.exclude(stage=Stage.ABORTED)}
+            cards.append(
+                {
+                    "region": region,
+                    "default": region.default_artifact,
+                    "canary": staged.get(Stage.CANARY),
+                    "shadow": staged.get(Stage.SHADOW),
+                    "candidates": region.artifacts.filter(stage=Stage.CANDIDATE),
+                    "metrics": metrics,
+                    "figure": latency_figure(metrics["latency"]),
+                    "figure_id": f"figure-latency-{region.pk}",
+                    "events": selectors.region_events(region=region, limit=50),
+                    "previous": selectors.previous_default(region=region),
+                    "targets": selectors.rollback_targets(region=region),
+                    "alarms": selectors.alarm_open_list(region=region),
+                }
+            )
+        return render(
+            request,
+            "registry/operator.html",
+            {
+                "operator": operator,
+                "cards": cards,
+                "unrouted": selectors.operator_fallbacks(operator=operator),
+                "alarms": selectors.alarm_open_list(operator=operator),
+                "can_rollback": has_portal_permission(request.user, "rollback_artifact"),
+            },
+        )
+
+
+class ArtifactView(PortalPermissionRequiredMixin, View):
+    def get(self, request, pk: int):
+        artifact = get_object_or_404(selectors.artifact_list(), pk=pk)
+        target = NEXT_STAGE.get(artifact.stage)
+        approvals = list(artifact.approvals.select_related("user").order_by("created_at"))
+        current = {a.pk for a in selectors.current_approvals(artifact=artifact, stage=target)}
+        author = artifact.campaign.created_by
+        return render(
+            request,
+            "registry/artifact.html",
+            {
+                "artifact": artifact,
+                "target": target,
+                "gates": selectors.artifact_gates(artifact=artifact),
+                "approvals": [(a, a.pk in current) for a in approvals],
+                "needed": selectors.approvals_needed(artifact=artifact, stage=target)
+                if target
+                else 0,
+                "have": len(current),
+                "is_author": author is not None and author.pk == request.user.pk,
+                "can_approve": has_portal_permission(request.user, "approve_promotion"),
+                "can_create": has_portal_permission(request.user, "create_artifact"),
+                "events": artifact.events.order_by("-id")[:50],
+                "promote_form": PromoteForm(),
+                "narrow_form": NarrowForm(initial={"dtypes": artifact.scope.get("dtypes")}),
+            },
+        )
+
+
+class ArtifactCreateView(PortalPermissionRequiredMixin, View):
+    portal_permission = "create_artifact"
+
+    def post(self, request):
+        node = get_object_or_404(Node, pk=request.POST.get("node"))
+        try:
+            artifact = services.artifact_create(node=node, by=request.user)
+        except (ValidationError, PermissionDenied) as exc:
+            _refusal(request, exc)
+            return redirect("registry:index")
+        messages.success(request, f"Frozen and signed as artifact #{artifact.pk}.")
+        return redirect("registry:artifact", pk=artifact.pk)
+
+
+class ArtifactActionView(PortalPermissionRequiredMixin, View):
+    portal_permission = "approve_promotion"
+
+    def post(self, request, pk: int, action: str):
+        artifact = get_object_or_404(Artifact, pk=pk)
+        form = (PromoteForm if action == "promote" else ReasonForm)(request.POST)
+        form.is_valid()
+        reason = form.cleaned_data.get("reason", "")
+        try:
+            if action == "approve":
+                services.artifact_approve(artifact=artifact, by=request.user, reason=reason)
+                messages.success(request, "Approved.")
+            elif action == "promote":
+                done = services.artifact_promote(
+                    artifact=artifact,
+                    by=request.user,
+                    reason=reason,
+                    canary_percent=form.cleaned_data.get("canary_percent"),
+                )
+                messages.success(request, f"Promoted to {done.stage}.")
+            elif action == "abort":
+                services.artifact_abort(artifact=artifact, by=request.user, reason=reason)
+                messages.success(request, "Aborted.")
+            elif action == "recheck":
+                check = services.artifact_recheck(artifact=artifact, by=request.user)
+                messages.info(request, check.reason if check else "Toolchains agree: no re-run.")
+            else:
+                messages.error(request, f"unknown action {action!r}")
+        except (ValidationError, PermissionDenied) as exc:
+            _refusal(request, exc)
+        return redirect("registry:artifact", pk=pk)
+
+
+class ArtifactNarrowView(PortalPermissionRequiredMixin, View):
+    portal_permission = "create_artifact"
+
+    def post(self, request, pk: int):
+        artifact = get_object_or_404(Artifact, pk=pk)
+        form = NarrowForm(request.POST)
+        form.is_valid()
+        try:
+            new = services.artifact_narrow(
+                artifact=artifact, by=request.user, dtypes=form.cleaned_data.get("dtypes") or None
+            )
+        except (ValidationError, PermissionDenied) as exc:
+            _refusal(request, exc)
+            return redirect("registry:artifact", pk=pk)
+        messages.success(request, f"Narrowed: new artifact #{new.pk} (approvals start over).")
+        return redirect("registry:artifact", pk=new.pk)
+
+
+class RegionRollbackView(PortalPermissionRequiredMixin, View):
+    portal_permission = "rollback_artifact"
+
+    def post(self, request, pk: int):
+        region = get_object_or_404(Region, pk=pk)
+        form = RollbackForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "Say why you roll back (reason).")
+            return redirect("registry:operator", operator=region.operator)
+        target = form.cleaned_data["target"] or "previous"
+        to = None
+        if target.isdigit():
+            to = get_object_or_404(Artifact, pk=int(target), region=region)
+        try:
+            region = services.region_rollback(
+                region=region,
+                by=request.user,
+                reason=form.cleaned_data["reason"],
+                to=to,
+                to_reference=target == "reference",
+            )
+        except (ValidationError, PermissionDenied) as exc:
+            _refusal(request, exc)
+        else:
+            now = region.default_artifact
+            label = f"#{now.pk} {now.short}" if now else "the PyTorch reference"
+            messages.success(request, f"Rolled back: default is now {label}.")
+        return redirect("registry:operator", operator=region.operator)
+
+
+class AlarmResolveView(PortalPermissionRequiredMixin, View):
+    portal_permission = "approve_promotion"
+
+    def post(self, request, pk: int):
+        alarm = get_object_or_404(Alarm, pk=pk)
+        services.alarm_resolve(alarm=alarm, by=request.user)
+        return redirect(request.POST.get("next") or "registry:index")

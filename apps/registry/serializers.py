@@ -1,0 +1,169 @@
+"""Shapes of registry input and output for the REST API (no logic: services decide)."""
+
+from rest_framework import serializers
+
+from apps.campaigns.constants import Platform
+from apps.registry.constants import Path
+from apps.registry.models import Alarm, Approval, Artifact, Event, Region
+
+
+class RegionSerializer(serializers.ModelSerializer):
+    default_artifact = serializers.SlugRelatedField(slug_field="digest", read_only=True)
+
+    class Meta:
+        model = Region
+        fields = [
+            "id", "operator", "family", "platform", "scope", "label", "default_artifact",
+            "required_approvals", "shadow_min_samples", "shadow_sample_rate",
+            "canary_min_samples", "latency_tolerance", "version",
+        ]  # fmt: skip
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = Approval
+        fields = ["stage", "user", "digest", "reason", "created_at"]
+
+
+class GateSerializer(serializers.Serializer):
+    gate = serializers.CharField()
+    label = serializers.CharField()
+    status = serializers.CharField()
+    reason = serializers.CharField()
+    evidence = serializers.JSONField()
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    created_by = serializers.CharField(source="created_by.username", default=None)
+
+    class Meta:
+        model = Artifact
+        fields = [
+            "id", "digest", "region", "campaign", "node", "stage", "stage_entered_at",
+            "stage_reason", "canary_percent", "key_id", "signature", "body", "created_by",
+            "created_at", "supersedes",
+        ]  # fmt: skip
+
+
+class ArtifactDetailSerializer(ArtifactSerializer):
+    gates = GateSerializer(many=True, read_only=True)
+    approvals = ApprovalSerializer(many=True, read_only=True)
+
+    class Meta(ArtifactSerializer.Meta):
+        fields = [*ArtifactSerializer.Meta.fields, "gates", "approvals"]
+
+
+class ArtifactCreateSerializer(serializers.Serializer):
+    node = serializers.IntegerField(help_text="id of an accepted campaign node")
+    dtypes = serializers.ListField(child=serializers.CharField(), required=False)
+    constants = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        required=False,
+        help_text="narrow constant ranges: {name: [lo, hi]}",
+    )
+
+
+class NarrowSerializer(serializers.Serializer):
+    dtypes = serializers.ListField(child=serializers.CharField(), required=False)
+    constants = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        required=False,
+    )
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class PromoteSerializer(ReasonSerializer):
+    canary_percent = serializers.FloatField(required=False, min_value=0.01, max_value=100)
+
+
+class RollbackSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    to_artifact = serializers.IntegerField(
+        required=False, help_text="an earlier default of this region (default: the previous one)"
+    )
+    to_reference = serializers.BooleanField(
+        required=False, default=False, help_text="serve the PyTorch reference"
+    )
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Event
+        fields = [
+            "id", "kind", "artifact", "actor_name", "from_stage", "to_stage", "from_artifact",
+            "to_artifact", "reason", "evidence", "created_at",
+        ]  # fmt: skip
+
+
+class AlarmSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Alarm
+        fields = [
+            "id", "kind", "operator", "platform", "region", "artifact", "message", "evidence",
+            "created_at", "resolved_at",
+        ]  # fmt: skip
+
+
+class PublicKeySerializer(serializers.Serializer):
+    algorithm = serializers.CharField()
+    key_id = serializers.CharField()
+    public_key = serializers.CharField(help_text="raw Ed25519 public key, base64")
+    public_key_pem = serializers.CharField()
+
+
+class ManifestSerializer(serializers.Serializer):
+    body = serializers.JSONField()
+    signature = serializers.CharField()
+    key_id = serializers.CharField()
+
+
+class _Count(serializers.Serializer):
+    operator = serializers.CharField(max_length=100)
+    region = serializers.IntegerField(allow_null=True, required=False)
+    dtype = serializers.CharField(allow_null=True, allow_blank=True, required=False)
+    path = serializers.ChoiceField(choices=Path.choices)
+    artifact = serializers.CharField(allow_null=True, required=False)
+    calls = serializers.IntegerField(min_value=0)
+    errors = serializers.IntegerField(min_value=0, required=False, default=0)
+    latency_ms = serializers.ListField(child=serializers.FloatField(), required=False)
+
+
+class _Shadow(serializers.Serializer):
+    artifact = serializers.CharField()
+    region = serializers.IntegerField(allow_null=True, required=False)
+    samples = serializers.IntegerField(min_value=0)
+    mismatches = serializers.IntegerField(min_value=0)
+    cases = serializers.ListField(child=serializers.JSONField(), required=False)
+
+
+class _Refused(serializers.Serializer):
+    artifact = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class RuntimeReportSerializer(serializers.Serializer):
+    client = serializers.CharField(max_length=200)
+    platform = serializers.ChoiceField(choices=Platform.choices)
+    manifest_version = serializers.IntegerField(allow_null=True, required=False)
+    fingerprint = serializers.JSONField(required=False)
+    window_start = serializers.FloatField(required=False)
+    window_end = serializers.FloatField(required=False)
+    counts = _Count(many=True, required=False, default=list)
+    shadow = _Shadow(many=True, required=False, default=list)
+    refused = _Refused(many=True, required=False, default=list)
+
+
+class RuntimeReportAnswerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    received_at = serializers.DateTimeField()
+
+
+class TrafficSerializer(serializers.Serializer):
+    operator = serializers.CharField()
+    problem_source = serializers.CharField()
+    workload = serializers.JSONField(allow_null=True)

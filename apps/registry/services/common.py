@@ -1,0 +1,41 @@
+"""Helpers the registry services share: permission guards, events, live notifications."""
+
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from apps.accounts.permissions import denial_message, has_portal_permission
+from apps.registry.models import Event
+from kernelevolve_site.events import send_event_on_commit
+
+
+class RegistryError(ValidationError):
+    """A refused registry action; the message says why (the API answers 400/409 with it)."""
+
+
+def require(user, codename: str) -> None:
+    if not has_portal_permission(user, codename):
+        raise PermissionDenied(denial_message(codename))
+
+
+def event_add(
+    *, region, kind, actor=None, artifact=None, from_stage="", to_stage="", from_artifact="",
+    to_artifact="", reason="", evidence=None,
+) -> Event:  # fmt: skip
+    event = Event.objects.create(
+        region=region,
+        artifact=artifact,
+        kind=kind,
+        actor=actor,
+        actor_name=actor.username if actor is not None else "system",
+        from_stage=from_stage or "",
+        to_stage=to_stage or "",
+        from_artifact=from_artifact or "",
+        to_artifact=to_artifact or "",
+        reason=reason or "",
+        evidence=evidence or {},
+    )
+    send_event_on_commit(
+        f"registry-{region.operator}",
+        "registry.changed",
+        data={"region": region.pk, "kind": kind, "event": event.pk},
+    )
+    return event

@@ -1,0 +1,375 @@
+"""Approve, promote, abort, roll back, and re-run correctness under a new toolchain.
+
+Every transition runs in one transaction that first re-reads the region row for update and
+bumps its version (SQLite takes the write lock at BEGIN IMMEDIATE), then re-checks the stage
+guard: two concurrent promotions of one region serialise, and the loser is refused with the
+state the winner left. The ``default`` stage is a pointer on the region, moved in the same
+transaction as the stages and the event, so a rollback is atomic.
+"""
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.campaigns.constants import Platform
+from apps.registry.constants import (
+    ABORTABLE,
+    NEXT_STAGE,
+    AlarmKind,
+    EventKind,
+    Gate,
+    GateStatus,
+    Stage,
+)
+from apps.registry.models import Approval, Artifact, GateCheck, Region
+from apps.registry.selectors import gates as G
+from apps.registry.selectors.registry import previous_default
+from apps.registry.services.common import RegistryError, event_add, require
+
+
+class PromotionBlocked(RegistryError):
+    """A promotion a gate stopped: ``status`` is ``fail`` (now aborted) or ``inconclusive``."""
+
+    def __init__(self, message, *, status, gates):
+        super().__init__(message)
+        self.status = status
+        self.gates = gates
+
+
+def _set_stage(artifact: Artifact, stage: str, reason: str = "") -> None:
+    artifact.stage = stage
+    artifact.stage_entered_at = timezone.now()
+    artifact.stage_reason = reason
+    artifact.save(update_fields=["stage", "stage_entered_at", "stage_reason"])
+
+
+def _lock_region(region: Region) -> Region:
+    """Inside a transaction: take the region row for update and bump its version."""
+    Region.objects.filter(pk=region.pk).update(version=F("version") + 1)
+    return Region.objects.select_for_update().select_related("default_artifact").get(pk=region.pk)
+
+
+def _fresh(artifact: Artifact) -> Artifact:
+    return Artifact.objects.select_related("region", "campaign").get(pk=artifact.pk)
+
+
+def _snapshot(artifact: Artifact, gates=None, **extra) -> dict:
+    target = NEXT_STAGE.get(artifact.stage)
+    approvals = (
+        [
+            {"user": a.user.username, "at": a.created_at.isoformat(), "digest": a.digest[:12]}
+            for a in G.current_approvals(artifact=artifact, stage=target)
+        ]
+        if target
+        else []
+    )
+    return {
+        "digest": artifact.digest,
+        "stage": artifact.stage,
+        "gates": [g.to_dict() for g in gates or []],
+        "approvals": approvals,
+        **extra,
+    }
+
+
+def artifact_approve(*, artifact: Artifact, by, reason: str = "") -> Approval:
+    """Approve the artifact's next promotion. Not by the campaign's author; once per user."""
+    require(by, "approve_promotion")
+    artifact = _fresh(artifact)
+    target = NEXT_STAGE.get(artifact.stage)
+    if target is None:
+        raise RegistryError(f"artifact #{artifact.pk} is {artifact.stage}: nothing to approve")
+    if artifact.campaign.created_by_id == by.pk:
+        raise RegistryError(
+            f"{by.username} authored campaign {artifact.campaign.name}: a reviewer who did not "
+            "author it must approve"
+        )
+    with transaction.atomic():
+        region = _lock_region(artifact.region)
+        if Approval.objects.filter(artifact=artifact, stage=target, user=by).exists():
+            raise RegistryError(f"{by.username} already approved #{artifact.pk} for {target}")
+        approval = Approval.objects.create(
+            artifact=artifact, stage=target, digest=artifact.digest, user=by, reason=reason
+        )
+        have = len(G.current_approvals(artifact=artifact, stage=target))
+        event_add(
+            region=region,
+            kind=EventKind.APPROVED,
+            actor=by,
+            artifact=artifact,
+            from_stage=artifact.stage,
+            to_stage=target,
+            from_artifact=artifact.digest,
+            to_artifact=artifact.digest,
+            reason=reason,
+            evidence={
+                "approvals": have,
+                "needed": G.approvals_needed(artifact=artifact, stage=target),
+            },
+        )
+        return approval
+
+
+def _abort(artifact: Artifact, *, by, reason: str, gates=None, kind=None) -> Artifact:
+    with transaction.atomic():
+        region = _lock_region(artifact.region)
+        artifact = _fresh(artifact)
+        if artifact.stage not in ABORTABLE:
+            raise RegistryError(f"artifact #{artifact.pk} is {artifact.stage}: cannot abort")
+        before = artifact.stage
+        evidence = _snapshot(artifact, gates)
+        _set_stage(artifact, Stage.ABORTED, reason)
+        event_add(
+            region=region,
+            kind=EventKind.ABORTED,
+            actor=by,
+            artifact=artifact,
+            from_stage=before,
+            to_stage=Stage.ABORTED,
+            from_artifact=artifact.digest,
+            reason=reason,
+            evidence=evidence,
+        )
+        if kind:
+            from apps.registry.services.runtime import alarm_raise
+
+            alarm_raise(kind=kind, artifact=artifact, message=reason, evidence=evidence)
+    return artifact
+
+
+def artifact_abort(*, artifact: Artifact, by, reason: str) -> Artifact:
+    """Abort a candidate, shadow or canary (a default leaves by rollback)."""
+    require(by, "approve_promotion")
+    if not reason.strip():
+        raise RegistryError("say why you abort (reason)")
+    return _abort(artifact, by=by, reason=reason)
+
+
+def gate_failed(artifact: Artifact, gates) -> Artifact:
+    """A gate failed: abort with the gate's reason (called by promotion and report ingest)."""
+    failed = [g for g in gates if g.status == GateStatus.FAIL]
+    kind = {
+        Gate.SHADOW: AlarmKind.SHADOW_MISMATCH,
+        Gate.CANARY: AlarmKind.CANARY_REGRESSION,
+        Gate.TOOLCHAIN: AlarmKind.TOOLCHAIN_CORRECTNESS,
+        Gate.SIGNATURE: AlarmKind.TAMPERED,
+    }.get(failed[0].gate)
+    reason = "; ".join(f"{g.label}: {g.reason}" for g in failed)
+    return _abort(artifact, by=None, reason=f"gate failed: {reason}", gates=gates, kind=kind)
+
+
+def artifact_recheck(*, artifact: Artifact, by=None) -> GateCheck | None:
+    """Re-run the correctness gate when the serving toolchain differs from the artifact's.
+
+    Runs the evaluation core (its sandbox child) on this host for the artifact's platform, on
+    the workload the campaign used; None when the toolchains agree. A cuda artifact on a host
+    without a GPU gets an inconclusive check (it waits for a cuda host).
+    """
+    serving = G.runtime_toolchain(platform=artifact.region.platform)
+    if serving is None or G.toolchain_of(artifact.body.get("toolchain")) == serving:
+        return None
+    key = G.toolchain_key(serving)
+    existing = GateCheck.objects.filter(
+        artifact=artifact, gate=Gate.TOOLCHAIN, toolchain_key=key
+    ).first()
+    if existing is not None and existing.status != GateStatus.INCONCLUSIVE:
+        return existing
+    status, reason, evidence = _rerun(artifact)
+    check = GateCheck.objects.create(
+        artifact=artifact,
+        gate=Gate.TOOLCHAIN,
+        toolchain_key=key,
+        status=status,
+        reason=reason,
+        evidence=evidence,
+    )
+    return check
+
+
+def _rerun(artifact: Artifact) -> tuple[str, str, dict]:
+    from workers.evaluate import EvaluationRequest, Evaluator, EvaluatorUnavailable
+
+    platform = artifact.region.platform
+    if platform == Platform.CUDA:
+        try:
+            import torch
+
+            has_gpu = torch.cuda.is_available()
+        except ImportError:
+            has_gpu = False
+        if not has_gpu:
+            return (
+                GateStatus.INCONCLUSIVE,
+                "needs a cuda host to re-run correctness; waiting",
+                {},
+            )
+    request = EvaluationRequest(
+        problem_source=artifact.campaign.problem.source,
+        candidate_source=artifact.source,
+        workload=artifact.campaign.workload,
+        platform=platform,
+    )
+    try:
+        with Evaluator() as evaluator:
+            report = evaluator.evaluate(request)
+    except EvaluatorUnavailable as exc:
+        return GateStatus.INCONCLUSIVE, f"evaluator unavailable: {exc}", {}
+    gate = report.gate("correctness") or {}
+    failing = [c for c in report.cases if c.get("status") == "failed"]
+    evidence = {
+        "verdict": report.verdict,
+        "reason": report.reason,
+        "fingerprint": report.fingerprint,
+        "correctness": {k: gate.get(k) for k in ("status", "reason", "rule")},
+        "failing_cases": failing[:5],
+    }
+    if gate.get("status") == "passed":
+        return GateStatus.PASS, f"correctness passed again ({gate.get('reason')})", evidence
+    where = failing[0]["name"] if failing else (report.failed_gate or "?")
+    return (
+        GateStatus.FAIL,
+        f"correctness failed on re-run at {where}: {gate.get('reason') or report.reason}",
+        evidence,
+    )
+
+
+def artifact_promote(
+    *, artifact: Artifact, by, reason: str = "", canary_percent: float | None = None
+) -> Artifact:
+    """Move the artifact one stage on, when approvals suffice and every gate passes.
+
+    A failing gate aborts the artifact (and raises ``PromotionBlocked`` with status fail); an
+    inconclusive one leaves it where it is (status inconclusive).
+    """
+    require(by, "approve_promotion")
+    artifact = _fresh(artifact)
+    target = NEXT_STAGE.get(artifact.stage)
+    if target is None:
+        raise RegistryError(f"artifact #{artifact.pk} is {artifact.stage}: cannot be promoted")
+    if canary_percent is not None and not 0 < canary_percent <= 100:
+        raise RegistryError("canary_percent: must be in (0, 100]")
+    need = G.approvals_needed(artifact=artifact, stage=target)
+    have = G.current_approvals(artifact=artifact, stage=target)
+    if len(have) < need:
+        raise RegistryError(
+            f"promotion to {target} needs {need} approval(s) by reviewers who did not author "
+            f"the campaign; it has {len(have)}"
+        )
+    artifact_recheck(artifact=artifact, by=by)
+    gates = G.artifact_gates(artifact=artifact, target=target)
+    if any(g.status == GateStatus.FAIL for g in gates):
+        gate_failed(artifact, gates)
+        raise PromotionBlocked(
+            "aborted: " + "; ".join(g.reason for g in gates if g.status == GateStatus.FAIL),
+            status=GateStatus.FAIL,
+            gates=gates,
+        )
+    waiting = [g for g in gates if g.status == GateStatus.INCONCLUSIVE]
+    if waiting:
+        raise PromotionBlocked(
+            "waiting: " + "; ".join(g.reason for g in waiting),
+            status=GateStatus.INCONCLUSIVE,
+            gates=gates,
+        )
+    with transaction.atomic():
+        region = _lock_region(artifact.region)
+        fresh = _fresh(artifact)
+        if fresh.stage != artifact.stage:
+            raise RegistryError(
+                f"artifact #{artifact.pk} moved to {fresh.stage} meanwhile: reload and decide again"
+            )
+        if target in (Stage.SHADOW, Stage.CANARY):
+            other = region.artifacts.filter(stage=target).exclude(pk=artifact.pk).first()
+            if other is not None:
+                raise RegistryError(
+                    f"region already has a {target} (#{other.pk}); promote or abort it first"
+                )
+        evidence = _snapshot(fresh, gates)
+        previous = region.default_artifact
+        if target == Stage.DEFAULT:
+            evidence["previous_default"] = previous.digest if previous else None
+            if previous is not None:
+                _set_stage(previous, Stage.RETIRED, f"replaced by #{artifact.pk}")
+                event_add(
+                    region=region,
+                    kind=EventKind.RETIRED,
+                    actor=by,
+                    artifact=previous,
+                    from_stage=Stage.DEFAULT,
+                    to_stage=Stage.RETIRED,
+                    from_artifact=previous.digest,
+                    to_artifact=artifact.digest,
+                    reason=f"replaced by #{artifact.pk}",
+                )
+            region.default_artifact = fresh
+            region.save(update_fields=["default_artifact"])
+        if target == Stage.CANARY and canary_percent is not None:
+            fresh.canary_percent = canary_percent
+            fresh.save(update_fields=["canary_percent"])
+        before = fresh.stage
+        _set_stage(fresh, target, reason)
+        event_add(
+            region=region,
+            kind=EventKind.PROMOTED,
+            actor=by,
+            artifact=fresh,
+            from_stage=before,
+            to_stage=target,
+            from_artifact=(previous.digest if target == Stage.DEFAULT and previous else "")
+            or fresh.digest,
+            to_artifact=fresh.digest,
+            reason=reason,
+            evidence=evidence,
+        )
+        return fresh
+
+
+def region_rollback(
+    *, region: Region, by, reason: str, to: Artifact | None = None, to_reference: bool = False
+) -> Region:
+    """Re-point the region's default atomically: to the previous default, to ``to`` (an earlier
+    default of this region), or to the PyTorch reference. The current default is retired."""
+    require(by, "rollback_artifact")
+    if not reason.strip():
+        raise RegistryError("say why you roll back (reason)")
+    with transaction.atomic():
+        region = _lock_region(region)
+        current = region.default_artifact
+        if current is None:
+            raise RegistryError("nothing serves as default here: nothing to roll back")
+        if to_reference:
+            target = None
+        elif to is not None:
+            from apps.registry.selectors.registry import rollback_targets
+
+            if to.pk not in {a.pk for a in rollback_targets(region=region)}:
+                raise RegistryError(
+                    f"#{to.pk} never served as this region's default: not a rollback target"
+                )
+            target = Artifact.objects.get(pk=to.pk)
+        else:
+            target = previous_default(region=region)
+        if target is not None and target.stage == Stage.ABORTED:
+            raise RegistryError(f"#{target.pk} was aborted: choose another target")
+        _set_stage(current, Stage.RETIRED, f"rolled back: {reason}")
+        if target is not None:
+            _set_stage(target, Stage.DEFAULT, f"rollback from #{current.pk}: {reason}")
+        region.default_artifact = target
+        region.save(update_fields=["default_artifact"])
+        event_add(
+            region=region,
+            kind=EventKind.ROLLBACK,
+            actor=by,
+            artifact=target or current,
+            from_stage=Stage.DEFAULT,
+            to_stage=Stage.DEFAULT if target else "reference",
+            from_artifact=current.digest,
+            to_artifact=target.digest if target else "",
+            reason=reason,
+            evidence={
+                "from": {"id": current.pk, "digest": current.digest},
+                "to": {"id": target.pk, "digest": target.digest} if target else "reference",
+                "region_version": region.version,
+            },
+        )
+        return region

@@ -1,0 +1,69 @@
+"""The portal's Ed25519 signing key: generated on first use in DATA_DIR, never in the database.
+
+The private key file is created exclusively (two processes starting at once agree on one key)
+with mode 0600. The public key is what ``/api/registry/public-key/`` publishes.
+"""
+
+import functools
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+
+from apps.registry.constants import SIGNING_KEY_FILE
+from workers.runtime import signing
+
+
+def key_path() -> Path:
+    return Path(settings.DATA_DIR) / SIGNING_KEY_FILE
+
+
+@functools.cache
+def _load(path: str) -> Ed25519PrivateKey:
+    if not os.path.exists(path):
+        pem = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(pem)
+    with open(path, "rb") as fh:
+        return serialization.load_pem_private_key(fh.read(), password=None)
+
+
+def private_key() -> Ed25519PrivateKey:
+    return _load(str(key_path()))
+
+
+def public_key_b64() -> str:
+    return signing.public_key_b64(private_key().public_key())
+
+
+def key_id() -> str:
+    return signing.key_id(public_key_b64())
+
+
+def public_key_pem() -> str:
+    return (
+        private_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+
+def sign(body) -> str:
+    return signing.sign(private_key(), body)
+
+
+def verify(body, signature: str) -> None:
+    """Raise ``workers.runtime.signing.SignatureError`` unless it verifies under our key."""
+    signing.verify(public_key_b64(), body, signature)
