@@ -54,7 +54,7 @@ def campaign_search(
     sort: str = "-created",
 ) -> QuerySet[Campaign]:
     """Campaigns filtered by the list's query parameters; unknown sort keys fall back to newest."""
-    qs = campaign_list().defer("engine_state", "workload")
+    qs = campaign_list().defer("engine_state")
     if status:
         qs = qs.filter(status=status)
     if platform:

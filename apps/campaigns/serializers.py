@@ -3,7 +3,15 @@
 from rest_framework import serializers
 
 from apps.campaigns.constants import Baseline, Platform, Policy
-from apps.campaigns.models import Campaign, GateResult, Measurement, Node, Problem
+from apps.campaigns.models import (
+    Campaign,
+    Comment,
+    GateResult,
+    Measurement,
+    Node,
+    NodeReview,
+    Problem,
+)
 
 
 class ProblemSerializer(serializers.ModelSerializer):
@@ -107,3 +115,143 @@ class NodeDetailSerializer(NodeSerializer):
 
 class ContinueSerializer(serializers.Serializer):
     budget_candidates = serializers.IntegerField(min_value=1, max_value=5000, required=False)
+
+
+class ProblemUploadSerializer(serializers.Serializer):
+    """An uploaded problem: its source and a workload (JSON object) or a trace (CSV/JSON text)."""
+
+    name = serializers.CharField(max_length=100)
+    source = serializers.CharField()
+    workload = serializers.JSONField(required=False, allow_null=True)
+    trace = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class WorkloadPreviewSerializer(serializers.Serializer):
+    source = serializers.CharField(required=False, allow_blank=True)
+    workload = serializers.JSONField(required=False, allow_null=True)
+    trace = serializers.CharField(required=False, allow_blank=True)
+
+
+class WorkloadCaseSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    overrides = serializers.DictField()
+    dtype = serializers.CharField(allow_null=True)
+    weight = serializers.FloatField()
+    share = serializers.FloatField()
+
+
+class WorkloadPreviewResultSerializer(serializers.Serializer):
+    workload = serializers.JSONField(allow_null=True)
+    cases = WorkloadCaseSerializer(many=True)
+    figure = serializers.JSONField(allow_null=True)
+    reference_check = serializers.JSONField(allow_null=True)
+
+
+class CampaignUploadSerializer(CampaignCreateSerializer):
+    """A campaign on an uploaded problem (created only when the reference runs in the sandbox)."""
+
+    problem = None
+    problem_name = serializers.CharField(max_length=100)
+    problem_source = serializers.CharField()
+    trace = serializers.CharField(required=False, allow_blank=True)
+
+
+class GraphPageSerializer(serializers.Serializer):
+    figure = serializers.JSONField(help_text="Plotly figure (data + layout) of this page's nodes")
+    count = serializers.IntegerField()
+    next = serializers.IntegerField(allow_null=True, help_text="cursor: pass as ?after=")
+
+
+class CampaignChartsSerializer(serializers.Serializer):
+    funnel = serializers.JSONField(allow_null=True)
+    funnel_empty = serializers.CharField()
+    fitness = serializers.JSONField(allow_null=True)
+    fitness_empty = serializers.CharField()
+    device = serializers.JSONField(allow_null=True)
+    device_empty = serializers.CharField()
+
+
+class ExportRowSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    round = serializers.IntegerField()
+    generator = serializers.CharField()
+    edge = serializers.CharField()
+    parent = serializers.CharField()
+    status = serializers.CharField()
+    failed_gate = serializers.CharField()
+    fitness = serializers.FloatField(allow_null=True)
+    fitness_ci_low = serializers.FloatField(allow_null=True)
+    fitness_ci_high = serializers.FloatField(allow_null=True)
+    device_seconds = serializers.FloatField()
+    wall_seconds = serializers.FloatField()
+    case = serializers.CharField()
+    case_kind = serializers.CharField()
+    weight = serializers.FloatField(allow_null=True)
+    case_status = serializers.CharField()
+    max_abs_err = serializers.FloatField(allow_null=True)
+    max_rel_err = serializers.FloatField(allow_null=True)
+    median_ms = serializers.FloatField(allow_null=True)
+    ci_low_ms = serializers.FloatField(allow_null=True)
+    ci_high_ms = serializers.FloatField(allow_null=True)
+
+
+class CommentSerializer(serializers.ModelSerializer):
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    node = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Comment
+        fields = ["id", "node", "author", "line", "body", "created_at"]
+        read_only_fields = ["id", "node", "author", "created_at"]
+
+
+class NodeReviewSerializer(serializers.ModelSerializer):
+    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    node = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = NodeReview
+        fields = ["node", "reviewer", "created_at"]
+
+
+class CompareCaseSerializer(serializers.Serializer):
+    case = serializers.CharField()
+    left_median_ms = serializers.FloatField(allow_null=True)
+    right_median_ms = serializers.FloatField(allow_null=True)
+
+
+class CompareSerializer(serializers.Serializer):
+    left = NodeSerializer()
+    right = NodeSerializer()
+    unified_diff = serializers.CharField()
+    added = serializers.IntegerField()
+    removed = serializers.IntegerField()
+    cases = CompareCaseSerializer(many=True)
+
+
+class MentionSerializer(serializers.Serializer):
+    campaign = serializers.IntegerField(source="comment.node.campaign_id")
+    node = serializers.CharField(source="comment.node.key")
+    author = serializers.CharField(source="comment.author.username")
+    line = serializers.IntegerField(source="comment.line", allow_null=True)
+    body = serializers.CharField(source="comment.body")
+    created_at = serializers.DateTimeField(source="comment.created_at")
+
+
+class InboxSerializer(serializers.Serializer):
+    to_review = CampaignSerializer(many=True)
+    mentions = MentionSerializer(many=True)
+
+
+class PortfolioRowSerializer(serializers.Serializer):
+    family = serializers.CharField()
+    platform = serializers.CharField()
+    campaigns = serializers.IntegerField()
+    improved = serializers.IntegerField()
+    no_safe_improvement = serializers.IntegerField()
+    running = serializers.IntegerField()
+    evaluated = serializers.IntegerField()
+    device_hours = serializers.FloatField()
+    device_seconds_per_improvement = serializers.FloatField(allow_null=True)
+    funnel = serializers.DictField(child=serializers.IntegerField())

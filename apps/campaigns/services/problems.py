@@ -107,27 +107,33 @@ def catalog_sync() -> list[Problem]:
     return problems
 
 
-def workload_from_upload(*, workload_text: str = "", trace_text: str = "") -> dict | None:
+def workload_from_upload(
+    *,
+    workload_text: str = "",
+    trace_text: str = "",
+    workload_field: str = "workload_file",
+    trace_field: str = "trace_file",
+) -> dict | None:
     """A workload from an uploaded workload JSON or trace (CSV/JSON rows of shapes and counts).
 
     Errors name the upload field and the offending entry (`trace[2].count: ...`).
     """
     if workload_text.strip() and trace_text.strip():
-        raise ValidationError({"trace_file": "give a workload or a trace, not both"})
+        raise ValidationError({trace_field: "give a workload or a trace, not both"})
     if trace_text.strip():
         try:
             cases = import_trace(trace_text)
             return parse_workload({"cases": [c.to_dict() for c in cases]}).to_dict()
         except WorkloadError as exc:
-            raise ValidationError({"trace_file": str(exc)}) from exc
+            raise ValidationError({trace_field: str(exc)}) from exc
     if workload_text.strip():
         try:
             data = json.loads(workload_text)
         except json.JSONDecodeError as exc:
             raise ValidationError(
-                {"workload_file": f"not valid JSON ({exc.msg} at line {exc.lineno})"}
+                {workload_field: f"not valid JSON ({exc.msg} at line {exc.lineno})"}
             ) from exc
-        return workload_check(data, field="workload_file")
+        return workload_check(data, field=workload_field)
     return None
 
 
