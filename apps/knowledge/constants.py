@@ -86,6 +86,8 @@ RETRIEVAL_MAX_TERMS = 40
 # Extra score for entries specific to the query's family or platform, and for kinds that
 # matter most in a mode (repair prompts want failed approaches and constraints first).
 FAMILY_BOOST = 1.0
+# Weight of the relevance to gate feedback alone (repairs), on top of the whole query's.
+FEEDBACK_WEIGHT = 1.5
 PLATFORM_BOOST = 0.5
 MODE_KIND_BOOST = {
     "repair": {EntryKind.FAILED_APPROACH: 0.6, EntryKind.CONSTRAINT: 0.6},

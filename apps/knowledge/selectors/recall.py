@@ -18,15 +18,15 @@ def labelled_query(item: dict) -> dict:
     return query
 
 
-def recall_at_k(*, labelled: list[dict], k: int = 5, user=None) -> dict:
+def recall_at_k(*, labelled: list[dict], k: int = 5, user=None, full_text: bool = True) -> dict:
     """{recall, mrr, queries: [{name, recall, found, missed, rank}], missing, entries}."""
     known = set(Entry.objects.values_list("slug", flat=True))
     missing = sorted({s for q in labelled for s in q["expected"]} - known)
     rows = []
     for item in labelled:
-        got = [
-            r["slug"] for r in knowledge_retrieve(user=user, query=labelled_query(item), limit=k)
-        ]
+        query = labelled_query(item)
+        found = knowledge_retrieve(user=user, query=query, limit=k, full_text=full_text)
+        got = [r["slug"] for r in found]
         expected = item["expected"]
         hits = [slug for slug in expected if slug in got]
         first = min((got.index(slug) + 1 for slug in hits), default=None)

@@ -17,6 +17,7 @@ from django.db.models import Q
 
 from apps.knowledge.constants import (
     FAMILY_BOOST,
+    FEEDBACK_WEIGHT,
     MODE_KIND_BOOST,
     PLATFORM_BOOST,
     RETRIEVAL_BODY_CHARS,
@@ -107,28 +108,40 @@ def entry_warning(entry: Entry, fingerprint: dict | None = None, today: date | N
     return ""
 
 
+def _normalised(scores: dict[int, float]) -> dict[int, float]:
+    top = max(scores.values(), default=0.0) or 1.0
+    return {pk: score / top for pk, score in scores.items()}
+
+
 def knowledge_retrieve(
-    *, user, query: dict, limit: int = RETRIEVAL_LIMIT, fingerprint: dict | None = None
+    *,
+    user,
+    query: dict,
+    limit: int = RETRIEVAL_LIMIT,
+    fingerprint: dict | None = None,
+    full_text: bool = True,
 ) -> list[dict]:
     """The `limit` best entries for `query` that `user` may see, as prompt-ready dicts
     {id, slug, title, body, kind, status, warning, score}; a warning is also prefixed to the
-    body, so it reaches the prompt whatever the generator does with the other keys."""
+    body, so it reaches the prompt whatever the generator does with the other keys.
+    `full_text=False` ranks by the filters and boosts alone (the recall command's ablation)."""
     platform = query.get("platform") or ""
     family = query.get("family") or ""
     candidates = list(retrieval_candidates(user=user, platform=platform, family=family))
     if not candidates:
         return []
     by_pk = {e.pk: e for e in candidates}
-    scores = text_scores(
-        terms=query_terms(query),
-        match_all=False,
-        within=Entry.objects.filter(pk__in=list(by_pk)),
-    )
-    top = max(scores.values(), default=0.0) or 1.0
+    within = Entry.objects.filter(pk__in=list(by_pk))
+    terms = query_terms(query) if full_text else []
+    scores = _normalised(text_scores(terms=terms, match_all=False, within=within))
+    # Gate feedback is the most specific evidence a repair has: its terms count again.
+    feedback = query.get("feedback") or {}
+    feedback_terms = query_terms({"feedback": feedback}) if feedback and full_text else []
+    fb_scores = _normalised(text_scores(terms=feedback_terms, match_all=False, within=within))
     mode_boost = MODE_KIND_BOOST.get(query.get("mode") or "", {})
     ranked = []
     for entry in candidates:
-        score = scores.get(entry.pk, 0.0) / top
+        score = scores.get(entry.pk, 0.0) + FEEDBACK_WEIGHT * fb_scores.get(entry.pk, 0.0)
         if family and family.lower() in entry.family_list:
             score += FAMILY_BOOST
         if platform and platform.lower() in entry.platform_list:

@@ -21,13 +21,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--load-starter", action="store_true", help="load the starter set first"
         )
+        parser.add_argument(
+            "--no-full-text",
+            dest="full_text",
+            action="store_false",
+            help="ablation: rank by platform/family filters and boosts only",
+        )
         parser.add_argument("--json", dest="as_json", action="store_true", help="print JSON")
 
-    def handle(self, *args, queries, k, load_starter, as_json, **options):
+    def handle(self, *args, queries, k, load_starter, as_json, full_text, **options):
         if load_starter:
             knowledge_starter_load()
         labelled = json.loads(Path(queries).read_text())
-        report = recall_at_k(labelled=labelled, k=k)
+        report = recall_at_k(labelled=labelled, k=k, full_text=full_text)
         if report["missing"]:
             raise CommandError(f"expected entries not in the base: {report['missing']}")
         if as_json:
@@ -38,6 +44,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{mark} {row['recall']:.2f}  {row['name']}: {row['missed']}")
         self.stdout.write(
             f"recall@{k} = {report['recall']:.3f} over {len(report['queries'])} queries, "
-            f"{report['entries']} entries, {connection.vendor} full-text "
+            f"{report['entries']} entries, "
+            f"{connection.vendor + ' full-text' if full_text else 'filters only'} "
             f"(MRR {report['mrr']:.3f})"
         )
