@@ -16,9 +16,7 @@ def test_search_edit_history_revert(asgi_server, demo_users, page):
     page.goto(asgi_server + "/knowledge/")
     page.evaluate("window.__marker = 'same page'")
     page.fill("#id_q", "bandwidth floor")
-    page.wait_for_function(
-        "document.querySelectorAll('#kb-results tr[id^=entry-]').length === 1"
-    )
+    page.wait_for_function("document.querySelectorAll('#kb-results tr[id^=entry-]').length === 1")
     assert page.evaluate("window.__marker") == "same page", "results swapped in place"
     assert "q=bandwidth" in page.url
     page.click("#kb-results >> text=H200 copy bandwidth is 4.16 TB/s")
