@@ -82,7 +82,7 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
             Edge.objects.create(campaign=campaign, parent=None, child=rows[data["id"]], kind="seed")
     best = summary.get("best")
     if best and best.get("id") in rows:
-        campaign.best_node = rows[best["id"]]
-        campaign.best_fitness = rows[best["id"]].fitness
+        campaign.best_node = Node.objects.get(pk=rows[best["id"]].pk)
+        campaign.best_fitness = campaign.best_node.fitness
         campaign.save(update_fields=["best_node", "best_fitness"])
     return campaign

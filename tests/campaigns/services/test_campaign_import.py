@@ -1,0 +1,36 @@
+"""`import_campaign` brings in a search that ran standalone on the H200 (real GPU data)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+
+from apps.campaigns.models import Campaign, Measurement
+from apps.campaigns.services.imports import campaign_import
+
+DEMO = Path(__file__).resolve().parents[3] / "docs" / "demo"
+
+pytestmark = pytest.mark.django_db
+
+
+def test_import_of_a_gpu_search_keeps_graph_verdicts_and_timings(tmp_path):
+    summary = json.loads((DEMO / "h200-rms_norm.json").read_text())
+    call_command("import_campaign", str(DEMO / "h200-rms_norm.json"))
+    campaign = Campaign.objects.get()
+    assert campaign.platform == "cuda" and campaign.status == "completed"
+    assert campaign.outcome == summary["outcome"] == "improved"
+    assert campaign.nodes.count() == len(summary["nodes"])
+    assert campaign.edges.filter(parent__isnull=False).count() == len(summary["edges"])
+    assert campaign.best_node.key == summary["best"]["id"]
+    assert campaign.best_fitness == pytest.approx(summary["best"]["fitness"]["speedup"])
+    timed = Measurement.objects.filter(node=campaign.best_node, median_ms__isnull=False)
+    assert timed.count() >= 5 and all(m.samples_ms for m in timed)
+    assert all("eager" in m.baselines for m in timed)
+
+
+def test_import_refuses_a_file_that_is_not_a_search_result():
+    with pytest.raises(ValidationError, match="missing"):
+        campaign_import(summary={"outcome": "improved", "nodes": []})
+    assert not Campaign.objects.exists()
