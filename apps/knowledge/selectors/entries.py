@@ -2,8 +2,8 @@
 
 `entries_visible` is the only place visibility is decided: pages, the API, full-text search and
 the retrieval for generator prompts all start from it. A restricted entry is visible only to
-members of its group (superusers included, as Django's own admin would show it anyway); a
-campaign without an owner, like an anonymous user, sees public entries only.
+members of its group, admins and superusers included (an admin who needs it joins the group);
+a campaign without an owner, like an anonymous user, sees public entries only.
 """
 
 from django.db.models import Q, QuerySet
@@ -14,8 +14,6 @@ from apps.knowledge.models import Entry, EntryVersion, labels_join
 
 def entries_visible(*, user) -> QuerySet[Entry]:
     qs = Entry.objects.select_related("group", "created_by")
-    if user is not None and getattr(user, "is_superuser", False):
-        return qs
     public = Q(visibility=Visibility.PUBLIC)
     if user is None or not user.is_authenticated:
         return qs.filter(public)

@@ -8,7 +8,7 @@ from tests.conftest import login
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
-def test_search_edit_history_revert(asgi_server, demo_users, page):
+def test_search_edit_history_revert(asgi_server, demo_users, page, artifacts_dir):
     from apps.knowledge.services.imports import knowledge_starter_load
 
     knowledge_starter_load()
@@ -19,13 +19,16 @@ def test_search_edit_history_revert(asgi_server, demo_users, page):
     page.wait_for_function("document.querySelectorAll('#kb-results tr[id^=entry-]').length === 1")
     assert page.evaluate("window.__marker") == "same page", "results swapped in place"
     assert "q=bandwidth" in page.url
+    page.screenshot(path=str(artifacts_dir / "knowledge-search.png"), full_page=True)
     page.click("#kb-results >> text=H200 copy bandwidth is 4.16 TB/s")
     assert "NVIDIA H200" in page.inner_text("#entry-provenance")
+    page.screenshot(path=str(artifacts_dir / "knowledge-entry.png"), full_page=True)
 
     page.click("text=Edit")
     page.fill("#id_body", "Measured **4.16 TB/s** on H200.\n\n- copy 1 GiB")
     page.wait_for_selector("#preview strong:has-text('4.16 TB/s')")
     assert page.locator("#preview li").inner_text() == "copy 1 GiB"
+    page.screenshot(path=str(artifacts_dir / "knowledge-edit.png"), full_page=True)
     page.fill("#id_reason", "shorter")
     page.click("#entry-form button[type=submit]")
     page.wait_for_selector("text=Saved as version 2.")

@@ -18,6 +18,7 @@ def test_selector_and_search(secret, make_entry, people):
     make_entry(title="Public softmax note", families=["softmax"])
     assert secret in entries_visible(user=people["insider"])
     assert secret not in entries_visible(user=people["curator"])
+    assert secret not in entries_visible(user=people["admin"])  # a superuser, not in the group
     assert secret not in entries_visible(user=None)
     assert [e.pk for e in entry_search(user=people["insider"], text="TMA descriptor")] == [
         secret.pk
