@@ -1,0 +1,155 @@
+"""Helpers for registry tests: real accepted nodes (a real evaluation report), promotion."""
+
+import functools
+import json
+import time
+from pathlib import Path
+
+from apps.accounts.services import user_upsert
+from apps.campaigns.constants import CampaignStatus, NodeStatus, Platform
+from apps.campaigns.models import Campaign, Node, Problem
+from apps.registry.constants import NEXT_STAGE, Stage
+from apps.registry.models import Artifact
+from apps.registry.services import artifact_approve, artifact_promote, runtime_report_ingest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEMS = ROOT / "workers" / "catalog" / "problems"
+CANDIDATES = ROOT / "tests" / "workers" / "fixtures" / "candidates"
+SOFTMAX = (PROBLEMS / "softmax.py").read_text()
+SOFTMAX_SMOKE = json.loads((PROBLEMS / "softmax.smoke.json").read_text())
+SOFTMAX_GOOD = (CANDIDATES / "softmax_good.py").read_text()
+# Wrong (+0.5) when a row is shorter than 64: the smoke case b5_d40_bf16 (dim 40) catches it.
+SOFTMAX_WRONG_SHORT_ROWS = SOFTMAX_GOOD.replace(
+    "    y = e / tl.sum(e, axis=0)\n",
+    "    y = e / tl.sum(e, axis=0)\n    if n_cols < 64:\n        y = y + 0.5\n",
+)
+assert SOFTMAX_WRONG_SHORT_ROWS != SOFTMAX_GOOD
+
+
+@functools.cache
+def softmax_report() -> dict:
+    """A real evaluation report of the good softmax on the smoke workload (once per run)."""
+    from workers.evaluate import EvaluationRequest, evaluate
+
+    report = evaluate(
+        EvaluationRequest(
+            problem_source=SOFTMAX,
+            candidate_source=SOFTMAX_GOOD,
+            workload=SOFTMAX_SMOKE,
+            platform="interpret",
+        )
+    ).to_dict()
+    assert report["verdict"] == "accepted", report["reason"]
+    return report
+
+
+def make_users() -> dict:
+    pw = "pw-registry-1"
+    return {
+        "author": user_upsert(username="reg-author", password=pw, roles=["engineer", "reviewer"]),
+        "reviewer": user_upsert(username="reg-reviewer", password=pw, roles=["reviewer"]),
+        "reviewer2": user_upsert(username="reg-reviewer2", password=pw, roles=["reviewer"]),
+        "admin": user_upsert(username="reg-admin", password=pw, roles=["admin"]),
+        "viewer": user_upsert(username="reg-viewer", password=pw, roles=["viewer"]),
+        "engineer": user_upsert(username="reg-engineer", password=pw, roles=["engineer"]),
+    }
+
+
+_counter = iter(range(1, 10**6))
+
+
+def accepted_node(author, *, source: str = SOFTMAX_GOOD, platform=Platform.INTERPRET) -> Node:
+    problem, _ = Problem.objects.get_or_create(
+        name="softmax",
+        defaults={
+            "title": "Softmax",
+            "family": "softmax",
+            "source": SOFTMAX,
+            "workload": SOFTMAX_SMOKE,
+            "smoke_workload": SOFTMAX_SMOKE,
+        },
+    )
+    n = next(_counter)
+    campaign = Campaign.objects.create(
+        name=f"softmax search {n}",
+        problem=problem,
+        workload=SOFTMAX_SMOKE,
+        platform=platform,
+        status=CampaignStatus.COMPLETED,
+        created_by=author,
+    )
+    return Node.objects.create(
+        campaign=campaign,
+        key=f"n{n}",
+        generator="template",
+        source=source,
+        status=NodeStatus.ACCEPTED,
+        report=softmax_report(),
+    )
+
+
+def report(platform="interpret", *, counts=(), shadow=(), refused=(), fingerprint=None, client="t"):
+    now = time.time()
+    payload = {
+        "client": client,
+        "platform": platform,
+        "manifest_version": None,
+        "fingerprint": fingerprint or {},
+        "window_start": now - 1,
+        "window_end": now,
+        "counts": list(counts),
+        "shadow": list(shadow),
+        "refused": list(refused),
+    }
+    return runtime_report_ingest(payload=payload)
+
+
+def feed_shadow(artifact: Artifact, samples: int, mismatches: int = 0, case="b5_d40_bf16"):
+    cases = [{"case": case, "reason": "out of tolerance"}] * min(mismatches, 1)
+    return report(
+        artifact.region.platform,
+        shadow=[
+            {
+                "artifact": artifact.digest,
+                "region": artifact.region_id,
+                "samples": samples,
+                "mismatches": mismatches,
+                "cases": cases,
+            }
+        ],
+    )
+
+
+def feed_calls(artifact: Artifact, path: str, calls: int, latency_ms: float, errors=0):
+    return report(
+        artifact.region.platform,
+        counts=[
+            {
+                "operator": artifact.region.operator,
+                "region": artifact.region_id,
+                "dtype": "float32",
+                "path": path,
+                "artifact": artifact.digest if path != "fallback" else None,
+                "calls": calls,
+                "errors": errors,
+                "latency_ms": [latency_ms] * calls,
+            }
+        ],
+    )
+
+
+def advance(artifact: Artifact, reviewer, to: str) -> Artifact:
+    """Approve and promote step by step, feeding the shadow and canary gates enough evidence."""
+    region = artifact.region
+    region.shadow_min_samples = 4
+    region.canary_min_samples = 4
+    region.save(update_fields=["shadow_min_samples", "canary_min_samples"])
+    while artifact.stage != to:
+        target = NEXT_STAGE[artifact.stage]
+        artifact_approve(artifact=artifact, by=reviewer)
+        if target == Stage.CANARY:
+            feed_shadow(artifact, 4)
+        if target == Stage.DEFAULT:
+            feed_calls(artifact, "canary", 4, 1.0)
+        artifact = artifact_promote(artifact=artifact, by=reviewer, reason=f"to {target}")
+    return artifact
