@@ -79,3 +79,29 @@ def test_command_reads_a_fingerprint_file(observed, tmp_path, capsys):
     call_command("knowledge_revalidate", "--platform", "cuda", "--fingerprint", str(path))
     out = capsys.readouterr().out
     assert "flagged 1 entries" in out and "triton 3.6.0 -> 3.9.0" in out
+
+
+def test_worker_reports_are_the_current_toolchain(observed, capsys):
+    from django.utils import timezone
+
+    from apps.campaigns.models import Campaign, Node, Problem
+    from apps.knowledge.selectors.retrieval import knowledge_retriever
+
+    problem = Problem.objects.create(name="silu", title="silu", family="elementwise", source="")
+    campaign = Campaign.objects.create(name="c", problem=problem, platform="cuda")
+    Node.objects.create(
+        campaign=campaign,
+        key="n1",
+        generator="template",
+        source="",
+        status="accepted",
+        report={"fingerprint": {**H200, "triton": "3.9.0"}},
+        evaluated_at=timezone.now(),
+    )
+    [hit] = knowledge_retriever(user=None, platform="cuda")(QUERY)
+    assert "another toolchain (triton 3.6.0 -> 3.9.0)" in hit["warning"]
+
+    call_command("knowledge_revalidate", "--platform", "cuda", "--from-reports")
+    assert "flagged 1 entries" in capsys.readouterr().out
+    observed.refresh_from_db()
+    assert observed.status == "needs_revalidation"
