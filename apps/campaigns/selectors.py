@@ -230,6 +230,10 @@ def _neighbours(node: Node) -> dict:
     return {"previous": prev, "next": nxt}
 
 
+def _sci(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3g}"
+
+
 def _report_cases(node: Node) -> list[dict]:
     return list((node.report or {}).get("cases") or [])
 
@@ -275,8 +279,8 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
             "weight": m.weight,
             "status": m.status,
             "skip_reason": m.skip_reason,
-            "max_abs_err": m.max_abs_err,
-            "max_rel_err": m.max_rel_err,
+            "max_abs_err": _sci(m.max_abs_err),
+            "max_rel_err": _sci(m.max_rel_err),
             "median_ms": m.median_ms,
             "ci_low_ms": m.ci_low_ms,
             "ci_high_ms": m.ci_high_ms,
