@@ -37,6 +37,22 @@ def _provenance(campaign, fingerprint: dict | None, cases: list[str]) -> dict:
     return prov
 
 
+def _family(problem) -> str:
+    """The problem's operator family; for an upload or import without one, the catalog's."""
+    if problem.family:
+        return problem.family
+    from workers.catalog import catalog_get
+
+    try:
+        return catalog_get(problem.name.replace("-", "_")).family
+    except KeyError:
+        return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
 def _params(params: dict) -> str:
     return json.dumps(params or {}, indent=1, sort_keys=True, default=str)
 
@@ -59,7 +75,7 @@ def _winner_body(campaign, node) -> tuple[str, str]:
         gain = "correct on the Triton interpreter; no speed measured there (correctness only)"
     body = [
         f"Winning candidate of campaign {campaign.pk} on **{problem.name}** "
-        f"({problem.family or 'no family'}), platform `{campaign.platform}`: {gain}.",
+        f"({_family(problem) or 'no family'}), platform `{campaign.platform}`: {gain}.",
         "",
         f"Generator `{node.generator}`, node `{node.key}`, parameters:",
         "",
@@ -98,9 +114,9 @@ def _failure_body(campaign, gate_name: str, rule: str, items: list) -> tuple[str
         params = ", ".join(f"{k}={v}" for k, v in sorted((node.params or {}).items()))[:200]
         lines.append(f"- `{node.key}` ({node.generator}): {params or 'no parameters'}")
     node, gate = items[0]
-    lines += ["", "Evidence (first one):", "", f"> {(node.reason or '').strip()[:400]}"]
+    lines += ["", "Evidence (first one):", "", f"> {_clip((node.reason or '').strip(), 400)}"]
     if gate and gate.evidence:
-        lines += ["", "```json", json.dumps(gate.evidence, default=str)[:600], "```"]
+        lines += ["", "```json", _clip(json.dumps(gate.evidence, default=str), 600), "```"]
     title = f"{problem.name}: {gate_name} gate rejects {rule}"
     return title[:200], "\n".join(lines)
 
@@ -117,14 +133,14 @@ def knowledge_campaign_findings(*, campaign) -> list[Entry]:
         "origin": EntryOrigin.CAMPAIGN,
         "source_campaign": campaign,
         "evidence_campaigns": [campaign],
-        "families": [problem.family] if problem.family else [],
+        "families": [_family(problem)] if _family(problem) else [],
         "platforms": [campaign.platform],
         "reason": f"Drafted from campaign {campaign.pk}",
     }
     created = []
     best = campaign.best_node
     if best is not None and best.status == NodeStatus.ACCEPTED and f"winner:{best.key}" not in done:
-        cases = list(best.measurements.values_list("case", flat=True))
+        cases = list(best.measurements.filter(kind="workload").values_list("case", flat=True))
         title, body = _winner_body(campaign, best)
         created.append(
             knowledge_entry_create(

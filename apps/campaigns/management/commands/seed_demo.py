@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from apps.accounts.services import demo_users_seed
 from apps.campaigns.services.demo import demo_campaigns_seed
-from apps.knowledge.services.imports import knowledge_starter_load
+from apps.knowledge.services.demo import knowledge_demo_seed
 
 
 class Command(BaseCommand):
@@ -17,8 +17,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<10} {password:<22} {role}")
         for line in demo_campaigns_seed():
             self.stdout.write(line)
-        starter = knowledge_starter_load()
-        self.stdout.write(
-            f"knowledge starter set: {len(starter.created)} created, "
-            f"{len(starter.unchanged) + len(starter.updated)} already there"
-        )
+        for line in knowledge_demo_seed():
+            self.stdout.write(line)
