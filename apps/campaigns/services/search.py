@@ -117,12 +117,40 @@ def _held_task_ids() -> set[str] | None:
     return held if answered else None
 
 
+def _queued_task_ids(queue: str) -> set[str]:
+    """Ids of tasks still waiting in a queue of the Redis broker (not yet taken by a worker)."""
+    import json
+
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    ids = set()
+    # kombu keeps one list per priority step: the queue name, then name + sep + priority.
+    names = [queue] + [f"{queue}\x06\x16{p}" for p in range(1, 10)]
+    for name in names:
+        for raw in client.lrange(name, 0, -1):
+            try:
+                ids.add(json.loads(raw)["headers"]["id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return ids
+
+
 def _redispatch_orphans(campaign: Campaign, engine: SearchEngine) -> int:
-    """Evaluations whose task no worker holds after the lease are sent again (idempotent)."""
+    """Evaluations that no live worker holds and the queue no longer has are sent again.
+
+    That is a worker killed mid-evaluation (its message sits unacknowledged until the
+    visibility timeout) or a message lost with the broker. Evaluations are idempotent.
+    """
     stale_before = timezone.now() - timedelta(seconds=EVALUATION_LEASE_S)
     stale = list(
         campaign.nodes.filter(status=NodeStatus.EVALUATING, dispatched_at__lt=stale_before)
     )
+    if not stale:
+        return 0
+    waiting = _queued_task_ids(eval_queue(campaign.platform))
+    stale = [n for n in stale if n.task_id not in waiting]
     if not stale:
         return 0
     held = _held_task_ids() or set()
