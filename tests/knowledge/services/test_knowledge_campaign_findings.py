@@ -129,3 +129,14 @@ def test_a_knowledge_error_never_breaks_the_campaign(finished, monkeypatch):
     assert "knowledge is down" in result["error"]
     finished.refresh_from_db()
     assert finished.status == "completed"
+
+
+def test_demo_seed_drafts_finished_campaigns_once(finished):
+    from apps.knowledge.services.demo import knowledge_demo_seed
+
+    finished.problem.name, finished.problem.family = "rms-norm", ""  # an import without family
+    finished.problem.save()
+    assert knowledge_demo_seed()[1] == "knowledge drafts from finished campaigns: 2"
+    assert knowledge_demo_seed()[1] == "knowledge drafts from finished campaigns: 0"
+    families = set(Entry.objects.filter(status="draft").values_list("families", flat=True))
+    assert families == {",normalization,"}  # the catalog's family for rms_norm
