@@ -63,7 +63,7 @@ class ManifestSource:
 
     # http -----------------------------------------------------------------------------------
     def request(self, path, *, method="GET", data=None, headers=None):
-        """(status, headers, decoded JSON or None); raises ManifestError when unreachable."""
+        """(status, lower-cased headers, JSON or None); raises ManifestError when unreachable."""
         req = urllib.request.Request(self.url + path, method=method)
         if self.token:
             req.add_header("Authorization", f"Token {self.token}")
@@ -77,10 +77,11 @@ class ManifestSource:
         try:
             with urllib.request.urlopen(req, body, timeout=self.timeout_s) as resp:
                 raw = resp.read()
-                return resp.status, dict(resp.headers), json.loads(raw) if raw else None
+                headers = {k.lower(): v for k, v in resp.headers.items()}
+                return resp.status, headers, json.loads(raw) if raw else None
         except urllib.error.HTTPError as exc:
             if exc.code == 304:
-                return 304, dict(exc.headers), None
+                return 304, {k.lower(): v for k, v in exc.headers.items()}, None
             detail = exc.read()[:300].decode(errors="replace")
             raise ManifestError(f"{method} {path}: HTTP {exc.code}: {detail}") from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -146,7 +147,7 @@ class ManifestSource:
         )
         if status == 304:
             return None
-        etag = resp_headers.get("ETag") or resp_headers.get("Etag") or ""
+        etag = resp_headers.get("etag", "")
         verified = self.verify(data, etag=etag, source="network")
         _atomic_write(self.cache_file, {"etag": etag, "manifest": data})
         return verified

@@ -1,0 +1,65 @@
+"""Django-free pieces of the runtime: signatures, scope matching and narrowing, comparison."""
+
+import pytest
+import torch
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from workers.runtime import scope as S
+from workers.runtime.client import compare
+from workers.runtime.signing import SignatureError, public_key_b64, sign, verify
+
+SCOPE = {
+    "dtypes": ["bfloat16", "float32"],
+    "constants": {"batch_size": [5, 8], "dim": [40, 96]},
+    "inputs": [[[5, 8], [40, 96]]],
+}
+
+
+def test_signature_verifies_and_any_change_is_refused():
+    key = Ed25519PrivateKey.generate()
+    public = public_key_b64(key.public_key())
+    body = {"source": "def f(): pass", "scope": SCOPE, "x": 1.5}
+    signature = sign(key, body)
+    verify(public, body, signature)
+    with pytest.raises(SignatureError, match="tampered"):
+        verify(public, {**body, "source": "def f(): pasS"}, signature)
+    flipped = signature[:10] + ("A" if signature[10] != "A" else "B") + signature[11:]
+    with pytest.raises(SignatureError):
+        verify(public, body, flipped)
+    with pytest.raises(SignatureError, match="unsigned"):
+        verify(public, body, None)
+    other = public_key_b64(Ed25519PrivateKey.generate().public_key())
+    with pytest.raises(SignatureError):
+        verify(other, body, signature)
+
+
+def test_scope_matches_dtype_and_every_dimension():
+    assert S.matches(SCOPE, "float32", [(8, 96)])
+    assert S.matches(SCOPE, "bfloat16", [(5, 40)])
+    assert not S.matches(SCOPE, "float16", [(8, 96)])
+    assert not S.matches(SCOPE, "float32", [(9, 96)])
+    assert not S.matches(SCOPE, "float32", [(8, 96, 1)])
+    assert not S.matches(SCOPE, "float32", [(8, 96), (1,)])
+
+
+def test_narrowing_only_narrows():
+    narrowed = S.narrow(SCOPE, dtypes=["float32"], constants={"dim": [40, 64]})
+    assert narrowed["dtypes"] == ["float32"] and narrowed["constants"]["dim"] == [40, 64]
+    with pytest.raises(S.ScopeError, match="narrow only"):
+        S.narrow(SCOPE, dtypes=["float16"])
+    with pytest.raises(S.ScopeError, match="narrow only"):
+        S.narrow(SCOPE, constants={"dim": [32, 96]})
+    assert S.within({**SCOPE, "inputs": [[[5, 6], [40, 50]]]}, SCOPE)
+    assert not S.within({**SCOPE, "inputs": [[[5, 9], [40, 50]]]}, SCOPE)
+
+
+def test_compare_uses_the_contract_tolerance():
+    ref = torch.rand(4, 8)
+    assert compare(ref + 5e-5, ref, {"float32": {"atol": 1e-4, "rtol": 1e-4}}) is None
+    bad = compare(ref + 1e-3, ref, {"float32": {"atol": 1e-4, "rtol": 1e-4}})
+    assert bad and "32 of 32" in bad["reason"] and bad["max_abs_err"] == pytest.approx(1e-3, 1e-2)
+    assert compare(ref + 1e-6, ref, "exact") is not None
+    nan = ref.clone()
+    nan[0, 0] = float("nan")
+    assert compare(nan, ref, None)["nan"] is True
+    assert "shape" in compare(ref[:2], ref, None)["reason"]
