@@ -78,7 +78,7 @@ def campaign_get(*, pk: int) -> Campaign:
     return Campaign.objects.select_related("problem", "created_by", "best_node").get(pk=pk)
 
 
-NODE_TABLE_SIZE = 200
+NODE_TABLE_SIZE = 50
 
 
 def campaign_nodes(*, campaign: Campaign) -> QuerySet[Node]:

@@ -51,7 +51,7 @@ def test_detail_page_bounded_queries_and_charts(client, users, big, django_asser
     html = response.content.decode()
     assert 'id="search-graph"' in html and 'id="chart-funnel"' in html
     assert 'id="chart-fitness"' in html
-    assert "Showing the newest 200 of 300 candidates" in html
+    assert "Showing the newest 50 of 300 candidates" in html
 
 
 def test_graph_endpoint_pages_cover_every_node(
