@@ -34,12 +34,14 @@ def _call(fn, **kwargs):
 
 
 def artifact_detail(artifact: Artifact) -> dict:
+    """The artifact with its next promotion's gates and the approvals that still hold."""
     target = NEXT_STAGE.get(artifact.stage)
-    artifact.gates = [g.to_dict() for g in selectors.artifact_gates(artifact=artifact)]
-    artifact.approvals = (
-        selectors.current_approvals(artifact=artifact, stage=target) if target else []
-    )
-    return S.ArtifactDetailSerializer(artifact).data
+    approvals = selectors.current_approvals(artifact=artifact, stage=target) if target else []
+    return {
+        **S.ArtifactSerializer(artifact).data,
+        "gates": [g.to_dict() for g in selectors.artifact_gates(artifact=artifact)],
+        "approvals": S.ApprovalSerializer(approvals, many=True).data,
+    }
 
 
 class PublicKeyApi(APIView):

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand
 from apps.accounts.services import demo_users_seed
 from apps.campaigns.services.demo import demo_campaigns_seed
 from apps.knowledge.services.demo import knowledge_demo_seed
+from apps.registry.services.demo import registry_demo_seed
 
 
 class Command(BaseCommand):
@@ -18,4 +19,6 @@ class Command(BaseCommand):
         for line in demo_campaigns_seed():
             self.stdout.write(line)
         for line in knowledge_demo_seed():
+            self.stdout.write(line)
+        for line in registry_demo_seed():
             self.stdout.write(line)
