@@ -1,0 +1,55 @@
+"""Registry pages rendered by the server: index (matrix, alarms, freezable), operator page
+(stages, coverage, latency figure, history, rollback only for those allowed), promotion page."""
+
+import json
+
+import pytest
+
+from apps.registry.services import artifact_create
+from tests.registry import helpers
+
+pytestmark = pytest.mark.django_db
+
+
+def test_index_operator_and_artifact_pages(client, users):
+    a = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
+    a = helpers.advance(a, users["reviewer2"], "default")
+    helpers.feed_calls(a, "default", 6, 0.8)
+    helpers.feed_calls(a, "fallback", 2, 0.5)
+    helpers.report(refused=[{"artifact": a.digest, "reason": "signature does not match"}])
+    spare = helpers.accepted_node(users["author"])
+
+    client.force_login(users["viewer"])
+    index = client.get("/registry/").content.decode()
+    assert 'data-cell="softmax/interpret/float32"' in index
+    assert "83%" in index  # float32: 4 canary + 6 default of 12 calls served by a kernel
+    assert 'data-kind="tampered"' in index
+    assert f"data-freeze='{spare.pk}'" not in index and f'data-freeze="{spare.pk}"' not in index
+
+    page = client.get("/registry/softmax/").content.decode()
+    assert f"#{a.pk}" in page and "Kernel coverage" in page
+    figure = page.split(f'id="figure-latency-{a.region_id}" type="application/json">')[1]
+    figure = json.loads(figure.split("</script>")[0])
+    names = {t["name"] for t in figure["data"]}
+    assert names == {"Default kernel (6)", "Canary kernel (4)", "PyTorch fallback (2)"}
+    assert 'id="rollback-' not in page  # viewers cannot roll back
+    assert "Promoted" in page and "reg-reviewer2" in page
+
+    client.force_login(users["reviewer"])
+    page = client.get("/registry/softmax/").content.decode()
+    assert f'id="rollback-{a.region_id}"' in page and "confirm(" in page
+    index = client.get("/registry/").content.decode()
+    assert f'data-freeze="{spare.pk}"' in index
+
+    artifact_page = client.get(f"/registry/artifacts/{a.pk}/").content.decode()
+    assert a.digest in artifact_page and 'data-gate="signature"' in artifact_page
+    assert "softmax_kernel" in artifact_page
+
+
+def test_author_sees_why_they_cannot_approve(client, users):
+    a = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
+    client.force_login(users["author"])
+    page = client.get(f"/registry/artifacts/{a.pk}/").content.decode()
+    assert 'id="author-note"' in page and 'id="approve"' not in page
+    r = client.post(f"/registry/artifacts/{a.pk}/approve/", follow=True)
+    assert "authored campaign" in r.content.decode()
