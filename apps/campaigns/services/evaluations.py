@@ -16,7 +16,7 @@ def _timing(case: dict) -> dict:
         "p90_ms": timing.get("p90_ms"),
         "ci_low_ms": ci[0],
         "ci_high_ms": ci[1],
-        "samples_ms": timing.get("samples") or [],
+        "samples_ms": timing.get("samples_ms") or [],
     }
 
 

@@ -9,7 +9,7 @@ ids; which entries may be seen is decided by `entries_visible` before anything i
 import re
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
 
 from apps.knowledge.models import Entry
 from apps.knowledge.selectors.entries import entry_list
@@ -42,6 +42,14 @@ def _scores_sqlite(terms: list[str], match_all: bool) -> dict[int, float]:
 
 
 def _scores_postgresql(terms: list[str], match_all: bool, qs: QuerySet) -> dict[int, float]:
+    """Weighted tsvector relevance with an inverse-document-frequency factor per term.
+
+    `ts_rank` alone has no notion of how rare a term is, so words every note contains (torch,
+    cuda) would outrank the one specific word a repair's feedback carries; weighting each term's
+    rank by its IDF over the candidate set brings PostgreSQL in line with SQLite's BM25.
+    """
+    import math
+
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
     vector = (
@@ -49,15 +57,26 @@ def _scores_postgresql(terms: list[str], match_all: bool, qs: QuerySet) -> dict[
         + SearchVector("tags", "families", weight="B", config="english")
         + SearchVector("body", weight="D", config="english")
     )
-    query = SearchQuery(
-        (" & " if match_all else " | ").join(terms), search_type="raw", config="english"
-    )
-    rows = (
-        qs.annotate(document=vector, rank=SearchRank(vector, query))
-        .filter(document=query)
-        .values_list("pk", "rank")
-    )
-    return {pk: float(rank) for pk, rank in rows}
+    documents = qs.annotate(document=vector)
+    total = documents.count()
+    scores: dict[int, float] = {}
+    matched_terms: dict[int, int] = {}
+    for term in terms:
+        query = SearchQuery(term, search_type="plain", config="english")
+        rows = list(
+            documents.filter(document=query)
+            .annotate(rank=SearchRank(vector, query, normalization=Value(1)))
+            .values_list("pk", "rank")
+        )
+        if not rows:
+            continue
+        idf = math.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5))
+        for pk, rank in rows:
+            scores[pk] = scores.get(pk, 0.0) + idf * float(rank)
+            matched_terms[pk] = matched_terms.get(pk, 0) + 1
+    if match_all:
+        scores = {pk: sc for pk, sc in scores.items() if matched_terms[pk] == len(terms)}
+    return scores
 
 
 def text_scores(*, terms: list[str], match_all: bool, within: QuerySet) -> dict[int, float]:

@@ -150,7 +150,7 @@ def knowledge_entry_revise(*, entry: Entry, by, reason: str, **changes) -> Entry
     unknown = set(changes) - set(VERSIONED_FIELDS)
     if unknown:
         raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
-    entry = Entry.objects.select_for_update().select_related("group").get(pk=entry.pk)
+    entry = Entry.objects.select_for_update(of=("self",)).select_related("group").get(pk=entry.pk)
     before = entry_snapshot(entry)
     for name, value in changes.items():
         setattr(entry, name, _coerce(name, value))

@@ -19,7 +19,9 @@ def test_filters_keep_other_platforms_and_families_out(starter):
     matmul = {"problem_name": "skinny-matmul", "family": "matmul", "platform": "cuda"}
     slugs = [h["slug"] for h in knowledge_retrieve(user=None, query=matmul)]
     assert "failed-small-elementwise-launch-bound" not in slugs
-    assert slugs[:2] == ["hopper-h200-bf16-matmul-rate", "failed-small-tile-fp32-matmul"]
+    # BM25 (SQLite) and IDF-weighted ts_rank (PostgreSQL) order the top three differently
+    # (the SM-count note is about skinny GEMMs too); both put the matmul notes on top.
+    assert {"hopper-h200-bf16-matmul-rate", "failed-small-tile-fp32-matmul"} <= set(slugs[:3])
 
 
 def test_gate_feedback_steers_repairs(starter):
