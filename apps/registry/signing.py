@@ -28,13 +28,18 @@ def _load(path: str) -> Ed25519PrivateKey:
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
+        # Write a private temp file, then link it into place: the link fails if another process
+        # got there first (use theirs), and nobody ever reads a half-written key.
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.link(tmp, path)
         except FileExistsError:
-            pass  # another process made it first: use theirs
-        else:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(pem)
+            pass
+        finally:
+            os.unlink(tmp)
     with open(path, "rb") as fh:
         return serialization.load_pem_private_key(fh.read(), password=None)
 
