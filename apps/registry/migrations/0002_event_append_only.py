@@ -15,7 +15,8 @@ SQLITE_REVERSE = ["DROP TRIGGER IF EXISTS registry_event_no_update;"]
 
 POSTGRES = [
     """CREATE OR REPLACE FUNCTION registry_event_append_only() RETURNS trigger AS $$
-    BEGIN RAISE EXCEPTION 'registry events are append-only'; END; $$ LANGUAGE plpgsql;""",
+    BEGIN RAISE EXCEPTION 'registry events are append-only' USING ERRCODE = 'restrict_violation';
+    END; $$ LANGUAGE plpgsql;""",
     """CREATE TRIGGER registry_event_no_change BEFORE UPDATE OR DELETE ON registry_event
     FOR EACH ROW EXECUTE FUNCTION registry_event_append_only();""",
 ]

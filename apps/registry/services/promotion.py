@@ -46,7 +46,11 @@ def _set_stage(artifact: Artifact, stage: str, reason: str = "") -> None:
 def _lock_region(region: Region) -> Region:
     """Inside a transaction: take the region row for update and bump its version."""
     Region.objects.filter(pk=region.pk).update(version=F("version") + 1)
-    return Region.objects.select_for_update().select_related("default_artifact").get(pk=region.pk)
+    return (
+        Region.objects.select_for_update(of=("self",))
+        .select_related("default_artifact")
+        .get(pk=region.pk)
+    )
 
 
 def _fresh(artifact: Artifact) -> Artifact:
