@@ -347,7 +347,7 @@ def node_comments(*, node: Node) -> QuerySet[Comment]:
 
 def inbox_for(*, user) -> dict:
     """What awaits this user: accepted best candidates of finished campaigns they have not
-    reviewed, and unread comments that mention them."""
+    reviewed, unread comments that mention them, promotions they may approve, open alarms."""
     reviewed = NodeReview.objects.filter(node=OuterRef("best_node"), reviewer=user)
     to_review = (
         Campaign.objects.filter(
@@ -369,7 +369,15 @@ def inbox_for(*, user) -> dict:
         )
         .order_by("-comment__created_at")[:100]
     )
-    return {"to_review": list(to_review), "mentions": list(mentions)}
+    from apps.registry.selectors.registry import alarm_open_list, approvals_awaiting
+
+    alarms = alarm_open_list()[:50] if user.has_perm("accounts.approve_promotion") else []
+    return {
+        "to_review": list(to_review),
+        "mentions": list(mentions),
+        "to_approve": list(approvals_awaiting(user=user)),
+        "alarms": list(alarms),
+    }
 
 
 def portfolio() -> list[dict]:

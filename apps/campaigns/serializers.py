@@ -239,9 +239,30 @@ class MentionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(source="comment.created_at")
 
 
+class InboxApprovalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    digest = serializers.CharField()
+    stage = serializers.CharField()
+    operator = serializers.CharField(source="region.operator")
+    platform = serializers.CharField(source="region.platform")
+    campaign = serializers.IntegerField(source="campaign_id")
+
+
+class InboxAlarmSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    operator = serializers.CharField()
+    platform = serializers.CharField()
+    message = serializers.CharField()
+    artifact = serializers.IntegerField(source="artifact_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
 class InboxSerializer(serializers.Serializer):
     to_review = CampaignSerializer(many=True)
     mentions = MentionSerializer(many=True)
+    to_approve = InboxApprovalSerializer(many=True)
+    alarms = InboxAlarmSerializer(many=True)
 
 
 class PortfolioRowSerializer(serializers.Serializer):

@@ -102,3 +102,28 @@ def alarm_open_list(*, operator: str | None = None, region: Region | None = None
     if region is not None:
         qs = qs.filter(region=region)
     return qs.order_by("-id")
+
+
+def approvals_awaiting(*, user) -> QuerySet:
+    """Artifacts whose next promotion this reviewer may approve and has not approved yet
+    (never their own campaign's, DESIGN.md §5)."""
+    from django.db.models import Exists, OuterRef
+
+    from apps.registry.constants import NEXT_STAGE
+    from apps.registry.models import Approval
+
+    if not user.has_perm("accounts.approve_promotion"):
+        return Artifact.objects.none()
+    awaiting = Q()
+    for stage, target in NEXT_STAGE.items():
+        mine = Approval.objects.filter(
+            artifact=OuterRef("pk"), stage=target, user=user, digest=OuterRef("digest")
+        )
+        awaiting |= Q(stage=stage) & ~Q(Exists(mine))
+    return (
+        Artifact.objects.filter(awaiting)
+        .exclude(campaign__created_by=user)
+        .select_related("region", "campaign", "node")
+        .defer("body", "ir", "node__source", "node__report", "campaign__engine_state")
+        .order_by("-created_at")[:100]
+    )
