@@ -3,7 +3,9 @@
 from django.urls import path
 
 from apps.campaigns.consumers import CampaignConsumer
+from apps.registry.consumers import RegistryConsumer
 
 websocket_urlpatterns = [
     path("ws/campaigns/<int:campaign_id>/", CampaignConsumer.as_asgi()),
+    path("ws/registry/<slug:operator>/", RegistryConsumer.as_asgi()),
 ]
