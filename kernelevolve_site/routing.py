@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from apps.campaigns.consumers import CampaignConsumer
+from apps.campaigns.consumers import CampaignConsumer, CampaignListConsumer
 from apps.registry.consumers import RegistryConsumer
 
 websocket_urlpatterns = [
+    path("ws/campaigns/", CampaignListConsumer.as_asgi()),
     path("ws/campaigns/<int:campaign_id>/", CampaignConsumer.as_asgi()),
     path("ws/registry/<slug:operator>/", RegistryConsumer.as_asgi()),
 ]

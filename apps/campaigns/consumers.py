@@ -33,3 +33,25 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     campaign_progress = forward
     campaign_node = forward
     campaign_status = forward
+
+
+CAMPAIGN_LIST_GROUP = "campaigns"
+
+
+class CampaignListConsumer(CampaignConsumer):
+    """The campaign list: one group for every campaign's status and progress changes."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if not await database_sync_to_async(has_portal_permission)(user, "view_portal"):
+            await self.close(code=4403)
+            return
+        self.group = CAMPAIGN_LIST_GROUP
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def campaign_listed(self, event: dict) -> None:
+        # Data only: the list re-fetches its table with the user's own filters and sort.
+        import json
+
+        await self.send(text_data=json.dumps(event.get("data", {})))

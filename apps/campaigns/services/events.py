@@ -2,24 +2,22 @@
 
 from django.template.loader import render_to_string
 
-from apps.campaigns.consumers import campaign_group
+from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group
 from apps.campaigns.models import Campaign, Node
 from kernelevolve_site.events import send_event_on_commit
 
 
 def campaign_changed(campaign: Campaign) -> None:
-    """Progress, funnel and status of a campaign changed."""
+    """Progress, funnel and status of a campaign changed (its page and the list follow)."""
     html = render_to_string("campaigns/partials/progress.html", {"campaign": campaign, "oob": True})
-    send_event_on_commit(
-        campaign_group(campaign.pk),
-        "campaign.progress",
-        html=html,
-        data={
-            "status": campaign.status,
-            "outcome": campaign.outcome,
-            "evaluated": campaign.candidates_evaluated,
-        },
-    )
+    data = {
+        "campaign": campaign.pk,
+        "status": campaign.status,
+        "outcome": campaign.outcome,
+        "evaluated": campaign.candidates_evaluated,
+    }
+    send_event_on_commit(campaign_group(campaign.pk), "campaign.progress", html=html, data=data)
+    send_event_on_commit(CAMPAIGN_LIST_GROUP, "campaign.listed", data=data)
 
 
 def node_changed(node: Node) -> None:
