@@ -63,3 +63,15 @@ def test_compare_uses_the_contract_tolerance():
     nan[0, 0] = float("nan")
     assert compare(nan, ref, None)["nan"] is True
     assert "shape" in compare(ref[:2], ref, None)["reason"]
+
+
+def test_compare_forgives_one_ulp_between_two_rounded_outputs_but_not_two():
+    # Shadow compares two bf16 results: both are rounded, so 1 ulp apart is rounding (the case
+    # the H200 shadow run hit), while 2 ulps past the contract's bound is a mismatch.
+    tol = {"bfloat16": {"atol": 1e-2, "rtol": 1e-2}}
+    ref = torch.full((4,), 2.0, dtype=torch.bfloat16)
+    one_ulp = torch.nextafter(ref, torch.full_like(ref, 4.0))
+    assert float(one_ulp[0]) - 2.0 == 2**-6
+    assert compare(one_ulp, ref, tol) is None
+    three_ulps = ref + 3 * 2**-6
+    assert compare(three_ulps, ref, tol) is not None
