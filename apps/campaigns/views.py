@@ -20,6 +20,7 @@ from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
 from apps.campaigns.services.problems import problem_reference_check, workload_from_upload
+from apps.knowledge.selectors.entries import entries_visible
 
 LIST_PAGE_SIZE = 25
 
@@ -277,6 +278,10 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             "latency_ecdf": charts.latency_ecdf_figure(review.latency),
             "pygments_css": pygments_css(),
             "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
+            # What the generator was given, as far as this user may see it (visibility rules).
+            "knowledge": entries_visible(user=request.user).filter(
+                pk__in=review.node.retrieved_knowledge or []
+            ),
         }
         return render(request, "campaigns/node.html", context)
 
