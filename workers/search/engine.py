@@ -369,20 +369,8 @@ class SearchEngine:
     # -------------------------------------------------------------------------------- record
     def request_kwargs(self, state: dict, node_id: str) -> dict:
         """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for this node."""
-        cfg = state["config"]
         node = Graph.from_dict(state["graph"]).nodes[node_id]
-        kw = {
-            "problem_source": cfg["problem_source"],
-            "candidate_source": node.source,
-            "workload": cfg["workload"],
-            "platform": cfg["platform"],
-            "baseline": cfg["baseline"],
-            "incumbent_source": cfg["incumbent_source"],
-            "trials": cfg["trials"],
-            "seed": cfg["seed"],
-            "regression_tolerance": cfg["regression_tolerance"],
-            "time_limit_s": cfg["time_limit_s"],
-        }
+        kw = {**engine_request_defaults(state["config"]), "candidate_source": node.source}
         if state.get("baseline_times") is not None:
             kw["baseline_times"] = state["baseline_times"]
         return kw
@@ -657,7 +645,7 @@ def run_campaign(
         ev.__enter__()
     try:
         if state["config"]["platform"] != "interpret" and state.get("baseline") is None:
-            req = ev_mod.EvaluationRequest(**_base_request(engine, state))
+            req = ev_mod.EvaluationRequest(**baseline_request(state))
             base = ev.baseline(req)
             base_d = base.to_dict() if hasattr(base, "to_dict") else dict(base)
             engine.record_baseline(state, base_d, _baseline_times(base, base_d))
@@ -681,7 +669,9 @@ def run_campaign(
     return state
 
 
-def _base_request(engine: SearchEngine, state: dict) -> dict:
+def baseline_request(state: dict) -> dict:
+    """Keyword arguments for the campaign's one ``baseline()`` call: the incumbent when given,
+    else the reference itself in the candidate format."""
     cfg = state["config"]
     src = cfg["incumbent_source"] or cfg["problem_source"].replace(
         "class Model(", "class ModelNew("
@@ -734,6 +724,7 @@ def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
 __all__ = [
     "OUTCOMES",
     "SearchEngine",
+    "baseline_request",
     "campaign_new",
     "campaign_summary",
     "funnel",

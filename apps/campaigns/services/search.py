@@ -24,7 +24,7 @@ from apps.campaigns.models import Campaign, Edge, Node
 from apps.campaigns.services.evaluations import node_record_report
 from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
 from workers.fingerprint import harness_hash
-from workers.search.engine import SearchEngine, engine_request_defaults, funnel
+from workers.search.engine import SearchEngine, baseline_request, funnel
 from workers.search.graph import Graph
 
 logger = logging.getLogger(__name__)
@@ -255,11 +255,7 @@ def _ensure_baseline(campaign: Campaign, state: dict) -> str:
     if requested and timezone.now().timestamp() - requested < 3 * EVALUATION_LEASE_S:
         return "waiting for the baseline"
     state["baseline_requested_at"] = timezone.now().timestamp()
-    cfg = state["config"]
-    src = cfg["incumbent_source"] or cfg["problem_source"].replace(
-        "class Model(", "class ModelNew(", 1
-    )
-    request = {**engine_request_defaults(cfg), "candidate_source": src}
+    request = baseline_request(state)
     queue = eval_queue(campaign.platform)
     transaction.on_commit(
         lambda: baseline_problem.apply_async(args=[campaign.pk, request], queue=queue)

@@ -3,6 +3,7 @@
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from apps.accounts.permissions import denial_message, has_portal_permission
+from apps.registry.consumers import registry_group
 from apps.registry.models import Event
 from kernelevolve_site.events import send_event_on_commit
 
@@ -34,7 +35,7 @@ def event_add(
         evidence=evidence or {},
     )
     send_event_on_commit(
-        f"registry-{region.operator}",
+        registry_group(region.operator),
         "registry.changed",
         data={"region": region.pk, "kind": kind, "event": event.pk},
     )

@@ -16,6 +16,7 @@ from apps.registry.constants import (
     Path,
     Stage,
 )
+from apps.registry.consumers import registry_group
 from apps.registry.models import Alarm, Artifact, Region, RuntimeCount, RuntimeReport, ShadowResult
 from apps.registry.selectors import gates as G
 from apps.registry.selectors.manifest import manifest_build
@@ -46,7 +47,7 @@ def alarm_raise(
         evidence=evidence or {},
     )
     send_event_on_commit(
-        f"registry-{operator}", "registry.alarm", data={"alarm": alarm.pk, "kind": kind}
+        registry_group(operator), "registry.alarm", data={"alarm": alarm.pk, "kind": kind}
     )
     return alarm
 
