@@ -1,0 +1,115 @@
+# The best RMSNorm kernel of the H200 search in docs/demo/h200-rms_norm.json (node n1).
+"""KernelEvolve template candidate (row).
+
+Operator (traced): row-wise over the last dimension: reductions [mean], 1 row input(s), 1 vector(s)
+Parameters: {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "tile": 4096, "vec": 8}
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+import torch
+import torch.nn as nn
+num_tokens = 4096
+hidden_size = 4096
+eps = 1e-06
+
+
+@triton.jit
+def _ke_row_one_pass(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * ROWS + tl.arange(0, ROWS)[:, None]
+    rmask = rows < M
+    roff = rows.to(tl.int64) * N
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    cmask = cols < N
+    mask = rmask & cmask
+    v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    v1 = tl.load(in1_ptr + roff + cols, mask=mask, other=0.0).to(tl.float32)
+    v3 = v1 * v1
+    v4 = tl.sum(tl.where(mask, v3, 0.0), axis=1)[:, None] / N
+    v6 = v4 + (1e-06)
+    v7 = tl.rsqrt(v6)
+    v8 = v1 * v7
+    v9 = v8 * v0
+    tl.store(out0_ptr + roff + cols, v9, mask=mask)
+
+
+@triton.jit
+def _ke_row_looped(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * ROWS + tl.arange(0, ROWS)[:, None]
+    rmask = rows < M
+    roff = rows.to(tl.int64) * N
+    acc4 = tl.full([ROWS, BLOCK_N], 0.0, tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)[None, :]
+        cmask = cols < N
+        mask = rmask & cmask
+        v1 = tl.load(in1_ptr + roff + cols, mask=mask, other=0.0).to(tl.float32)
+        v3 = v1 * v1
+        acc4 = acc4 + tl.where(mask, v3, 0.0)
+    v4 = tl.sum(acc4, axis=1)[:, None] / N
+    v6 = v4 + (1e-06)
+    v7 = tl.rsqrt(v6)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)[None, :]
+        cmask = cols < N
+        mask = rmask & cmask
+        v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+        v1 = tl.load(in1_ptr + roff + cols, mask=mask, other=0.0).to(tl.float32)
+        v8 = v1 * v7
+        v9 = v8 * v0
+        tl.store(out0_ptr + roff + cols, v9, mask=mask)
+
+
+_PARAMS = {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "tile": 4096, "vec": 8}
+
+
+def _ke_config(M, N):
+    """(one_pass, ROWS, BLOCK_N, num_warps, num_stages) for rows of length N."""
+    p = _PARAMS
+    full = triton.next_power_of_2(N)
+    one_pass = p["strategy"] == "one_pass" or (
+        p["strategy"] == "auto" and full <= p["max_one_pass"]
+    )
+    if one_pass:
+        block_n = full
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, triton.next_power_of_2(M)))
+    else:
+        block_n = min(p["block_n"], full)
+        rows = 1
+    warps = max(1, min(16, triton.next_power_of_2(max(1, rows * block_n // (32 * p['vec'])))))
+    return one_pass, rows, block_n, warps, p["stages"]
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden_size: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size) + 0.1 * torch.randn(hidden_size))
+        self.eps = eps
+
+    def forward(self, x):
+        odt = [self.weight.dtype, x.dtype][0]
+        for dt in [self.weight.dtype, x.dtype]:
+            odt = torch.promote_types(odt, dt)
+        in0 = self.weight.contiguous()
+        in1 = x.contiguous()
+        out0 = torch.empty(x.shape, dtype=odt, device=x.device)
+        N = x.shape[-1]
+        M = x.numel() // N if N else 0
+        if M == 0 or N == 0:
+            return out0
+        one_pass, rows, block_n, warps, stages = _ke_config(M, N)
+        grid = (triton.cdiv(M, rows),)
+        if one_pass:
+            _ke_row_one_pass[grid](in0, in1, out0, M, N, ROWS=rows, BLOCK_N=block_n,
+                                   num_warps=warps, num_stages=stages)
+        else:
+            _ke_row_looped[grid](in0, in1, out0, M, N, ROWS=rows, BLOCK_N=block_n,
+                                 num_warps=warps, num_stages=stages)
+        return out0
