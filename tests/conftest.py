@@ -5,6 +5,11 @@ from pathlib import Path
 
 import pytest
 
+# Kernels run in this process only on Triton's CPU interpreter (the runtime client's tests);
+# Triton must see this before it is first imported, or its builtins are made for compiled
+# kernels. Evaluation children set their own environment (cuda children drop it).
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 # Playwright's sync API runs an event loop in this thread; the ORM calls in tests are still
 # synchronous and safe here.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

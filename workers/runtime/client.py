@@ -202,7 +202,15 @@ class DispatchClient:
         timeout_s: float = 10.0,
     ):
         if platform == "interpret":
-            os.environ.setdefault("TRITON_INTERPRET", "1")
+            if os.environ.get("TRITON_INTERPRET") != "1" and "triton.language" in sys.modules:
+                # Triton's builtins (tl.sum, tl.max, ...) were made for compiled kernels when
+                # it was imported; interpreted kernels calling them fail ("Cannot call
+                # @triton.jit'd outside of the scope of a kernel"). Say so now, not per call.
+                raise RuntimeError(
+                    "platform 'interpret' needs TRITON_INTERPRET=1 before triton is imported; "
+                    "this process imported triton without it"
+                )
+            os.environ["TRITON_INTERPRET"] = "1"
         self.platform = platform
         self.device = device or ("cuda" if platform == "cuda" else "cpu")
         self.poll_interval_s = poll_interval_s

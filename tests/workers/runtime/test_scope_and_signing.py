@@ -75,3 +75,21 @@ def test_compare_forgives_one_ulp_between_two_rounded_outputs_but_not_two():
     assert compare(one_ulp, ref, tol) is None
     three_ulps = ref + 3 * 2**-6
     assert compare(three_ulps, ref, tol) is not None
+
+
+def test_interpret_client_refuses_a_process_that_imported_triton_compiled(tmp_path):
+    # A subprocess: this test process runs with TRITON_INTERPRET=1 from the start.
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ.pop('TRITON_INTERPRET', None); import triton.language\n"
+        "from workers.runtime.client import DispatchClient\n"
+        "try:\n"
+        f"    DispatchClient('http://127.0.0.1:9', 't', cache_dir={str(tmp_path)!r}, "
+        "background=False)\n"
+        "except RuntimeError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused: platform 'interpret' needs TRITON_INTERPRET=1" in out.stdout, out.stderr
