@@ -19,7 +19,7 @@ setup: $(STAMP)
 run: setup
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py seed_demo
-	$(PY) -m kernelevolve_site.launcher
+	$(PY) -m kernelevolve_site.launcher --demo-traffic
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCAL_QUEUES = "control,eval.interpret"
 
 
-def _children(host: str, port: int, queues: str) -> list[tuple[str, list[str]]]:
+def _children(host: str, port: int, queues: str, demo_traffic: bool) -> list[tuple[str, list[str]]]:
     python = sys.executable
-    return [
+    demo = [("demo-traffic", [python, "manage.py", "demo_traffic", "--url",
+                              f"http://{host}:{port}"])] if demo_traffic else []  # fmt: skip
+    return demo + [
         ("web", [python, "-m", "uvicorn", "kernelevolve_site.asgi:application",
                  "--host", host, "--port", str(port), "--lifespan", "off"]),
         ("worker", [python, "-m", "celery", "-A", "kernelevolve_site", "worker",
@@ -39,6 +41,11 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--queues", default=LOCAL_QUEUES)
+    parser.add_argument(
+        "--demo-traffic",
+        action="store_true",
+        help="also replay demo traffic into interpret registry regions (make run does)",
+    )
     args = parser.parse_args()
 
     env = dict(os.environ)
@@ -52,7 +59,7 @@ def main() -> int:
 
     procs = {
         name: subprocess.Popen(cmd, cwd=ROOT, env=env)
-        for name, cmd in _children(args.host, args.port, args.queues)
+        for name, cmd in _children(args.host, args.port, args.queues, args.demo_traffic)
     }
     print(f"\nKernelEvolve is up: http://{args.host}:{args.port}/  (Ctrl-C stops it)\n", flush=True)
 

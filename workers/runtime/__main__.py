@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     p.add_argument("--cache-dir", default=".kernelevolve-runtime")
     p.add_argument("--poll-interval", type=float, default=10.0)
     p.add_argument("--report-interval", type=float, default=5.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None, help="default: a fresh one")
     p.set_defaults(func=_replay)
     s = sub.add_parser("scope", help="derive a region scope (JSON on stdin)")
     s.set_defaults(func=_scope)

@@ -196,7 +196,7 @@ class DispatchClient:
         report_interval_s: float = DEFAULT_REPORT_INTERVAL_S,
         public_key: str | None = None,
         device: str | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         client_id: str | None = None,
         background: bool = True,
         timeout_s: float = 10.0,

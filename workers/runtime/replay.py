@@ -50,7 +50,7 @@ def replay(
     problem_source: str,
     workload: dict | None,
     calls: int,
-    seed: int = 0,
+    seed: int | None = None,
     duration_s: float | None = None,
     on_call=None,
 ) -> ReplaySummary:
@@ -60,6 +60,8 @@ def replay(
     from workers.contract import problem as P
 
     cases = replay_cases(problem_source, workload, client.platform)
+    if seed is None:  # a fresh draw of cases and inputs each replay
+        seed = random.randrange(2**31)
     rng = random.Random(seed)
     summary = ReplaySummary()
     t0 = time.perf_counter()

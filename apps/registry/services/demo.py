@@ -13,7 +13,8 @@ from apps.registry.services.promotion import artifact_approve, artifact_promote
 
 
 def registry_demo_seed() -> list[str]:
-    """Freeze each demo campaign's best accepted node (reviewer), approve one into shadow."""
+    """Freeze each demo campaign's best accepted node (reviewer); per platform, approve the
+    first into shadow (on `interpret` the demo traffic then gives it real calls)."""
     reviewer = User.objects.filter(username="reviewer").first()
     admin = User.objects.filter(username="admin").first()
     if reviewer is None:
@@ -33,7 +34,10 @@ def registry_demo_seed() -> list[str]:
             lines.append(f"registry: {campaign.name}/{node.key} not frozen: {exc.messages[0]}")
             continue
         lines.append(f"registry: artifact #{artifact.pk} from {campaign.name}/{node.key}")
-        if admin is not None and not Artifact.objects.exclude(stage=Stage.CANDIDATE).exists():
+        staged = Artifact.objects.filter(region__platform=campaign.platform).exclude(
+            stage=Stage.CANDIDATE
+        )
+        if admin is not None and not staged.exists():
             try:
                 artifact_approve(artifact=artifact, by=admin, reason="demo")
                 artifact_promote(artifact=artifact, by=admin, reason="demo: start shadowing")

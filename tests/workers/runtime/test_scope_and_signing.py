@@ -93,3 +93,22 @@ def test_interpret_client_refuses_a_process_that_imported_triton_compiled(tmp_pa
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "refused: platform 'interpret' needs TRITON_INTERPRET=1" in out.stdout, out.stderr
+
+
+def test_clients_do_not_all_sample_the_same_calls(tmp_path):
+    # A fixed default seed made every client (and every replay of 20 calls) draw the same
+    # numbers: with seed 0 none of the first 20 is under the 0.25 shadow rate, so the demo's
+    # shadow stage never got a sample. Unseeded clients draw independently.
+    from workers.runtime.client import DispatchClient
+
+    def draws(folder):
+        client = DispatchClient(
+            "http://127.0.0.1:9", "t", cache_dir=str(tmp_path / folder), background=False
+        )
+        return [client.rng.random() for _ in range(5)]
+
+    assert draws("a") != draws("b")
+    seeded = DispatchClient(
+        "http://127.0.0.1:9", "t", cache_dir=str(tmp_path / "c"), background=False, seed=7
+    )
+    assert seeded.rng.random() == __import__("random").Random(7).random()

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="viewer", help="whose API token the client uses")
         parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
         parser.add_argument("--calls", type=int, default=200)
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=None, help="default: a fresh one (logged)")
         parser.add_argument("--poll-interval", type=float, default=10.0)
 
     def handle(self, *args, **options):
