@@ -46,7 +46,7 @@ def _engine(campaign: Campaign) -> SearchEngine:
 
 def _materialise(campaign: Campaign, graph: Graph) -> list[Node]:
     """Create rows (and edges) for graph nodes the database does not have yet."""
-    existing = {n.key: n for n in campaign.nodes.all()}
+    existing = {n.key: n for n in campaign.nodes.only("id", "key")}
     created = []
     for gnode in graph.nodes.values():
         if gnode.id in existing:
