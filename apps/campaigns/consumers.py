@@ -34,3 +34,18 @@ class CampaignListConsumer(GroupConsumer):
     async def campaign_listed(self, event: dict) -> None:
         # Data only: the list re-fetches its table with the user's own filters and sort.
         await self.send(text_data=json.dumps(event.get("data", {})))
+
+
+def node_group(node_id: int) -> str:
+    return f"node-{node_id}"
+
+
+class NodeConsumer(GroupConsumer):
+    """A candidate's page: new comments (and reviews) from other readers."""
+
+    def group_name(self) -> str:
+        return node_group(self.scope["url_route"]["kwargs"]["node_id"])
+
+    async def node_comment(self, event: dict) -> None:
+        # Data only: the page re-fetches its comment section unless the reader is writing one.
+        await self.send(text_data=json.dumps(event.get("data", {})))

@@ -10,6 +10,7 @@ from django.utils import timezone
 from apps.accounts.permissions import has_portal_permission
 from apps.campaigns.constants import NodeStatus
 from apps.campaigns.models import Comment, Mention, Node, NodeReview
+from apps.campaigns.services.events import comment_added
 
 MENTION = re.compile(r"(?<![\w@])@([\w.+-]+)")
 MAX_COMMENT_CHARS = 10_000
@@ -33,6 +34,7 @@ def comment_create(*, node: Node, author, body: str, line: int | None = None) ->
     names = set(MENTION.findall(body)) - {author.username}
     users = get_user_model().objects.filter(username__in=names, is_active=True)
     Mention.objects.bulk_create(Mention(comment=comment, user=u) for u in users)
+    comment_added(comment)
     return comment
 
 

@@ -2,7 +2,7 @@
 
 from django.template.loader import render_to_string
 
-from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group
+from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group, node_group
 from apps.campaigns.models import Campaign, Node
 from kernelevolve_site.events import send_event_on_commit
 
@@ -45,4 +45,13 @@ def nodes_created(campaign: Campaign, nodes: list[Node]) -> None:
         "campaign.node",
         html=html,
         data={"created": [n.key for n in nodes]},
+    )
+
+
+def comment_added(comment) -> None:
+    """A comment on a candidate: its other open pages refresh their comment section."""
+    send_event_on_commit(
+        node_group(comment.node_id),
+        "node.comment",
+        data={"comment": comment.pk, "author": comment.author.username, "line": comment.line},
     )
