@@ -9,6 +9,8 @@ class Role(models.TextChoices):
     REVIEWER = "reviewer", "Reviewer"
     CURATOR = "curator", "Curator"
     ADMIN = "admin", "Admin"
+    # Service accounts of production dispatch clients: they read manifests and report metrics.
+    RUNTIME = "runtime", "Runtime client"
 
 
 # codename -> description; all live on accounts.PortalPermission.
@@ -22,6 +24,7 @@ PERMISSIONS = {
     "rollback_artifact": "Roll back a region's default artifact",
     "curate_knowledge": "Write, accept, retire and revert knowledge entries",
     "manage_team": "See and manage users and their roles",
+    "report_runtime": "Report runtime metrics (calls, shadow mismatches, latency)",
 }
 
 ROLE_PERMISSIONS = {
@@ -36,6 +39,7 @@ ROLE_PERMISSIONS = {
     ],
     Role.CURATOR: ["view_portal", "comment_candidate", "curate_knowledge"],
     Role.ADMIN: list(PERMISSIONS),
+    Role.RUNTIME: ["view_portal", "report_runtime"],
 }
 
 APP_LABEL = "accounts"

@@ -258,9 +258,11 @@ class RegionRollbackApi(APIView):
 
 
 class RuntimeReportApi(APIView):
-    """Batched metrics from a dispatch client (calls, fallbacks, shadow results, latency)."""
+    """Batched metrics from a dispatch client (calls, fallbacks, shadow results, latency).
 
-    permission_classes = [ReadPortal]
+    Only runtime service accounts (and admins) may report: a report can abort an artifact."""
+
+    permission_classes = [ReadPortal, portal_permission("report_runtime")]
 
     @extend_schema(
         request=S.RuntimeReportSerializer, responses={201: S.RuntimeReportAnswerSerializer}

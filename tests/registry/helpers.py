@@ -52,6 +52,7 @@ def make_users() -> dict:
         "admin": user_upsert(username="reg-admin", password=pw, roles=["admin"]),
         "viewer": user_upsert(username="reg-viewer", password=pw, roles=["viewer"]),
         "engineer": user_upsert(username="reg-engineer", password=pw, roles=["engineer"]),
+        "runtime": user_upsert(username="reg-runtime", password=pw, roles=["runtime"]),
     }
 
 

@@ -88,3 +88,19 @@ def test_narrowing_through_the_api(client, node, users):
     new = _post(client, f"/api/registry/artifacts/{artifact.pk}/narrow/", {"dtypes": ["float32"]})
     assert new.status_code == 201 and new.json()["body"]["scope"]["dtypes"] == ["float32"]
     assert new.json()["supersedes"] == artifact.pk
+
+
+def test_only_runtime_accounts_may_report_metrics(client, users):
+    # A report can abort an artifact (a shadow mismatch), so readers may not send one.
+    payload = {"client": "c1", "platform": "interpret", "counts": [], "shadow": []}
+    client.force_login(users["viewer"])
+    refused = client.post(
+        "/api/registry/runtime/reports/", payload, content_type="application/json"
+    )
+    assert refused.status_code == 403
+    assert "runtime" in refused.json()["detail"]
+    client.force_login(users["runtime"])
+    accepted = client.post(
+        "/api/registry/runtime/reports/", payload, content_type="application/json"
+    )
+    assert accepted.status_code == 201, accepted.content

@@ -47,7 +47,7 @@ def _serving(client, key):
 @pytest.fixture
 def setup(asgi_server, tmp_path):
     users = helpers.make_users()
-    token = Token.objects.create(user=users["viewer"]).key
+    token = Token.objects.create(user=users["runtime"]).key
     reviewer_token = Token.objects.create(user=users["reviewer"]).key
     return users, asgi_server, token, reviewer_token, tmp_path
 

@@ -23,7 +23,7 @@ def test_replay_cli_and_command_feed_the_shadow_stage(asgi_server, tmp_path, cap
     region = a.region
     region.shadow_sample_rate = 1.0
     region.save()
-    token = Token.objects.create(user=users["viewer"]).key
+    token = Token.objects.create(user=users["runtime"]).key
     done = subprocess.run(
         [sys.executable, "-m", "workers.runtime", "replay", "--url", asgi_server,
          "--token", token, "--operator", "softmax", "--calls", "5",
@@ -39,7 +39,7 @@ def test_replay_cli_and_command_feed_the_shadow_stage(asgi_server, tmp_path, cap
     fallback_before = sum(c.calls for c in RuntimeCount.objects.filter(path="fallback"))
 
     call_command(
-        "replay_traffic", "softmax", "--url", asgi_server, "--user", "reg-viewer", "--calls", "3"
+        "replay_traffic", "softmax", "--url", asgi_server, "--user", "reg-runtime", "--calls", "3"
     )
     assert json.loads(capsys.readouterr().out)["calls"] == 3
     assert sum(c.calls for c in RuntimeCount.objects.filter(path="fallback")) == (

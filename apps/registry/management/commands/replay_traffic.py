@@ -17,7 +17,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("operator")
         parser.add_argument("--url", default="http://127.0.0.1:8000")
-        parser.add_argument("--user", default="viewer", help="whose API token the client uses")
+        parser.add_argument(
+            "--user", default="runtime", help="whose API token the client uses (runtime role)"
+        )
         parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
         parser.add_argument("--calls", type=int, default=200)
         parser.add_argument("--seed", type=int, default=None, help="default: a fresh one (logged)")
