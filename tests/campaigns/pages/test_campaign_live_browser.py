@@ -51,10 +51,16 @@ def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
     assert not page.locator("#campaign-actions").is_visible(), "viewers get no controls"
 
-    page.context.clear_cookies()
-    login(page, asgi_server, "engineer", demo_users["engineer"])
-    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
-    page.click("#campaign-actions >> text=Cancel")
-    page.wait_for_selector("#campaign-status.cancelled")
-    assert "cancelled by engineer" in page.inner_text("#campaign-outcome-reason")
-    assert page.locator("#campaign-actions button").count() == 0
+    # The engineer in a browser context of their own (no cookie shared with the viewer's page).
+    context = page.context.browser.new_context(viewport={"width": 1440, "height": 900})
+    engineer_page = context.new_page()
+    try:
+        login(engineer_page, asgi_server, "engineer", demo_users["engineer"])
+        engineer_page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
+        engineer_page.click("#campaign-actions >> text=Cancel")
+        engineer_page.wait_for_selector("#campaign-status.cancelled")
+        reason = engineer_page.inner_text("#campaign-outcome-reason")
+        assert "cancelled by engineer" in reason
+        assert engineer_page.locator("#campaign-actions button").count() == 0
+    finally:
+        context.close()
