@@ -6,7 +6,6 @@ import csv
 import difflib
 import io
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -48,19 +47,11 @@ from apps.campaigns.services.problems import (
     workload_check,
     workload_from_upload,
 )
+from kernelevolve_site.api import service_call
 
 AuthorCampaign = portal_permission("author_campaign")
 ControlCampaign = portal_permission("control_campaign")
 CommentCandidate = portal_permission("comment_candidate")
-
-
-def _service_call(fn, **kwargs):
-    """Run a service; its ValidationError becomes a 400 naming the field."""
-    try:
-        return fn(**kwargs)
-    except DjangoValidationError as exc:
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
-        raise ValidationError(detail) from exc
 
 
 class WriteNeeds:
@@ -91,7 +82,7 @@ class ProblemListApi(WriteNeeds, generics.ListAPIView):
         payload.is_valid(raise_exception=True)
         data = dict(payload.validated_data)
         workload, field = _upload_workload(data.pop("workload", None), data.pop("trace", ""))
-        problem = _service_call(
+        problem = service_call(
             problem_upload,
             created_by=request.user,
             workload=workload,
@@ -104,9 +95,9 @@ class ProblemListApi(WriteNeeds, generics.ListAPIView):
 def _upload_workload(workload, trace: str) -> tuple[dict | None, str]:
     """A workload from a JSON object or trace text; errors name `workload` or `trace`."""
     if trace:
-        wl = _service_call(workload_from_upload, trace_text=trace, trace_field="trace")
+        wl = service_call(workload_from_upload, trace_text=trace, trace_field="trace")
         return wl, "trace"
-    return _service_call(workload_check, workload=workload), "workload"
+    return service_call(workload_check, workload=workload), "workload"
 
 
 class WorkloadPreviewApi(APIView):
@@ -123,7 +114,7 @@ class WorkloadPreviewApi(APIView):
         workload, field = _upload_workload(data.get("workload"), data.get("trace", ""))
         checked = None
         if data.get("source"):
-            checked = _service_call(
+            checked = service_call(
                 problem_reference_check,
                 source=data["source"],
                 workload=workload,
@@ -176,7 +167,7 @@ class CampaignListApi(WriteNeeds, generics.ListAPIView):
     def post(self, request):
         payload = CampaignCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        campaign = _service_call(
+        campaign = service_call(
             campaign_services.campaign_create, created_by=request.user, **payload.validated_data
         )
         return Response(CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
@@ -207,7 +198,7 @@ class CampaignActionApi(APIView):
         action = payload.validated_data["action"]
         campaign = get_object_or_404(Campaign, pk=pk)
         kwargs = {"by": request.user} if action == "cancel" else {}
-        campaign = _service_call(ACTIONS[action], campaign=campaign, **kwargs)
+        campaign = service_call(ACTIONS[action], campaign=campaign, **kwargs)
         return Response(CampaignSerializer(selectors.campaign_get(pk=campaign.pk)).data)
 
 
@@ -236,7 +227,7 @@ class NodeContinueApi(APIView):
         payload = ContinueSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         node = selectors.node_get(campaign_id=pk, key=key)
-        campaign = _service_call(
+        campaign = service_call(
             campaign_services.campaign_continue_from_node,
             node=node,
             created_by=request.user,
@@ -256,7 +247,7 @@ class CampaignUploadApi(APIView):
         payload.is_valid(raise_exception=True)
         data = dict(payload.validated_data)
         workload, field = _upload_workload(data.pop("workload", None), data.pop("trace", ""))
-        campaign = _service_call(
+        campaign = service_call(
             campaign_services.campaign_create_from_upload,
             created_by=request.user,
             problem_name=data.pop("problem_name"),
@@ -337,7 +328,7 @@ class NodeCommentListApi(generics.ListAPIView):
     def post(self, request, pk: int, key: str):
         payload = CommentSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        comment = _service_call(
+        comment = service_call(
             comment_services.comment_create,
             node=_node(pk, key),
             author=request.user,
@@ -351,7 +342,7 @@ class NodeReviewApi(APIView):
 
     @extend_schema(request=None, responses={201: NodeReviewSerializer})
     def post(self, request, pk: int, key: str):
-        review = _service_call(
+        review = service_call(
             comment_services.node_mark_reviewed, node=_node(pk, key), reviewer=request.user
         )
         return Response(NodeReviewSerializer(review).data, status=status.HTTP_201_CREATED)

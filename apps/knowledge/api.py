@@ -2,10 +2,9 @@
 from `entries_visible`, so restricted entries stay hidden here as on the pages; writes go
 through the services."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -38,18 +37,10 @@ from apps.knowledge.services.entries import (
     knowledge_entry_revise,
 )
 from apps.knowledge.services.imports import knowledge_import
+from kernelevolve_site.api import service_call
 
 CurateKnowledge = portal_permission("curate_knowledge")
 FILTERS = ("kind", "status", "platform", "family", "tag")
-
-
-def _service_call(fn, **kwargs):
-    """Run a service; its ValidationError becomes a 400 naming the field."""
-    try:
-        return fn(**kwargs)
-    except DjangoValidationError as exc:
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
-        raise ValidationError(detail) from exc
 
 
 class KnowledgeApi:
@@ -92,7 +83,7 @@ class EntryListApi(KnowledgeApi, generics.ListAPIView):
     def post(self, request):
         payload = EntryCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        entry = _service_call(knowledge_entry_create, by=request.user, **payload.validated_data)
+        entry = service_call(knowledge_entry_create, by=request.user, **payload.validated_data)
         return Response(EntryDetailSerializer(entry).data, status=status.HTTP_201_CREATED)
 
 
@@ -107,7 +98,7 @@ class EntryDetailApi(KnowledgeApi, APIView):
         payload.is_valid(raise_exception=True)
         changes = dict(payload.validated_data)
         reason = changes.pop("reason", "")
-        entry = _service_call(
+        entry = service_call(
             knowledge_entry_revise, entry=self.entry(pk), by=request.user, reason=reason, **changes
         )
         return Response(EntryDetailSerializer(entry).data)
@@ -125,7 +116,7 @@ class EntryRevertApi(KnowledgeApi, APIView):
     def post(self, request, pk: int):
         payload = RevertSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        entry = _service_call(
+        entry = service_call(
             knowledge_entry_revert,
             entry=self.entry(pk),
             by=request.user,
@@ -140,7 +131,7 @@ class EntryCurateApi(KnowledgeApi, APIView):
     def post(self, request, pk: int):
         payload = CurateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        entry = _service_call(
+        entry = service_call(
             knowledge_entry_curate, entry=self.entry(pk), by=request.user, **payload.validated_data
         )
         return Response(EntryDetailSerializer(entry).data)
@@ -152,7 +143,7 @@ class BulkRetireApi(KnowledgeApi, APIView):
         payload = BulkRetireSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         entries = list(self.visible().filter(pk__in=payload.validated_data["ids"]))
-        retired = _service_call(
+        retired = service_call(
             knowledge_entries_retire,
             entries=entries,
             by=request.user,

@@ -2,7 +2,6 @@
 manifest and public key for runtime clients, runtime reports, alarms. Writes go through
 services; refusals answer 400 (409 when a gate blocked a promotion) with the reason."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,6 +16,7 @@ from apps.registry import selectors, services, signing
 from apps.registry import serializers as S
 from apps.registry.constants import NEXT_STAGE
 from apps.registry.models import Artifact, Region
+from kernelevolve_site.api import service_call
 
 CreateArtifact = portal_permission("create_artifact")
 ApprovePromotion = portal_permission("approve_promotion")
@@ -24,13 +24,8 @@ RollbackArtifact = portal_permission("rollback_artifact")
 
 
 def _call(fn, **kwargs):
-    try:
-        return fn(**kwargs)
-    except services.PromotionBlocked:
-        raise
-    except DjangoValidationError as exc:
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
-        raise ValidationError(detail) from exc
+    # A blocked promotion is answered by the view itself (409 with the gates' states).
+    return service_call(fn, passthrough=(services.PromotionBlocked,), **kwargs)
 
 
 def artifact_detail(artifact: Artifact) -> dict:
