@@ -16,6 +16,14 @@ CONTROL_QUEUE = "control"
 _evaluator_holder: list = []
 
 
+def _request(data: dict):
+    from workers.evaluate import EvaluationRequest
+
+    if "aot_target" in data:  # JSON turns the tuple into a list
+        data = {**data, "aot_target": tuple(data["aot_target"])}
+    return EvaluationRequest(**data)
+
+
 def _evaluator():
     """This worker process's persistent Evaluator (one sandbox child, restarted on a crash)."""
     from workers.evaluate import Evaluator
@@ -31,12 +39,7 @@ def _evaluator():
 @shared_task(name="workers.evaluate_candidate", acks_late=True, soft_time_limit=840)
 def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict:
     """Evaluate one candidate and send `(node_id, key, report)` to the control queue."""
-    from workers.evaluate import EvaluationRequest
-
-    if "aot_target" in request:  # JSON turns the tuple into a list
-        request = {**request, "aot_target": tuple(request["aot_target"])}
-    req = EvaluationRequest(**request)
-    report = _evaluator().evaluate(req).to_dict()
+    report = _evaluator().evaluate(_request(request)).to_dict()
     current_app.send_task(RECORD_TASK, args=[node_id, evaluation_key, report], queue=CONTROL_QUEUE)
     return {"node_id": node_id, "verdict": report["verdict"], "failed_gate": report["failed_gate"]}
 
@@ -44,11 +47,7 @@ def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict
 @shared_task(name="workers.baseline_problem", acks_late=True, soft_time_limit=840)
 def baseline_problem(campaign_id: int, request: dict) -> dict:
     """Time the reference (and incumbent) once per campaign; send it to the control queue."""
-    from workers.evaluate import EvaluationRequest
-
-    if "aot_target" in request:
-        request = {**request, "aot_target": tuple(request["aot_target"])}
-    report = _evaluator().baseline(EvaluationRequest(**request)).to_dict()
+    report = _evaluator().baseline(_request(request)).to_dict()
     current_app.send_task(
         "campaigns.record_baseline", args=[campaign_id, report], queue=CONTROL_QUEUE
     )

@@ -131,21 +131,9 @@ CHANNEL_LAYERS = {
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
-CELERY_TASK_SERIALIZER = "json"
-CELERY_RESULT_SERIALIZER = "json"
-CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = 900
-CELERY_TASK_TIME_LIMIT = 960
-# A task not acknowledged within this window is redelivered; it must outlast the longest
-# benchmark, or a slow evaluation would be run twice.
-# https://docs.celeryq.dev/en/stable/getting-started/backends-and-brokers/redis.html#visibility-timeout
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
-CELERY_RESULT_EXPIRES = 86400
+# JSON, late acks, time limits, visibility timeout: workers.celery_config, shared with the
+# Django-free evaluation hosts (kernelevolve_site/celery.py applies it).
 CELERY_TASK_DEFAULT_QUEUE = "control"
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 REST_FRAMEWORK = {
     # Token first: an unauthenticated API call gets 401 with `WWW-Authenticate: Token`.
