@@ -22,25 +22,20 @@ def test_killed_eval_worker_loses_and_duplicates_nothing(demo_users, control_wor
         problem=problem, created_by=User.objects.get(username="engineer"), budget_candidates=6
     )
     try:
-        # Kill it while it holds an evaluation (a node dispatched, not yet recorded).
-        wait_for(
-            lambda: (
-                Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING).exists()
-                and "workers.evaluate_candidate" in first.log()
-            ),
-            120,
-            "an evaluation in flight",
-            poll=0.2,
-        )
+        # Kill it while it holds an evaluation: a dispatched node whose task the worker has
+        # received and not finished. (The worker's start banner already names the task, so
+        # the log must show this node's task id, not just the task name.)
+        def held_by_worker() -> set[str]:
+            log = first.log()
+            return {
+                node.key
+                for node in Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING)
+                if f"[{node.task_id}] received" in log and f"[{node.task_id}] succeeded" not in log
+            }
+
+        wait_for(held_by_worker, 120, "an evaluation in flight", poll=0.1)
         first.kill()
-        log = first.log()
-        dispatched = Node.objects.filter(campaign=campaign, status=NodeStatus.EVALUATING)
-        # Held by the killed worker: received, never finished. Others wait in the queue.
-        in_flight = {
-            node.key
-            for node in dispatched
-            if f"[{node.task_id}] received" in log and f"[{node.task_id}] succeeded" not in log
-        }
+        in_flight = held_by_worker()
         assert in_flight, "the kill should interrupt at least one evaluation"
     finally:
         first.kill()
