@@ -177,16 +177,31 @@ def make_generator(name: str):
 class SearchEngine:
     """Proposes nodes, records their reports, and decides when to stop (state is external)."""
 
-    def __init__(self, generators: dict, policy, retrieve: Retrieve | None = None) -> None:
+    def __init__(
+        self, generators: dict, policy, retrieve: Retrieve | None = None, keep_reports: bool = True
+    ) -> None:
         self.generators = generators
         self.policy = policy
         self.retrieve = retrieve
+        # A standalone campaign keeps each node's full report in its state (its JSON output
+        # carries them). A host that stores reports elsewhere (the portal keeps them on its node
+        # rows) passes False: the state then holds only what the search itself reads, so it
+        # stays small when it is saved after every evaluation.
+        self.keep_reports = keep_reports
 
     @classmethod
-    def from_state(cls, state: dict, *, retrieve: Retrieve | None = None, generators=None):
+    def from_state(
+        cls,
+        state: dict,
+        *,
+        retrieve: Retrieve | None = None,
+        generators=None,
+        keep_reports: bool = True,
+    ):
         cfg = state["config"]
         gens = generators or {name: make_generator(name) for name in cfg["generators"]}
-        return cls(gens, make_policy(cfg["policy"], **cfg["policy_args"]), retrieve)
+        policy = make_policy(cfg["policy"], **cfg["policy_args"])
+        return cls(gens, policy, retrieve, keep_reports=keep_reports)
 
     # ------------------------------------------------------------------ helpers on the state
     @staticmethod
@@ -367,9 +382,12 @@ class SearchEngine:
         state["improved_in_round"] = False
 
     # -------------------------------------------------------------------------------- record
-    def request_kwargs(self, state: dict, node_id: str) -> dict:
-        """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for this node."""
-        node = Graph.from_dict(state["graph"]).nodes[node_id]
+    def request_kwargs(self, state: dict, node_id: str, graph: Graph | None = None) -> dict:
+        """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for this node.
+
+        Pass the parsed ``graph`` when asking for many nodes at once.
+        """
+        node = (graph or self.graph(state)).nodes[node_id]
         kw = {**engine_request_defaults(state["config"]), "candidate_source": node.source}
         if state.get("baseline_times") is not None:
             kw["baseline_times"] = state["baseline_times"]
@@ -404,7 +422,8 @@ class SearchEngine:
         node.fitness = report.get("fitness")
         node.device_s = float(report.get("device_s") or 0.0)
         node.wall_s = float(report.get("wall_s") or 0.0)
-        node.report = report
+        node.feedback = _failed_gate_evidence(report) if node.status == STATUS_REJECTED else ""
+        node.report = report if self.keep_reports else None
         state["fingerprint"] = state["fingerprint"] or report.get("fingerprint")
         state["harness_hash"] = state["harness_hash"] or report.get("harness_hash")
         if node.status == STATUS_ACCEPTED:
@@ -537,13 +556,19 @@ def _repair_depth(graph: Graph, node: Node) -> int:
     return depth
 
 
-def _evidence(node: Node) -> str:
-    for gate in (node.report or {}).get("gates") or []:
+def _failed_gate_evidence(report: dict | None) -> str:
+    """The failing gate's evidence, tail-capped: what a repair prompt shows of a failure."""
+    for gate in (report or {}).get("gates") or []:
         if gate.get("status") == "failed":
             ev = gate.get("evidence")
             text = ev if isinstance(ev, str) else repr(ev)
             return text[-4000:]
-    return node.reason
+    return ""
+
+
+def _evidence(node: Node) -> str:
+    # States saved before ``feedback`` existed still have the full report on the node.
+    return node.feedback or _failed_gate_evidence(node.report) or node.reason
 
 
 def _total_device_s(graph: Graph) -> float:

@@ -8,7 +8,7 @@ its database and a standalone campaign can write it to JSON. A node's ``status``
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from workers.search.generators.base import EDGE_TYPES
 
@@ -44,6 +44,7 @@ class Node:
     device_s: float = 0.0
     wall_s: float = 0.0
     report: dict | None = None
+    feedback: str = ""
     source_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -62,7 +63,10 @@ class Node:
         return ci[0]
 
     def to_dict(self, *, with_source: bool = True, with_report: bool = True) -> dict:
-        d = asdict(self)
+        # Shallow: the engine saves the whole graph after every evaluation, and a deep copy of
+        # every node's gates and fitness made that quadratic in practice. Values are shared, not
+        # copied; the engine replaces a node's fields, it never edits them in place.
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         if not with_source:
             d.pop("source")
         if not with_report:

@@ -2,8 +2,6 @@
 worker runs on the interpreter, review a candidate (diff, evidence, shortcuts), comment, and find
 the comment in a colleague's inbox. Upload errors show next to their field and create nothing."""
 
-import time
-
 import pytest
 
 from apps.campaigns.models import Campaign, Problem
@@ -126,15 +124,11 @@ def test_graph_of_2000_nodes_renders_and_keeps_zoom(asgi_server, demo_users, pag
 
     campaign = build_campaign(nodes=2000, user=User.objects.get(username="engineer"))
     login(page, asgi_server, "viewer", demo_users["viewer"])
-    t0 = time.perf_counter()
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
+    # Every node arrives (two pages merged); its time is in test_portal_benchmarks.py.
     page.wait_for_function(
         "document.getElementById('search-graph').dataset.nodeCount === '2000'", timeout=30_000
     )
-    wall_ms = (time.perf_counter() - t0) * 1000
-    render_ms = int(page.get_attribute("#search-graph", "data-render-ms"))
-    print(f"graph 2000 nodes: fetch+render {render_ms} ms, page open to drawn {wall_ms:.0f} ms")
-    assert render_ms < 1500
     # Zoom (mouse wheel) and pan (drag) like a user; a live redraw keeps the view.
     box = page.locator("#search-graph .nsewdrag").bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2

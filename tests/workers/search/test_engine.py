@@ -169,3 +169,30 @@ def test_islands_policy_runs(softmax_source, fake_evaluator):
     run_campaign(state, evaluator=fake_evaluator(by_tile))
     assert state["outcome"] == "improved"
     assert {n["island"] for n in state["graph"]["nodes"]} == {0, 1}
+
+
+def test_a_state_without_reports_still_feeds_repairs_their_evidence(softmax_source, fake_evaluator):
+    """The portal keeps reports on its rows: its saved state holds no report, yet a repair
+    child still sees the failing gate's evidence."""
+    from workers.evaluate import EvaluationRequest
+    from workers.search.generators.template import DEFAULTS
+
+    ev = fake_evaluator(lambda p: None if p == DEFAULTS["row"] else 1.2, fail_gate="compile")
+    seen = []
+    state = _state(softmax_source, max_candidates=8, saturation_rounds=50)
+    while True:
+        state = json.loads(json.dumps(state))
+        engine = SearchEngine.from_state(state, keep_reports=False)
+        template = engine.generators["template"]
+        propose = template.propose
+        template.propose = lambda ctx, n, _p=propose: seen.append(ctx.feedback) or _p(ctx, n)
+        if engine.should_stop(state) or not engine.propose(state):
+            break
+        for node in engine.graph(state).pending():
+            request = EvaluationRequest(**engine.request_kwargs(state, node.id))
+            engine.record(state, node.id, ev.evaluate(request).to_dict())
+    nodes = state["graph"]["nodes"]
+    assert all(n["report"] is None for n in nodes)
+    failed = [n for n in nodes if n["failed_gate"] == "compile"]
+    assert failed and failed[0]["feedback"] == "{'log': 'evidence for compile'}"
+    assert any(fb and fb["evidence"] == failed[0]["feedback"] for fb in seen)
