@@ -11,6 +11,7 @@ import atexit
 from celery import current_app, shared_task
 
 RECORD_TASK = "campaigns.record_evaluation"
+RECORD_RECHECK_TASK = "registry.record_recheck"
 CONTROL_QUEUE = "control"
 
 _evaluator_holder: list = []
@@ -52,3 +53,15 @@ def baseline_problem(campaign_id: int, request: dict) -> dict:
         "campaigns.record_baseline", args=[campaign_id, report], queue=CONTROL_QUEUE
     )
     return {"campaign_id": campaign_id}
+
+
+@shared_task(name="workers.recheck_artifact", acks_late=True, soft_time_limit=840)
+def recheck_artifact(check_id: int, request: dict) -> dict:
+    """Re-run a registry artifact's evaluation on this host's toolchain (a toolchain gate).
+
+    Sent to the artifact's platform queue, so a cuda artifact is re-checked on a GPU host; the
+    report goes to the control queue, where the first result for the check is kept.
+    """
+    report = _evaluator().evaluate(_request(request)).to_dict()
+    current_app.send_task(RECORD_RECHECK_TASK, args=[check_id, report], queue=CONTROL_QUEUE)
+    return {"check_id": check_id, "verdict": report["verdict"]}

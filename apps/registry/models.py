@@ -214,6 +214,12 @@ class GateCheck(models.Model):
     reason = models.TextField()
     evidence = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The re-run is a task on the platform's evaluation queue (a cuda one needs a GPU host):
+    # when it was last sent, how often, and when its result came back.
+    queue = models.CharField(max_length=40, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatch_count = models.PositiveIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -34,9 +34,14 @@ def event_add(
         reason=reason or "",
         evidence=evidence or {},
     )
+    notify_region(region, kind=kind, event=event.pk)
+    return event
+
+
+def notify_region(region, *, kind: str, **data) -> None:
+    """After commit: the operator's live pages re-fetch (a transition, a re-run's result)."""
     send_event_on_commit(
         registry_group(region.operator),
         "registry.changed",
-        data={"region": region.pk, "kind": kind, "event": event.pk},
+        data={"region": region.pk, "kind": kind, **data},
     )
-    return event

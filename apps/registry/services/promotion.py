@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.campaigns.constants import Platform
+from apps.campaigns.constants import eval_queue
 from apps.registry.constants import (
     ABORTABLE,
     NEXT_STAGE,
@@ -24,7 +24,7 @@ from apps.registry.constants import (
 from apps.registry.models import Approval, Artifact, GateCheck, Region
 from apps.registry.selectors import gates as G
 from apps.registry.selectors.registry import previous_default
-from apps.registry.services.common import RegistryError, event_add, require
+from apps.registry.services.common import RegistryError, event_add, notify_region, require
 
 
 class PromotionBlocked(RegistryError):
@@ -162,79 +162,120 @@ def gate_failed(artifact: Artifact, gates) -> Artifact:
     return _abort(artifact, by=None, reason=f"gate failed: {reason}", gates=gates, kind=kind)
 
 
-def artifact_recheck(*, artifact: Artifact, by=None) -> GateCheck | None:
-    """Re-run the correctness gate when the serving toolchain differs from the artifact's.
+# A queued re-run with no result after this long is sent again (a task outlives its worker
+# only by redelivery; this covers a lost queue). Longer than any evaluation may run.
+RECHECK_RESEND_S = 1200
 
-    Runs the evaluation core (its sandbox child) on this host for the artifact's platform, on
-    the workload the campaign used; None when the toolchains agree. A cuda artifact on a host
-    without a GPU gets an inconclusive check (it waits for a cuda host).
+
+def artifact_recheck(*, artifact: Artifact, by=None) -> GateCheck | None:
+    """Re-run correctness when the serving toolchain differs from the artifact's.
+
+    The re-run is a task on the artifact's platform queue (a cuda artifact is re-checked on a
+    GPU host, never in this web process); the check waits, inconclusive, until its report comes
+    back to ``artifact_recheck_record``. None when the toolchains agree; the existing check when
+    one already has a result or is still in flight.
     """
     serving = G.runtime_toolchain(platform=artifact.region.platform)
     if serving is None or G.toolchain_of(artifact.body.get("toolchain")) == serving:
         return None
     key = G.toolchain_key(serving)
-    existing = GateCheck.objects.filter(
+    check = GateCheck.objects.filter(
         artifact=artifact, gate=Gate.TOOLCHAIN, toolchain_key=key
     ).first()
-    if existing is not None and existing.status != GateStatus.INCONCLUSIVE:
-        return existing
-    status, reason, evidence = _rerun(artifact)
-    check = GateCheck.objects.create(
-        artifact=artifact,
-        gate=Gate.TOOLCHAIN,
-        toolchain_key=key,
-        status=status,
-        reason=reason,
-        evidence=evidence,
-    )
+    if check is not None and check.status != GateStatus.INCONCLUSIVE:
+        return check
+    now = timezone.now()
+    if (
+        check is not None
+        and check.dispatched_at
+        and ((now - check.dispatched_at).total_seconds() < RECHECK_RESEND_S)
+    ):
+        return check
+    if check is None:
+        check = GateCheck(artifact=artifact, gate=Gate.TOOLCHAIN, toolchain_key=key)
+    _recheck_dispatch(check, artifact, now)
     return check
 
 
-def _rerun(artifact: Artifact) -> tuple[str, str, dict]:
-    from workers.evaluate import EvaluationRequest, Evaluator, EvaluatorUnavailable
+def _recheck_dispatch(check: GateCheck, artifact: Artifact, now) -> None:
+    from workers.celery_tasks import recheck_artifact
 
     platform = artifact.region.platform
-    if platform == Platform.CUDA:
-        try:
-            import torch
-
-            has_gpu = torch.cuda.is_available()
-        except ImportError:
-            has_gpu = False
-        if not has_gpu:
-            return (
-                GateStatus.INCONCLUSIVE,
-                "needs a cuda host to re-run correctness; waiting",
-                {},
-            )
-    request = EvaluationRequest(
-        problem_source=artifact.campaign.problem.source,
-        candidate_source=artifact.source,
-        workload=artifact.campaign.workload,
-        platform=platform,
+    queue = eval_queue(platform)
+    check.status = GateStatus.INCONCLUSIVE
+    check.queue = queue
+    check.dispatched_at = now
+    check.dispatch_count += 1
+    check.reason = (
+        f"re-run sent to {queue} at {now:%Y-%m-%d %H:%M:%S} UTC; waiting for a {platform} worker"
+        + (f" (sent {check.dispatch_count} times)" if check.dispatch_count > 1 else "")
     )
-    try:
-        with Evaluator() as evaluator:
-            report = evaluator.evaluate(request)
-    except EvaluatorUnavailable as exc:
-        return GateStatus.INCONCLUSIVE, f"evaluator unavailable: {exc}", {}
-    gate = report.gate("correctness") or {}
-    failing = [c for c in report.cases if c.get("status") == "failed"]
+    check.save()
+    request = {
+        "problem_source": artifact.campaign.problem.source,
+        "candidate_source": artifact.source,
+        "workload": artifact.campaign.workload,
+        "platform": platform,
+    }
+    check_id = check.pk
+    transaction.on_commit(
+        lambda: recheck_artifact.apply_async(args=[check_id, request], queue=queue)
+    )
+
+
+def _recheck_verdict(report: dict) -> tuple[str, str, dict]:
+    """Pass or fail from a re-run's evaluation report, with the evidence a reviewer reads."""
+    gate = next((g for g in report.get("gates") or [] if g.get("name") == "correctness"), {})
+    failing = [c for c in report.get("cases") or [] if c.get("status") == "failed"]
+    fingerprint = report.get("fingerprint") or {}
     evidence = {
-        "verdict": report.verdict,
-        "reason": report.reason,
-        "fingerprint": report.fingerprint,
+        "verdict": report.get("verdict"),
+        "reason": report.get("reason"),
+        "fingerprint": fingerprint,
         "correctness": {k: gate.get(k) for k in ("status", "reason", "rule")},
         "failing_cases": failing[:5],
     }
+    on = ", ".join(f"{k} {fingerprint.get(k)}" for k in ("torch", "triton") if fingerprint.get(k))
     if gate.get("status") == "passed":
-        return GateStatus.PASS, f"correctness passed again ({gate.get('reason')})", evidence
-    where = failing[0]["name"] if failing else (report.failed_gate or "?")
-    return (
-        GateStatus.FAIL,
-        f"correctness failed on re-run at {where}: {gate.get('reason') or report.reason}",
-        evidence,
-    )
+        return GateStatus.PASS, f"correctness passed again on {on} ({gate.get('reason')})", evidence
+    where = failing[0]["name"] if failing else (report.get("failed_gate") or "?")
+    why = gate.get("reason") or report.get("reason")
+    return GateStatus.FAIL, f"correctness failed on re-run at {where}: {why}", evidence
+
+
+def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
+    """Keep a re-run's result (the first one; a redelivered task's second report is ignored).
+
+    A failed re-run aborts a candidate, shadow or canary at once, with an alarm; a default is
+    not moved (it leaves by rollback) but the alarm names it.
+    """
+    with transaction.atomic():
+        check = (
+            GateCheck.objects.select_for_update()
+            .select_related("artifact__region")
+            .get(pk=check_id)
+        )
+        if check.status != GateStatus.INCONCLUSIVE:
+            return False
+        check.status, check.reason, check.evidence = _recheck_verdict(report)
+        check.finished_at = timezone.now()
+        check.save(update_fields=["status", "reason", "evidence", "finished_at"])
+        artifact = check.artifact
+        notify_region(artifact.region, kind="recheck", artifact=artifact.pk)
+    if check.status == GateStatus.FAIL:
+        gates = [g for g in G.artifact_gates(artifact=artifact) if g.gate == Gate.TOOLCHAIN]
+        if artifact.stage in ABORTABLE:
+            gate_failed(artifact, gates)
+        else:
+            from apps.registry.services.runtime import alarm_raise
+
+            alarm_raise(
+                kind=AlarmKind.TOOLCHAIN_CORRECTNESS,
+                artifact=artifact,
+                message=f"{artifact.stage} artifact #{artifact.pk}: {check.reason}",
+                evidence=check.evidence,
+            )
+    return True
 
 
 def artifact_promote(

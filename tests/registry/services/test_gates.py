@@ -89,26 +89,3 @@ def test_canary_slower_than_incumbent_fails_and_aborts(users):
     assert artifact.stage == "aborted"
     assert "slower than the incumbent" in artifact.stage_reason
     assert Alarm.objects.filter(kind="canary_regression", artifact=artifact).exists()
-
-
-@pytest.mark.django_db
-def test_toolchain_change_reruns_correctness(users):
-    good = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
-    # The runtime reports a different triton: promotion re-runs correctness on this host.
-    helpers.report(fingerprint={**good.body["toolchain"], "triton": "0.0-other"})
-    gate = _gate(good, "toolchain")
-    assert gate.status == "inconclusive" and "triton" in gate.reason
-    artifact_approve(artifact=good, by=users["reviewer"])
-    assert artifact_promote(artifact=good, by=users["reviewer"]).stage == "shadow"
-    assert "passed again" in _gate(good, "toolchain").reason
-    # A kernel that is wrong on one case fails the re-run and is aborted with that case.
-    bad = artifact_create(
-        node=helpers.accepted_node(users["author"], source=helpers.SOFTMAX_WRONG_SHORT_ROWS),
-        by=users["reviewer"],
-    )
-    artifact_approve(artifact=bad, by=users["reviewer"])
-    with pytest.raises(PromotionBlocked, match="correctness failed on re-run at b5_d40_bf16"):
-        artifact_promote(artifact=bad, by=users["reviewer"])
-    bad.refresh_from_db()
-    assert bad.stage == "aborted"
-    assert Alarm.objects.filter(kind="toolchain_correctness", artifact=bad).exists()

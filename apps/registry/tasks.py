@@ -1,0 +1,10 @@
+"""Celery tasks of the registry's control side. Tasks take ids and plain data and call a service."""
+
+from celery import shared_task
+
+
+@shared_task(name="registry.record_recheck", acks_late=True, soft_time_limit=60, time_limit=90)
+def record_recheck(check_id: int, report: dict) -> bool:
+    from apps.registry.services.promotion import artifact_recheck_record
+
+    return artifact_recheck_record(check_id=check_id, report=report)
