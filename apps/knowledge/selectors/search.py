@@ -1,9 +1,10 @@
 """Ranked full-text search over visible entries.
 
-PostgreSQL: weighted tsvectors (title A, tags and families B, body D, English stemming) ranked
-with `ts_rank`. SQLite: the FTS5 index of migration 0002 (porter stemming) ranked with BM25,
-weighted the same way (title 10, tags 4, families 4, body 1). Either way the engine only scores
-ids; which entries may be seen is decided by `entries_visible` before anything is returned.
+PostgreSQL: weighted tsvectors (title A, tags and families B, body D, English stemming, GIN
+index of migration 0003) ranked with `ts_rank`. SQLite: the FTS5 index of migration 0002
+(porter stemming) ranked with BM25, weighted the same way (title 10, tags 4, families 4, body
+1). Either way the engine only scores ids; which entries may be seen is decided by
+`entries_visible` before anything is returned.
 """
 
 import re
@@ -41,6 +42,17 @@ def _scores_sqlite(terms: list[str], match_all: bool) -> dict[int, float]:
         return {int(pk): float(score) for pk, score in cursor.fetchall()}
 
 
+def entry_document():
+    """The weighted tsvector of an entry (migration 0003 indexes exactly this expression)."""
+    from django.contrib.postgres.search import SearchVector
+
+    return (
+        SearchVector("title", weight="A", config="english")
+        + SearchVector("tags", "families", weight="B", config="english")
+        + SearchVector("body", weight="D", config="english")
+    )
+
+
 def _scores_postgresql(terms: list[str], match_all: bool, qs: QuerySet) -> dict[int, float]:
     """Weighted tsvector relevance with an inverse-document-frequency factor per term.
 
@@ -50,13 +62,9 @@ def _scores_postgresql(terms: list[str], match_all: bool, qs: QuerySet) -> dict[
     """
     import math
 
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+    from django.contrib.postgres.search import SearchQuery, SearchRank
 
-    vector = (
-        SearchVector("title", weight="A", config="english")
-        + SearchVector("tags", "families", weight="B", config="english")
-        + SearchVector("body", weight="D", config="english")
-    )
+    vector = entry_document()
     documents = qs.annotate(document=vector)
     total = documents.count()
     scores: dict[int, float] = {}
