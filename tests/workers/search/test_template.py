@@ -246,3 +246,21 @@ def test_mutation_alternative_crossover_repair_edges(softmax_source):
     assert reps[0].params["tile"] < parent["params"]["tile"]
     for group in (muts, alts, cross, reps):
         assert len({p.source for p in group}) == len(group)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_candidate_reads_like_a_file_a_reviewer_would_write(name):
+    """Imports once each, then the problem's own imports and constants (nothing repeated)."""
+    ctx = GenerationContext(problem_source=catalog_get(name).problem_source())
+    source = TemplateGenerator().propose(ctx, 1)[0].source
+    lines = source.splitlines()
+    imports = [line for line in lines if line.startswith(("import ", "from "))]
+    assert len(imports) == len(set(imports)), imports
+    assert imports[:5] == [
+        "import math",
+        "import torch",
+        "import torch.nn as nn",
+        "import triton",
+        "import triton.language as tl",
+    ]
+    compile(source, name, "exec")

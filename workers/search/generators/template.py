@@ -522,16 +522,27 @@ def _ke_ce_reduce(loss_ptr, valid_ptr, out_ptr, M, MEAN: tl.constexpr, BLOCK: tl
 # ------------------------------------------------------------------------------ whole sources
 
 
+HEADER_IMPORTS = (
+    "import math",
+    "",
+    "import torch",
+    "import torch.nn as nn",
+    "import triton",
+    "import triton.language as tl",
+)
+
+
 def _header(plan: Plan, params: dict) -> str:
+    # The problem's own imports and constants follow, minus imports the header already has.
+    lines = [line for line in plan.preamble.splitlines() if line not in HEADER_IMPORTS]
+    imports = [line for line in lines if line.startswith(("import ", "from "))]
+    constants = [line for line in lines if line not in imports]
+    blocks = ["\n".join(HEADER_IMPORTS), "\n".join(imports), "\n".join(constants)]
     return (
         f'"""KernelEvolve template candidate ({plan.family}).\n\n'
         f"Operator (traced): {plan.summary}\n"
         f"Parameters: {json.dumps(params, sort_keys=True)}\n"
-        '"""\n\n'
-        "import math\n\nimport torch\nimport torch.nn as nn\nimport triton\n"
-        "import triton.language as tl\n"
-        + (f"\n{plan.preamble}\n" if plan.preamble else "")
-        + "\n\n"
+        '"""\n\n' + "\n\n".join(block for block in blocks if block) + "\n\n\n"
     )
 
 
