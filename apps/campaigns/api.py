@@ -196,7 +196,7 @@ class CampaignActionApi(APIView):
         payload = CampaignActionSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         action = payload.validated_data["action"]
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         kwargs = {"by": request.user} if action == "cancel" else {}
         campaign = service_call(ACTIONS[action], campaign=campaign, **kwargs)
         return Response(CampaignSerializer(selectors.campaign_get(pk=campaign.pk)).data)
@@ -207,7 +207,7 @@ class NodeListApi(generics.ListAPIView):
     serializer_class = NodeSerializer
 
     def get_queryset(self):
-        campaign = get_object_or_404(Campaign, pk=self.kwargs["pk"])
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=self.kwargs["pk"])
         return selectors.campaign_nodes(campaign=campaign).prefetch_related("in_edges__parent")
 
 
@@ -269,7 +269,7 @@ class CampaignGraphApi(APIView):
         "trace (same trace order on every page).",
     )
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.only("id", "engine_state"), pk=pk)
+        campaign = get_object_or_404(Campaign.objects.only("id"), pk=pk)
         try:
             after = int(request.query_params.get("after") or 0)
         except ValueError as exc:
@@ -282,7 +282,7 @@ class CampaignChartsApi(APIView):
 
     @extend_schema(responses=CampaignChartsSerializer)
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         return Response(selectors.campaign_charts(campaign=campaign))
 
 
@@ -298,7 +298,7 @@ class CampaignExportApi(APIView):
         description="A campaign's nodes with their per-case measurements, one row per case.",
     )
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         rows = selectors.campaign_export_rows(campaign=campaign)
         if request.query_params.get("as") == "csv":
             out = io.StringIO()

@@ -7,7 +7,7 @@ it), and returns plain rows where a page or the API only needs a few columns.
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.urls import reverse
 
 from apps.campaigns import charts, review
@@ -38,9 +38,17 @@ GRAPH_PAGE_SIZE = 1000
 NODE_FIELDS = ("id", "key", "round", "status", "failed_gate", "fitness", "generator")
 
 
+def campaigns_for_reading() -> QuerySet[Campaign]:
+    """Campaign rows without the engine state: pages and the API never need it, and on a long
+    campaign it is megabytes of JSON that every request would otherwise load and parse."""
+    return Campaign.objects.defer("engine_state")
+
+
 def campaign_list() -> QuerySet[Campaign]:
-    return Campaign.objects.select_related("problem", "created_by", "best_node").order_by(
-        "-created_at"
+    return (
+        campaigns_for_reading()
+        .select_related("problem", "created_by", "best_node")
+        .order_by("-created_at")
     )
 
 
@@ -54,7 +62,7 @@ def campaign_search(
     sort: str = "-created",
 ) -> QuerySet[Campaign]:
     """Campaigns filtered by the list's query parameters; unknown sort keys fall back to newest."""
-    qs = campaign_list().defer("engine_state")
+    qs = campaign_list()
     if status:
         qs = qs.filter(status=status)
     if platform:
@@ -75,7 +83,7 @@ def campaign_search(
 
 
 def campaign_get(*, pk: int) -> Campaign:
-    return Campaign.objects.select_related("problem", "created_by", "best_node").get(pk=pk)
+    return campaign_list().get(pk=pk)
 
 
 NODE_TABLE_SIZE = 50
@@ -117,10 +125,9 @@ def campaign_graph_page(*, campaign: Campaign, after: int = 0, limit: int | None
                 {f: e[f"parent__{f}"] for f in NODE_FIELDS} if e["parent__id"] is not None else None
             )
             edges.append({"kind": e["kind"], "child": by_id[e["child_id"]], "parent": parent})
-    last_round = (
-        campaign.engine_state.get("round") if isinstance(campaign.engine_state, dict) else 0
-    )
-    rounds = max([r["round"] for r in rows] + [last_round or 0])
+    # Every page shares the x range: the campaign's last round so far (from the rows, not the
+    # engine state, which can be megabytes).
+    rounds = campaign.nodes.aggregate(last=Max("round"))["last"] or 0
     node_url = reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}")
     figure = charts.graph_figure(
         nodes=rows,
@@ -191,6 +198,7 @@ class CandidateReview:
 def node_get(*, campaign_id: int, key: str) -> Node:
     return (
         Node.objects.select_related("campaign", "campaign__problem", "campaign__best_node")
+        .defer("campaign__engine_state")
         .prefetch_related(
             "gates",
             "measurements",

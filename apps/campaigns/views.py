@@ -187,7 +187,7 @@ class CampaignChartsView(PortalPermissionRequiredMixin, View):
     """The funnel, best-fitness and device-seconds charts (re-fetched as events arrive)."""
 
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         context = {"campaign": campaign, "charts": selectors.campaign_charts(campaign=campaign)}
         return render(request, "campaigns/partials/charts.html", context)
 
@@ -196,7 +196,7 @@ class CampaignGraphView(PortalPermissionRequiredMixin, View):
     """One page of the search graph as Plotly JSON; `next` is the cursor of the following page."""
 
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.only("id", "engine_state"), pk=pk)
+        campaign = get_object_or_404(Campaign.objects.only("id"), pk=pk)
         try:
             after = int(request.GET.get("after") or 0)
         except ValueError:
@@ -218,7 +218,7 @@ class CampaignActionView(PortalPermissionRequiredMixin, View):
     portal_permission = "control_campaign"
 
     def post(self, request, pk: int, action: str):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         if action not in ACTIONS:
             messages.error(request, f"unknown action {action!r}")
             return redirect("campaigns:detail", pk=pk)
@@ -243,7 +243,7 @@ class CampaignExportView(PortalPermissionRequiredMixin, View):
     """A campaign's nodes and per-case measurements as CSV or JSON."""
 
     def get(self, request, pk: int, fmt: str):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         rows = selectors.campaign_export_rows(campaign=campaign)
         filename = f"campaign-{campaign.pk}-nodes.{fmt}"
         if fmt == "json":
@@ -331,7 +331,7 @@ class NodeReviewView(PortalPermissionRequiredMixin, View):
 
 class NodeCompareView(PortalPermissionRequiredMixin, View):
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign, pk=pk)
+        campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=pk)
         left, right = request.GET.get("a", ""), request.GET.get("b", "")
         keys = list(campaign.nodes.order_by("id").values_list("key", flat=True)[:5000])
         context = {"campaign": campaign, "keys": keys, "a": left, "b": right}

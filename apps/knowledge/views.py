@@ -87,7 +87,9 @@ class EntryDetailView(PortalPermissionRequiredMixin, View):
             "provenance_rows": rows,
             "warning": entry_warning(entry),
             "campaigns": entry.evidence_campaigns.select_related("problem"),
-            "nodes": entry.evidence_nodes.select_related("campaign"),
+            "nodes": entry.evidence_nodes.select_related("campaign").defer(
+                "campaign__engine_state"
+            ),
             "can_curate": has_portal_permission(request.user, "curate_knowledge"),
         }
         return render(request, "knowledge/entry.html", context)

@@ -287,7 +287,7 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
     """Record one evaluation; False for a duplicate (redelivered) or superseded report."""
     from apps.campaigns.tasks import campaign_step as step_task
 
-    node = Node.objects.select_related("campaign").get(pk=node_id)
+    node = Node.objects.get(pk=node_id)
     campaign = Campaign.objects.select_for_update().get(pk=node.campaign_id)
     if not node_record_report(node=node, report=report):
         return False

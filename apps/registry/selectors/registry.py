@@ -30,7 +30,9 @@ def operator_list() -> list[dict]:
 
 
 def artifact_list(*, region: Region | None = None, stage: str | None = None) -> QuerySet:
-    qs = Artifact.objects.select_related("region", "campaign", "node", "created_by")
+    qs = Artifact.objects.select_related("region", "campaign", "node", "created_by").defer(
+        "campaign__engine_state"
+    )
     if region is not None:
         qs = qs.filter(region=region)
     if stage:
@@ -91,6 +93,7 @@ def accepted_nodes_unfrozen(*, limit: int = 50) -> QuerySet:
         Node.objects.filter(status=NodeStatus.ACCEPTED)
         .exclude(pk__in=frozen)
         .select_related("campaign", "campaign__problem", "campaign__created_by")
+        .defer("campaign__engine_state")
         .order_by("-id")[:limit]
     )
 

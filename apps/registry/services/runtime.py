@@ -181,7 +181,12 @@ def runtime_report_ingest(*, payload: dict, by=None) -> RuntimeReport:
                 evidence=r,
             )
         _coverage_alarms(report, payload.get("counts", []))
-    for artifact in Artifact.objects.filter(pk__in=touched).select_related("region", "campaign"):
+    touched_artifacts = (
+        Artifact.objects.filter(pk__in=touched)
+        .select_related("region", "campaign")
+        .defer("campaign__engine_state")
+    )
+    for artifact in touched_artifacts:
         _run_stage_gate(artifact)
     return report
 

@@ -1,5 +1,7 @@
 """In a real browser: author a campaign and watch it run to its outcome without reloading."""
 
+import time
+
 import pytest
 
 from apps.campaigns.services.problems import catalog_sync
@@ -38,6 +40,11 @@ def test_viewer_cannot_author_a_campaign(asgi_server, demo_users, page):
     assert "roles that have it: engineer, admin" in page.inner_text("main")
 
 
+def _catch_up(request) -> bool:
+    """The live section's htmx GET of the campaign page (not the page's own navigation)."""
+    return request.method == "GET" and request.headers.get("hx-request") == "true"
+
+
 def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
     from django.contrib.auth.models import User
 
@@ -54,11 +61,35 @@ def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
     # The engineer in a browser context of their own (no cookie shared with the viewer's page).
     context = page.context.browser.new_context(viewport={"width": 1440, "height": 900})
     engineer_page = context.new_page()
+    # Hold the page's catch-up fetch (sent when its websocket opens) until after the click, as
+    # a slow server would: its stale answer must not put the old status back.
+    held = []
+
+    def hold_catch_up(route):
+        if _catch_up(route.request) and not held:
+            held.append((route, route.fetch()))
+        else:
+            route.continue_()
+
     try:
         login(engineer_page, asgi_server, "engineer", demo_users["engineer"])
+        engineer_page.route(f"**/campaigns/{campaign.pk}/", hold_catch_up)
         engineer_page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
+        engineer_page.wait_for_function("window.htmx !== undefined")
+        deadline = time.monotonic() + 30
+        while not held and time.monotonic() < deadline:
+            engineer_page.wait_for_timeout(50)
+        assert held, "the page asks for a catch-up when its websocket opens"
         engineer_page.click("#campaign-actions >> text=Cancel")
         engineer_page.wait_for_selector("#campaign-status.cancelled")
+        route, stale = held[0]
+        # Its stale answer is dropped and the catch-up asked for again.
+        with engineer_page.expect_response(
+            lambda r: _catch_up(r.request) and r.request != route.request, timeout=10_000
+        ):
+            route.fulfill(response=stale)
+        engineer_page.wait_for_timeout(300)
+        assert engineer_page.inner_text("#campaign-status") == "cancelled"
         reason = engineer_page.inner_text("#campaign-outcome-reason")
         assert "cancelled by engineer" in reason
         assert engineer_page.locator("#campaign-actions button").count() == 0
