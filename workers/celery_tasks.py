@@ -62,6 +62,15 @@ def recheck_artifact(check_id: int, request: dict) -> dict:
     Sent to the artifact's platform queue, so a cuda artifact is re-checked on a GPU host; the
     report goes to the control queue, where the first result for the check is kept.
     """
-    report = _evaluator().evaluate(_request(request)).to_dict()
+    import socket
+
+    from workers.evaluate import EvaluatorUnavailable
+
+    try:
+        report = _evaluator().evaluate(_request(request)).to_dict()
+    except EvaluatorUnavailable as exc:
+        # A worker that cannot evaluate on this platform (say, no GPU on a cuda queue) says so:
+        # the gate shows why it still waits instead of going quiet.
+        report = {"unavailable": f"{socket.gethostname()}: {exc}"}
     current_app.send_task(RECORD_RECHECK_TASK, args=[check_id, report], queue=CONTROL_QUEUE)
-    return {"check_id": check_id, "verdict": report["verdict"]}
+    return {"check_id": check_id, "verdict": report.get("verdict")}

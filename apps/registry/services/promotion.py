@@ -261,25 +261,44 @@ def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
         )
         if check.status != GateStatus.INCONCLUSIVE:
             return False
+        if report.get("unavailable"):
+            # The worker could not evaluate at all: still waiting, and sent again on the next
+            # promotion or "Re-run correctness" rather than after the resend delay.
+            check.reason = (
+                f"the worker that took the re-run from {check.queue} could not evaluate "
+                f"({report['unavailable']}); waiting for a worker that can"
+            )
+            check.dispatched_at = None
+            check.save(update_fields=["reason", "dispatched_at"])
+            notify_region(check.artifact.region, kind="recheck", artifact=check.artifact_id)
+            return True
         check.status, check.reason, check.evidence = _recheck_verdict(report)
         check.finished_at = timezone.now()
         check.save(update_fields=["status", "reason", "evidence", "finished_at"])
-        artifact = check.artifact
-        notify_region(artifact.region, kind="recheck", artifact=artifact.pk)
-    if check.status == GateStatus.FAIL:
-        gates = [g for g in G.artifact_gates(artifact=artifact) if g.gate == Gate.TOOLCHAIN]
-        if artifact.stage in ABORTABLE:
-            gate_failed(artifact, gates)
-        else:
-            from apps.registry.services.runtime import alarm_raise
-
-            alarm_raise(
-                kind=AlarmKind.TOOLCHAIN_CORRECTNESS,
-                artifact=artifact,
-                message=f"{artifact.stage} artifact #{artifact.pk}: {check.reason}",
-                evidence=check.evidence,
-            )
+        notify_region(check.artifact.region, kind="recheck", artifact=check.artifact_id)
+        if check.status == GateStatus.FAIL:
+            # In the same transaction: nobody sees the failed check without its consequence.
+            _recheck_failed(check)
     return True
+
+
+def _recheck_failed(check: GateCheck) -> None:
+    from apps.registry.services.runtime import alarm_raise
+
+    artifact = _fresh(check.artifact)
+    gates = [g for g in G.artifact_gates(artifact=artifact) if g.gate == Gate.TOOLCHAIN]
+    if artifact.stage in ABORTABLE:
+        try:
+            gate_failed(artifact, gates)
+            return
+        except RegistryError:
+            artifact = _fresh(artifact)  # promoted meanwhile: alarm instead
+    alarm_raise(
+        kind=AlarmKind.TOOLCHAIN_CORRECTNESS,
+        artifact=artifact,
+        message=f"{artifact.stage} artifact #{artifact.pk}: {check.reason}",
+        evidence=check.evidence,
+    )
 
 
 def artifact_promote(

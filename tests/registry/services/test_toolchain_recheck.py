@@ -20,6 +20,7 @@ from apps.registry.services import (
 )
 from apps.registry.services.promotion import RECHECK_RESEND_S, artifact_recheck_record
 from tests.registry import helpers
+from tests.support.processes import start_worker
 
 
 def _gate(artifact):
@@ -109,6 +110,15 @@ def test_cuda_rerun_waits_for_a_gpu_worker_and_a_failing_default_raises_an_alarm
     again = artifact_recheck(artifact=artifact, by=users["reviewer"])
     assert again.pk == check.pk and again.dispatch_count == 2 and "sent 2 times" in again.reason
 
+    # A worker on that queue that cannot evaluate (no GPU) says so; the check still waits and
+    # goes out again on the next ask.
+    assert artifact_recheck_record(
+        check_id=check.pk, report={"unavailable": "host-1: no CUDA device"}
+    )
+    waiting = _gate(artifact)
+    assert waiting.status == "inconclusive" and "no CUDA device" in waiting.reason
+    assert artifact_recheck(artifact=artifact, by=users["reviewer"]).dispatch_count == 3
+
     # What a GPU host sends back: a failing report. A default is not moved; the alarm says why.
     assert artifact_recheck_record(check_id=check.pk, report=_wrong_report()) is True
     artifact.refresh_from_db()
@@ -116,3 +126,27 @@ def test_cuda_rerun_waits_for_a_gpu_worker_and_a_failing_default_raises_an_alarm
     alarm = Alarm.objects.get(kind="toolchain_correctness", artifact=artifact)
     assert "default artifact" in alarm.message and "b5_d40_bf16" in alarm.message
     assert _gate(artifact).status == "fail"
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_cuda_worker_without_a_gpu_says_why_the_rerun_still_waits(
+    users, control_worker, artifacts_dir
+):
+    """A real worker on the cuda queue of this GPU-less machine takes the re-run and cannot
+    evaluate: the gate shows that worker's reason instead of going quiet."""
+    node = helpers.accepted_node(users["author"], platform=Platform.CUDA)
+    artifact = artifact_create(node=node, by=users["reviewer"])
+    _serving_other_triton(artifact, platform="cuda")
+    worker = start_worker("eval-cuda-nogpu", "eval.cuda.sm90", artifacts_dir / "logs")
+    try:
+        check = artifact_recheck(artifact=artifact, by=users["reviewer"])
+        deadline = time.monotonic() + 120
+        while "could not evaluate" not in check.reason and time.monotonic() < deadline:
+            time.sleep(0.2)
+            check.refresh_from_db()
+    finally:
+        worker.stop()
+    assert check.status == "inconclusive"
+    assert "no CUDA device is visible" in check.reason, check.reason
+    assert "no CUDA device is visible" in _gate(artifact).reason
