@@ -121,22 +121,23 @@ def feed_shadow(artifact: Artifact, samples: int, mismatches: int = 0, case="b5_
     )
 
 
+def count_row(artifact: Artifact, path: str, calls: int, latency_ms: list, errors=0) -> dict:
+    """One cell of a runtime report's counts: calls of one region, dtype and path."""
+    return {
+        "operator": artifact.region.operator,
+        "region": artifact.region_id,
+        "dtype": "float32",
+        "path": path,
+        "artifact": artifact.digest if path != "fallback" else None,
+        "calls": calls,
+        "errors": errors,
+        "latency_ms": latency_ms,
+    }
+
+
 def feed_calls(artifact: Artifact, path: str, calls: int, latency_ms: float, errors=0):
-    return report(
-        artifact.region.platform,
-        counts=[
-            {
-                "operator": artifact.region.operator,
-                "region": artifact.region_id,
-                "dtype": "float32",
-                "path": path,
-                "artifact": artifact.digest if path != "fallback" else None,
-                "calls": calls,
-                "errors": errors,
-                "latency_ms": [latency_ms] * calls,
-            }
-        ],
-    )
+    row = count_row(artifact, path, calls, [latency_ms] * calls, errors)
+    return report(artifact.region.platform, counts=[row])
 
 
 def advance(artifact: Artifact, reviewer, to: str) -> Artifact:

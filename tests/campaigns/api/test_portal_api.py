@@ -2,7 +2,6 @@
 inbox, portfolio, exports, uploads; role refusals say which role is needed; bounded queries."""
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -10,19 +9,6 @@ from apps.campaigns.models import Campaign, Comment, Problem
 from tests.campaigns.support.builders import PROBLEM_SOURCE, build_campaign
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def users(db):
-    from apps.accounts.services import demo_users_seed
-
-    demo_users_seed()
-    return {u.username: u for u in User.objects.all()}
-
-
-@pytest.fixture
-def big(users):
-    return build_campaign(nodes=300, user=users["engineer"])
 
 
 def api(user) -> APIClient:

@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from apps.campaigns.services.comments import comment_create
 from tests.campaigns.support.builders import build_campaign
 from tests.conftest import login
-from tests.registry.pages.test_browser_promote_rollback import off_loop
+from tests.support.asyncio_thread import off_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,6 +13,7 @@ import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -20,8 +21,8 @@ from django.test import Client
 
 from tests.campaigns.support.builders import build_campaign
 from tests.conftest import login
-from tests.registry.helpers import ROOT
 
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("KE_BENCH"), reason="benchmarks run with KE_BENCH=1"),
     pytest.mark.django_db(transaction=True),

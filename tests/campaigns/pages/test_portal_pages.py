@@ -3,25 +3,11 @@
 import json
 
 import pytest
-from django.contrib.auth.models import User
 
 from apps.campaigns.models import Comment, Mention, NodeReview
 from tests.campaigns.support.builders import build_campaign
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def users(db):
-    from apps.accounts.services import demo_users_seed
-
-    demo_users_seed()
-    return {u.username: u for u in User.objects.all()}
-
-
-@pytest.fixture
-def big(users):
-    return build_campaign(nodes=300, user=users["engineer"])
 
 
 def client_for(client, user):

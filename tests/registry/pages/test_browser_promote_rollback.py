@@ -2,32 +2,16 @@
 rolls the region back with the confirmation and a reason (a dismissed confirmation changes
 nothing)."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 
 from apps.registry.models import Artifact, Region
 from apps.registry.services import artifact_create
 from tests.conftest import login
 from tests.registry import helpers
+from tests.support.asyncio_thread import off_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def off_loop(fn, *args, **kwargs):
-    """Services send live events through async_to_sync, which refuses to run on the thread
-    where Playwright keeps its event loop: run them on a thread of their own."""
-
-    def run():
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result()
 
 
 def _approve_and_promote(page, expect_stage):

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from apps.registry.services import artifact_create
 from tests.conftest import login
 from tests.registry import helpers
-from tests.registry.pages.test_browser_promote_rollback import off_loop
+from tests.support.asyncio_thread import off_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 

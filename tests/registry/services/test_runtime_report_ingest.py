@@ -8,16 +8,7 @@ from tests.registry import helpers
 
 
 def _count(artifact, path, calls, errors=0):
-    return {
-        "operator": "softmax",
-        "region": artifact.region_id,
-        "dtype": "float32",
-        "path": path,
-        "artifact": artifact.digest if path != "fallback" else None,
-        "calls": calls,
-        "errors": errors,
-        "latency_ms": [1.0] * min(calls, 5),
-    }
+    return helpers.count_row(artifact, path, calls, [1.0] * min(calls, 5), errors)
 
 
 @pytest.mark.django_db
