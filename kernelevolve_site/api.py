@@ -1,7 +1,11 @@
 """Helpers shared by the apps' REST APIs."""
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework.exceptions import ValidationError
+from rest_framework import status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.views import exception_handler as drf_exception_handler
 
 
 def service_call(fn, *, passthrough: tuple[type[Exception], ...] = (), **kwargs):
@@ -14,3 +18,18 @@ def service_call(fn, *, passthrough: tuple[type[Exception], ...] = (), **kwargs)
     except DjangoValidationError as exc:
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         raise ValidationError(detail) from exc
+
+
+class RequestTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "request_too_large"
+
+
+def exception_handler(exc, context):
+    """DRF's handler, plus a 413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (Django raises
+    RequestDataTooBig when DRF reads the body, which DRF alone would turn into a 500)."""
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = RequestTooLarge(f"The request body is larger than {limit} bytes.")
+    return drf_exception_handler(exc, context)

@@ -1,11 +1,10 @@
 """Forms for campaign pages: they validate input; services do the work."""
 
-import json
-
 from django import forms
 
 from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
 from apps.campaigns.models import Problem
+from kernelevolve_site.parsers import JSONBoundsError, JSONTooDeep, json_loads_bounded
 
 MAX_UPLOAD_BYTES = 1 << 20
 
@@ -75,6 +74,14 @@ class CampaignForm(forms.Form):
         )
         data["upload_source"] = source
         data["workload_text"] = _read_text(data.get("workload_file"), "workload_file")
+        if data["workload_text"].strip():
+            try:
+                json_loads_bounded(data["workload_text"])
+            except JSONTooDeep as exc:
+                # The service reports other JSON errors with their line; this one it would crash on.
+                self.add_error("workload_file", f"not a usable workload: {exc}")
+            except JSONBoundsError:
+                pass
         data["trace_text"] = _read_text(data.get("trace_file"), "trace_file")
         if data.get("problem") and source:
             self.add_error("problem_file", "pick a catalog problem or upload one, not both")
@@ -89,8 +96,8 @@ class CampaignForm(forms.Form):
         carried = data.get("workload_json") or ""
         if carried and not (data["workload_text"] or data["trace_text"]):
             try:
-                data["carried_workload"] = json.loads(carried)
-            except json.JSONDecodeError:
+                data["carried_workload"] = json_loads_bounded(carried)
+            except JSONBoundsError:
                 self.add_error("workload_file", "the previewed workload was damaged; upload again")
         return data
 
