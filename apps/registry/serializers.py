@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from apps.campaigns.constants import Platform
-from apps.registry.constants import Path
+from apps.registry.constants import LATENCY_SAMPLES_KEPT, Path
 from apps.registry.models import Alarm, Approval, Artifact, Event, Region
 
 
@@ -122,40 +122,103 @@ class ManifestSerializer(serializers.Serializer):
     key_id = serializers.CharField()
 
 
+# Bounds of a runtime report, so a malformed batch is a 400 naming the field and never reaches
+# a database column (PositiveIntegerField) or a reader (.get() on what must be an object).
+PG_INT_MAX = 2**31 - 1
+PG_BIGINT_MAX = 2**63 - 1
+DIGEST_MAX_LENGTH = 64  # sha256 hex
+REASON_MAX_LENGTH = 2000
+FINGERPRINT_MAX_KEYS = 64
+FINGERPRINT_VALUE_MAX_LENGTH = 200
+
+
+class FingerprintField(serializers.JSONField):
+    """A client's environment: an object of short names to scalars (strings, numbers, null)."""
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be an object of name: value")
+        if len(data) > FINGERPRINT_MAX_KEYS:
+            raise serializers.ValidationError(f"at most {FINGERPRINT_MAX_KEYS} entries")
+        for key, value in data.items():
+            if len(key) > 64:
+                raise serializers.ValidationError(f"{key[:64]}…: a name of at most 64 characters")
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise serializers.ValidationError(
+                    f"{key}: must be a string, number, boolean or null"
+                )
+            if isinstance(value, str) and len(value) > FINGERPRINT_VALUE_MAX_LENGTH:
+                raise serializers.ValidationError(
+                    f"{key}: at most {FINGERPRINT_VALUE_MAX_LENGTH} characters"
+                )
+            if isinstance(value, int) and abs(value) > PG_BIGINT_MAX:
+                raise serializers.ValidationError(f"{key}: out of range")
+        return data
+
+
+class _MismatchCase(serializers.JSONField):
+    """One shadow mismatch as the client reports it: an object whose case and reason are text."""
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be an object {case, reason, ...}")
+        for key in ("case", "reason"):
+            if key in data and not isinstance(data[key], str):
+                raise serializers.ValidationError(f"{key}: must be a string")
+            if len(data.get(key) or "") > REASON_MAX_LENGTH:
+                raise serializers.ValidationError(f"{key}: at most {REASON_MAX_LENGTH} characters")
+        return data
+
+
 class _Count(serializers.Serializer):
     operator = serializers.CharField(max_length=100)
-    region = serializers.IntegerField(allow_null=True, required=False)
-    dtype = serializers.CharField(allow_null=True, allow_blank=True, required=False)
+    region = serializers.IntegerField(
+        allow_null=True, required=False, min_value=1, max_value=PG_BIGINT_MAX
+    )
+    dtype = serializers.CharField(allow_null=True, allow_blank=True, required=False, max_length=20)
     path = serializers.ChoiceField(choices=Path.choices)
-    artifact = serializers.CharField(allow_null=True, required=False)
-    calls = serializers.IntegerField(min_value=0)
-    errors = serializers.IntegerField(min_value=0, required=False, default=0)
-    latency_ms = serializers.ListField(child=serializers.FloatField(), required=False)
+    artifact = serializers.CharField(allow_null=True, required=False, max_length=DIGEST_MAX_LENGTH)
+    calls = serializers.IntegerField(min_value=0, max_value=PG_INT_MAX)
+    errors = serializers.IntegerField(min_value=0, max_value=PG_INT_MAX, required=False, default=0)
+    latency_ms = serializers.ListField(
+        child=serializers.FloatField(), required=False, max_length=4 * LATENCY_SAMPLES_KEPT
+    )
 
 
 class _Shadow(serializers.Serializer):
-    artifact = serializers.CharField()
-    region = serializers.IntegerField(allow_null=True, required=False)
-    samples = serializers.IntegerField(min_value=0)
-    mismatches = serializers.IntegerField(min_value=0)
-    cases = serializers.ListField(child=serializers.JSONField(), required=False)
+    artifact = serializers.CharField(max_length=DIGEST_MAX_LENGTH)
+    region = serializers.IntegerField(
+        allow_null=True, required=False, min_value=1, max_value=PG_BIGINT_MAX
+    )
+    samples = serializers.IntegerField(min_value=0, max_value=PG_INT_MAX)
+    mismatches = serializers.IntegerField(min_value=0, max_value=PG_INT_MAX)
+    cases = serializers.ListField(child=_MismatchCase(), required=False, max_length=100)
+
+    def validate(self, attrs):
+        if attrs["mismatches"] > attrs["samples"]:
+            raise serializers.ValidationError({"mismatches": "more mismatches than samples"})
+        return attrs
 
 
 class _Refused(serializers.Serializer):
-    artifact = serializers.CharField()
-    reason = serializers.CharField()
+    artifact = serializers.CharField(max_length=DIGEST_MAX_LENGTH)
+    reason = serializers.CharField(max_length=REASON_MAX_LENGTH)
 
 
 class RuntimeReportSerializer(serializers.Serializer):
     client = serializers.CharField(max_length=200)
     platform = serializers.ChoiceField(choices=Platform.choices)
-    manifest_version = serializers.IntegerField(allow_null=True, required=False)
-    fingerprint = serializers.JSONField(required=False)
+    manifest_version = serializers.IntegerField(
+        allow_null=True, required=False, min_value=0, max_value=PG_INT_MAX
+    )
+    fingerprint = FingerprintField(required=False)
     window_start = serializers.FloatField(required=False)
     window_end = serializers.FloatField(required=False)
-    counts = _Count(many=True, required=False, default=list)
-    shadow = _Shadow(many=True, required=False, default=list)
-    refused = _Refused(many=True, required=False, default=list)
+    counts = _Count(many=True, required=False, default=list, max_length=10_000)
+    shadow = _Shadow(many=True, required=False, default=list, max_length=1_000)
+    refused = _Refused(many=True, required=False, default=list, max_length=1_000)
 
 
 class RuntimeReportAnswerSerializer(serializers.Serializer):

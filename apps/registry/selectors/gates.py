@@ -16,6 +16,9 @@ from apps.registry.constants import (
 from apps.registry.models import Approval, Artifact, GateCheck, RuntimeCount, RuntimeReport
 from workers.runtime.signing import SignatureError, digest
 
+# How many recent reports runtime_toolchain looks through for one with a usable fingerprint.
+RECENT_FINGERPRINTS = 20
+
 
 @dataclass(frozen=True)
 class GateState:
@@ -33,7 +36,15 @@ class GateState:
 
 
 def toolchain_of(fingerprint: dict | None) -> dict:
-    return {k: (fingerprint or {}).get(k) for k in TOOLCHAIN_KEYS}
+    """The toolchain keys of a fingerprint; anything but an object of scalars reads as unknown
+    (rows stored before reports were validated may hold any JSON)."""
+    if not isinstance(fingerprint, dict):
+        return dict.fromkeys(TOOLCHAIN_KEYS)
+    return {k: _scalar(fingerprint.get(k)) for k in TOOLCHAIN_KEYS}
+
+
+def _scalar(value):
+    return value if value is None or isinstance(value, str | int | float | bool) else None
 
 
 def toolchain_key(toolchain: dict) -> str:
@@ -41,15 +52,20 @@ def toolchain_key(toolchain: dict) -> str:
 
 
 def runtime_toolchain(*, platform: str) -> dict | None:
-    """The toolchain the most recent runtime client of ``platform`` reported (None: none yet)."""
-    report = (
+    """The toolchain the most recent runtime client of ``platform`` reported (None: none yet).
+
+    A stored fingerprint that is not an object (accepted before reports were validated) is
+    skipped, not read."""
+    recent = (
         RuntimeReport.objects.filter(platform=platform)
         .exclude(fingerprint={})
         .order_by("-id")
-        .only("fingerprint")
-        .first()
+        .values_list("fingerprint", flat=True)[:RECENT_FINGERPRINTS]
     )
-    return toolchain_of(report.fingerprint) if report else None
+    for fingerprint in recent:
+        if isinstance(fingerprint, dict):
+            return toolchain_of(fingerprint)
+    return None
 
 
 def approvals_needed(*, artifact: Artifact, stage: str) -> int:

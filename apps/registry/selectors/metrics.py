@@ -18,7 +18,8 @@ def shadow_stats(*, artifact: Artifact, since=None) -> dict:
     for row in qs.order_by("id"):
         samples += row.samples
         mismatches += row.mismatches
-        cases.extend(row.cases)
+        # Rows stored before reports were validated may hold cases that are not objects.
+        cases.extend(c for c in row.cases if isinstance(c, dict))
     return {"samples": samples, "mismatches": mismatches, "cases": cases[:50]}
 
 
