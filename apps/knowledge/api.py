@@ -19,6 +19,7 @@ from apps.knowledge.serializers import (
     CurateSerializer,
     EntryCreateSerializer,
     EntryDetailSerializer,
+    EntryFilterSerializer,
     EntrySerializer,
     EntryWriteSerializer,
     ImportResultSerializer,
@@ -72,12 +73,10 @@ class EntryListApi(KnowledgeApi, generics.ListAPIView):
     serializer_class = EntrySerializer
 
     def get_queryset(self):
-        params = self.request.query_params
-        return entry_search(
-            user=self.request.user,
-            text=params.get("q", ""),
-            **{name: params.get(name, "") for name in FILTERS},
-        )
+        params = EntryFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        filters = dict(params.validated_data)
+        return entry_search(user=self.request.user, text=filters.pop("q"), **filters)
 
     @extend_schema(request=EntryCreateSerializer, responses={201: EntryDetailSerializer})
     def post(self, request):

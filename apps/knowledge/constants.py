@@ -83,6 +83,12 @@ RETRIEVAL_LIMIT = 5
 RETRIEVAL_BODY_CHARS = 1200
 # Query terms kept from a retrieval query (problem name, family, feedback, source identifiers).
 RETRIEVAL_MAX_TERMS = 40
+# Bounds on query input (API and pages): a label filter becomes a LIKE pattern, which SQLite
+# refuses past 50,000 bytes, and search text is split into terms.
+LABEL_MAX_LENGTH = 100
+SEARCH_TEXT_MAX_LENGTH = 500
+RETRIEVAL_SOURCE_MAX_LENGTH = 1 << 20
+RETRIEVAL_FEEDBACK_MAX_CHARS = 16_384
 # Extra score for entries specific to the query's family or platform, and for kinds that
 # matter most in a mode (repair prompts want failed approaches and constraints first).
 FAMILY_BOOST = 1.0

@@ -4,7 +4,13 @@ from django import forms
 from django.contrib.auth.models import Group
 
 from apps.campaigns.constants import Platform
-from apps.knowledge.constants import EntryKind, EntryStatus, Visibility
+from apps.knowledge.constants import (
+    LABEL_MAX_LENGTH,
+    SEARCH_TEXT_MAX_LENGTH,
+    EntryKind,
+    EntryStatus,
+    Visibility,
+)
 
 PROVENANCE_FIELDS = (
     ("platform", "Platform it was observed on"),
@@ -25,12 +31,12 @@ def _blank(choices) -> list[tuple[str, str]]:
 
 
 class SearchForm(forms.Form):
-    q = forms.CharField(required=False, label="Search")
+    q = forms.CharField(required=False, label="Search", max_length=SEARCH_TEXT_MAX_LENGTH)
     kind = forms.ChoiceField(required=False, choices=_blank(EntryKind.choices))
     platform = forms.ChoiceField(required=False, choices=_blank(Platform.choices))
-    family = forms.CharField(required=False)
+    family = forms.CharField(required=False, max_length=LABEL_MAX_LENGTH)
     status = forms.ChoiceField(required=False, choices=_blank(EntryStatus.choices))
-    tag = forms.CharField(required=False)
+    tag = forms.CharField(required=False, max_length=LABEL_MAX_LENGTH)
 
 
 class EntryForm(forms.Form):

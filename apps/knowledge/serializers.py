@@ -1,10 +1,17 @@
 """Serializers for the knowledge API: they shape input and output only."""
 
+import json
+
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from apps.knowledge.constants import (
     CURATION_ACTIONS,
+    LABEL_MAX_LENGTH,
+    MODE_KIND_BOOST,
+    RETRIEVAL_FEEDBACK_MAX_CHARS,
+    RETRIEVAL_SOURCE_MAX_LENGTH,
+    SEARCH_TEXT_MAX_LENGTH,
     EntryKind,
     EntryOrigin,
     EntryStatus,
@@ -128,13 +135,53 @@ class BulkRetireSerializer(serializers.Serializer):
 
 
 class RetrieveQuerySerializer(serializers.Serializer):
-    problem_name = serializers.CharField(required=False, default="", allow_blank=True)
-    problem_source = serializers.CharField(required=False, default="", allow_blank=True)
-    platform = serializers.CharField(required=False, default="", allow_blank=True)
-    family = serializers.CharField(required=False, default="", allow_blank=True)
-    mode = serializers.CharField(required=False, default="seed")
+    problem_name = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=200
+    )
+    problem_source = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=RETRIEVAL_SOURCE_MAX_LENGTH
+    )
+    platform = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    family = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    mode = serializers.CharField(
+        required=False, default="seed", max_length=30, help_text=", ".join(MODE_KIND_BOOST)
+    )
     feedback = serializers.DictField(required=False, allow_null=True, default=None)
     limit = serializers.IntegerField(required=False, default=5, min_value=1, max_value=20)
+
+    def validate_feedback(self, value):
+        if value is not None and len(json.dumps(value)) > RETRIEVAL_FEEDBACK_MAX_CHARS:
+            raise serializers.ValidationError(
+                f"at most {RETRIEVAL_FEEDBACK_MAX_CHARS} characters of JSON"
+            )
+        return value
+
+
+class EntryFilterSerializer(serializers.Serializer):
+    """The entry list's query string."""
+
+    q = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=SEARCH_TEXT_MAX_LENGTH
+    )
+    kind = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    status = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    platform = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    family = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
+    tag = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=LABEL_MAX_LENGTH
+    )
 
 
 class RetrievedSerializer(serializers.Serializer):

@@ -69,6 +69,10 @@ def _coerce(name: str, value):
 def _validate(entry: Entry) -> None:
     if not entry.title.strip():
         raise ValidationError({"title": "an entry needs a title"})
+    for name in ("title", *LABEL_FIELDS):
+        limit = Entry._meta.get_field(name).max_length
+        if len(getattr(entry, name)) > limit:
+            raise ValidationError({name: f"at most {limit} characters in all"})
     if not entry.body.strip():
         raise ValidationError({"body": "an entry needs a body"})
     if entry.kind not in EntryKind.values:
