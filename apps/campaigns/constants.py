@@ -71,3 +71,12 @@ def eval_queue(platform: str) -> str:
 # An evaluation whose task no worker holds after this long is dispatched again (idempotent).
 EVALUATION_LEASE_S = 20
 STEP_INTERVAL_S = 2.0
+
+# The watchdog (a periodic sweep sent by every control worker, no beat process needed): a running
+# campaign whose control side shows no life (no step committed, not started or resumed) for
+# CAMPAIGN_STALL_S has its step restarted; after CAMPAIGN_STALL_RESTARTS restarts without one it
+# fails with the reason. A healthy running campaign commits a watchdog step every
+# EVALUATION_LEASE_S, even while it only waits for evaluations.
+CAMPAIGN_STALL_S = 120
+CAMPAIGN_STALL_RESTARTS = 3
+WATCHDOG_SWEEP_S = 15.0

@@ -71,6 +71,11 @@ class Campaign(models.Model):
     device_seconds = models.FloatField(default=0.0)
     # When the next watchdog step is due (re-dispatch of evaluations no worker holds).
     watchdog_at = models.DateTimeField(null=True, blank=True)
+    # The last sign of life of its control side (started, resumed or a step committed), the
+    # restarts the stall watchdog made since, and the last error a step failed with.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    stall_restarts = models.PositiveSmallIntegerField(default=0)
+    step_error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="campaigns"
     )

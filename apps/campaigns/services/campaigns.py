@@ -103,8 +103,8 @@ def campaign_start(*, campaign: Campaign) -> Campaign:
     if campaign.status != CampaignStatus.QUEUED or campaign.started_at:
         raise ValidationError(f"campaign is {campaign.status}; only a queued one can start")
     campaign.status = CampaignStatus.RUNNING
-    campaign.started_at = timezone.now()
-    campaign.save(update_fields=["status", "started_at"])
+    campaign.started_at = campaign.heartbeat_at = timezone.now()
+    campaign.save(update_fields=["status", "started_at", "heartbeat_at"])
     campaign_changed(campaign)
     _enqueue_step(campaign)
     return campaign
@@ -127,7 +127,10 @@ def campaign_resume(*, campaign: Campaign) -> Campaign:
     if campaign.status != CampaignStatus.PAUSED:
         raise ValidationError(f"campaign is {campaign.status}; only a paused one can resume")
     campaign.status = CampaignStatus.RUNNING
-    campaign.save(update_fields=["status"])
+    # The stall watchdog counts from here, not from the last step before the pause.
+    campaign.heartbeat_at = timezone.now()
+    campaign.stall_restarts = 0
+    campaign.save(update_fields=["status", "heartbeat_at", "stall_restarts"])
     campaign_changed(campaign)
     _enqueue_step(campaign)
     return campaign

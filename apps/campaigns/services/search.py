@@ -228,6 +228,10 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
     campaign.engine_state = state
     _refresh_counters(campaign, state)
     _schedule_watchdog(campaign)
+    # A committed step is the control side's heartbeat (apps.campaigns.services.watchdog).
+    campaign.heartbeat_at = timezone.now()
+    campaign.stall_restarts = 0
+    campaign.step_error = ""
     campaign.save()
     campaign_changed(campaign)
     return action
