@@ -20,8 +20,10 @@ import sys
 import time
 import traceback
 
+from workers import constants as C
 
-def _set_limits(platform: str, memory_limit: int):
+
+def _set_limits(platform: str, memory_limit: int, max_processes: int):
     if platform == "interpret":
         # CUDA reserves a huge address space, so RLIMIT_AS only applies off the GPU; there the
         # parent watches the resident set instead.
@@ -29,10 +31,24 @@ def _set_limits(platform: str, memory_limit: int):
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
         except (ValueError, OSError):
             pass
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
+    # Hard limits: the untrusted code cannot raise them again. The process count (threads
+    # included) is per user, so it is set only where the child runs as the sandbox's own user.
+    limits = [
+        ("RLIMIT_CORE", 0),
+        ("RLIMIT_FSIZE", C.CHILD_MAX_FILE_BYTES),
+        ("RLIMIT_NOFILE", C.CHILD_MAX_OPEN_FILES),
+    ]
+    if max_processes:
+        limits.append(("RLIMIT_NPROC", max_processes))
+    for name, value in limits:
+        limit = getattr(resource, name)
+        hard = resource.getrlimit(limit)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError):
+            pass
 
 
 def _cpu_budget(seconds: float):
@@ -122,11 +138,12 @@ def main(argv=None):
     parser.add_argument("--root", required=True)
     parser.add_argument("--home", required=True)
     parser.add_argument("--memory-limit", type=int, required=True)
+    parser.add_argument("--max-processes", type=int, default=0)
     opts = parser.parse_args(argv)
     req_fd, resp_fd = (int(x) for x in opts.fds.split(","))
     req = os.fdopen(req_fd, "rb", buffering=0)
     resp = os.fdopen(resp_fd, "wb", buffering=0)
-    _set_limits(opts.platform, opts.memory_limit)
+    _set_limits(opts.platform, opts.memory_limit, opts.max_processes)
 
     def send(obj):
         data = json.dumps(obj, default=str).encode()
@@ -169,6 +186,7 @@ def main(argv=None):
     policy = instrument.AuditPolicy([opts.root, opts.home])
     instrument.install_audit_hook(policy)
     state.policy = policy
+    policy_seal = instrument.policy_seal(policy)
     send({"ok": True, "fingerprint": fp, "pid": os.getpid()})
     while True:
         message = recv()
@@ -195,8 +213,13 @@ def main(argv=None):
                 "traceback": traceback.format_exc()[-4000:],
             }
         finally:
+            still_enforcing = policy.enforcing
             policy.enforcing = False
         reply["wall_s"] = time.perf_counter() - start
+        if not still_enforcing or instrument.policy_seal(policy) != policy_seal:
+            # The hook is the second layer; the boundary held whatever was done meanwhile, but
+            # this child no longer watches anything: say so and start a fresh one.
+            policy.violations.append("the audit policy was tampered with")
         reply["violations"] = list(policy.violations)
         if op in ("performance", "baseline", "end"):
             # torch.compile starts its own worker threads; those are not the candidate's.

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from workers import constants as C
+from workers.boundary import BoundaryUnavailable
 from workers.contract.workload import Workload, WorkloadError, parse_workload
 from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
@@ -101,7 +102,10 @@ class Evaluator:
             raise ValueError(f"platform: must be one of {', '.join(C.PLATFORMS)}")
         child = self._children.get(platform)
         if child is None:
-            child = SandboxChild(platform, memory_limit=self.memory_limit, root=self.root)
+            try:
+                child = SandboxChild(platform, memory_limit=self.memory_limit, root=self.root)
+            except BoundaryUnavailable as exc:
+                raise EvaluatorUnavailable(str(exc)) from exc
             self._children[platform] = child
         if not child.alive:
             hello = child.start()
@@ -146,7 +150,13 @@ class Evaluator:
                     C.FAILED,
                     reason,
                     rule=C.RULE_SANDBOX_VIOLATION,
-                    evidence={**evidence, "violations": reply["violations"]},
+                    evidence={
+                        **evidence,
+                        "violations": reply["violations"],
+                        # what the operation itself saw (an OSError from the boundary, say)
+                        "error": reply.get("error") or (reply.get("result") or {}).get("reason"),
+                        "traceback": reply.get("traceback"),
+                    },
                     wall_s=wall,
                     device_s=device,
                 ),

@@ -37,27 +37,21 @@ POISON_ALLOC_OPS = frozenset(
     {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
 )
 SMALL_NUMEL = 64
-# Programs a candidate might use to escape; the compilers' own helpers stay allowed.
-DENIED_PROGRAMS = frozenset(
-    {
-        "sh",
-        "bash",
-        "dash",
-        "zsh",
-        "ksh",
-        "csh",
-        "curl",
-        "wget",
-        "nc",
-        "ncat",
-        "ssh",
-        "scp",
-        "rsync",
-        "socat",
-        "telnet",
-        "ftp",
-    }
-)  # compute ops on tensors this small (scalars, shapes) are not "the work"
+# The only programs the compilers run (Triton: cc, ldconfig, ptxas, cuobjdump, nvdisasm;
+# gcc's own drivers). Anything else started while untrusted code runs is refused.
+ALLOWED_PROGRAMS = frozenset(
+    """cc c++ gcc g++ clang clang++ as ld ld.bfd ld.gold collect2 cc1 cc1plus ldconfig
+    ldconfig.real ptxas ptxas-blackwell cuobjdump nvdisasm nvlink fatbinary nvcc nvidia-smi
+    uname""".split()
+)
+# libc entry points that start programs, open sockets or trace processes: looking one of them up
+# through ctypes is refused (the audit hook sees the lookup, not the call).
+DENIED_SYMBOLS = frozenset(
+    """system popen execv execve execvp execvpe execl execle execlp fexecve fork vfork clone
+    clone3 posix_spawn posix_spawnp socket socketpair connect bind listen accept accept4 sendto
+    sendmsg ptrace syscall process_vm_writev process_vm_readv unshare setns mount chroot
+    pivot_root setuid setgid setresuid setresgid kill tgkill""".split()
+)
 
 
 def _sentinel(dtype, variant: int):
@@ -316,21 +310,38 @@ class AuditPolicy:
             "os.rename",
             "os.mkdir",
             "os.chmod",
+            "os.chown",
+            "os.truncate",
+            "os.utime",
+            "os.mkfifo",
+            "os.mknod",
             "shutil.rmtree",
         }:
             path = args[0] if args else None
             if path is not None and not self._writable(path):
                 denied = f"{event} outside the sandbox folder: {path}"
+        elif event in {"os.symlink", "os.link"}:
+            # The link itself and what it points at must both stay inside.
+            for path in args[:2]:
+                if path is not None and not self._writable(path):
+                    denied = f"{event} outside the sandbox folder: {path}"
+                    break
         elif event in {"socket.connect", "socket.bind", "socket.sendto"}:
             denied = f"network access ({event})"
         elif event in {"os.system", "os.fork", "os.forkpty", "os.exec"}:
             denied = f"process control ({event})"
         elif event in {"os.posix_spawn", "os.spawn", "subprocess.Popen"}:
-            # Triton and torch run helpers (ptxas, cc, ldconfig, file, ...); shells and network
-            # tools are refused.
-            program = os.path.basename(str(args[0] if args else ""))
-            if program in DENIED_PROGRAMS:
+            # Triton runs its compilers (ptxas, cc, ldconfig); nothing else may start.
+            program = os.path.basename(os.fsdecode(args[0])) if args and args[0] else "?"
+            if program not in ALLOWED_PROGRAMS:
                 denied = f"process control ({event} {program})"
+        elif event == "ctypes.dlsym":
+            name = args[1] if len(args) > 1 else None
+            if isinstance(name, bytes):
+                name = name.decode("ascii", "replace")
+            if isinstance(name, str) and name in DENIED_SYMBOLS:
+                denied = f"native call to {name} through ctypes"
+
         elif event in {"os.kill", "os.killpg"}:
             pid = args[0] if args else None
             if pid not in (os.getpid(), 0):
@@ -338,6 +349,11 @@ class AuditPolicy:
         if denied:
             self.violations.append(denied)
             raise PermissionError(f"sandbox: {denied}")
+
+
+def policy_seal(policy: AuditPolicy) -> tuple:
+    """What a candidate would change to switch the hook off; compared after every operation."""
+    return (type(policy), id(type(policy).__call__), tuple(policy.roots), id(policy.violations))
 
 
 def install_audit_hook(policy: AuditPolicy):

@@ -1,19 +1,39 @@
-"""Run an uploaded reference once, in a child process, before anything is saved.
+"""Run an uploaded reference once, behind the sandbox boundary, before anything is saved.
 
-`python -m apps.campaigns.sandbox_check` reads `{"source", "case"}` as JSON on stdin, imports the
-problem from a temporary folder, builds `Model(*get_init_inputs())` on the CPU for the case
-(scaled down the way the interpreter platform scales it) and runs one forward pass. It prints one
-JSON line: `{"ok": true, ...}` or `{"ok": false, "field": "source"|"workload", "error": "..."}`.
-
-It imports no Django: the parent (services/problems.py) spawns it with a scrubbed environment,
-resource limits and a wall timeout, so an upload's import-time code never runs in the portal.
+``reference_check(source=..., case=...)`` starts ``python -m workers.reference_check`` through
+``workers.boundary.confine`` (bubblewrap: an unprivileged user, no network, no view of the
+portal's data, only a scratch folder writable) with a scrubbed environment, resource limits and a
+wall timeout, so an upload's import-time code never runs in the portal's process or with its
+rights. The child reads ``{"source", "case"}`` as JSON on stdin, imports the problem under the
+audit hook (the second layer, which names the rule broken), builds ``Model(*get_init_inputs())``
+on the CPU for the case (scaled down the way the interpreter platform scales it) and runs one
+forward pass. It prints one JSON line: ``{"ok": true, ...}`` or
+``{"ok": false, "field": "source"|"workload", "error": "..."}``.
 """
 
 import json
+import os
+import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+
+from workers.boundary import (
+    BoundaryUnavailable,
+    boundary_from_env,
+    confine,
+    env_secrets,
+    prepare_scratch,
+    redact,
+)
+
+# The check imports torch and runs one case on the CPU: generous, but bounded.
+TIMEOUT_S = 120
+CPU_S = 120
+MEMORY_BYTES = 8 << 30
 
 
 def _fail(field: str, error: str) -> dict:
@@ -24,10 +44,14 @@ def check(source: str, case: dict) -> dict:
     t0 = time.perf_counter()
     import torch
 
+    from workers import instrument
     from workers.contract import problem as P
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="ke-upload-") as folder:
+        policy = instrument.AuditPolicy([os.getcwd(), tempfile.gettempdir()])
+        instrument.install_audit_hook(policy)
+        policy.enforcing = True
         try:
             module = P.load_module(source, "uploaded_problem", folder)
         except SystemExit as exc:
@@ -73,6 +97,60 @@ def check(source: str, case: dict) -> dict:
             "outputs": [list(o.shape) for o in outputs],
             "seconds": round(time.perf_counter() - t0, 3),
         }
+
+
+def _limit_child() -> None:  # pragma: no cover - runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) -> dict:
+    """Run ``check`` on an untrusted reference in a confined child; never raises for what the
+    reference does. Returns the child's answer, or ``{"ok": false, "field": "source", ...}`` for
+    a timeout or crash, or ``{"ok": false, "field": None, ...}`` when the sandbox is missing."""
+    try:
+        boundary = boundary_from_env()
+    except BoundaryUnavailable as exc:
+        return {"ok": False, "field": None, "error": str(exc)}
+    scratch = tempfile.mkdtemp(prefix="kernelevolve-sandbox-")
+    try:
+        os.makedirs(os.path.join(scratch, "tmp"))
+        prepare_scratch(boundary, scratch)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": scratch,
+            "TMPDIR": os.path.join(scratch, "tmp"),
+            "OMP_NUM_THREADS": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+            "TRITON_INTERPRET": "1",
+            "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
+        }
+        cmd = confine(boundary, "workers.reference_check", [], scratch=scratch, gpu=False)
+        try:
+            proc = subprocess.run(
+                cmd,
+                input=json.dumps({"source": source, "case": case}),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                cwd=scratch,
+                env=env,
+                preexec_fn=_limit_child,  # noqa: PLW1509 - no threads hold locks here
+            )
+        except subprocess.TimeoutExpired:
+            return _fail("source", f"the reference ran past {timeout_s:g} s on one case")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    secrets = env_secrets()
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return _fail("source", redact(f"the reference check crashed: {tail[0]}", secrets))
+    try:
+        return redact(json.loads(lines[-1]), secrets)
+    except json.JSONDecodeError:
+        return _fail("source", "the reference check answered garbage")
 
 
 def main() -> None:

@@ -1,16 +1,22 @@
 """The sandbox: a spawned child process that runs untrusted problem and candidate code.
 
-The parent (``SandboxChild``) starts ``python -m workers.child`` with a scrubbed environment
-(no secrets, no database or broker URLs), its own temporary folder as cwd/HOME/TMPDIR, and two
+The parent (``SandboxChild``) starts ``python -m workers.child`` behind the operating-system
+boundary of ``workers.boundary`` (bubblewrap: an unprivileged user, no network, a filesystem with
+only its scratch folder writable and no view of the portal's data) with a scrubbed environment
+(no secrets, no database or broker URLs), its own scratch folder as cwd/HOME/TMPDIR, and two
 private pipes for length-prefixed JSON messages. The child's stdout/stderr are read by a thread
 that keeps only a capped head and tail. Every call has a wall timeout and the child's resident
 memory is watched; a crash, hang, ``sys.exit``, memory blow-up or output flood becomes a
 ``SandboxFailure`` with its evidence, never an exception that takes the worker down. After one,
-the child is gone and the next call starts a fresh one.
+the child is gone and the next call starts a fresh one. Whatever comes back passes through
+``redact`` (credential values of this process's environment, PEM private keys) before it reaches
+a report. Scratch folders are removed when their owner closes them, and a worker that died
+without closing its own has them swept by the next one.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -19,15 +25,24 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 from workers import constants as C
+from workers.boundary import (
+    KIND_NONE,
+    Boundary,
+    boundary_from_env,
+    confine,
+    env_secrets,
+    prepare_scratch,
+    redact,
+)
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH_PREFIX = "kernelevolve-sandbox-"
+OWNER_FILE = ".owner"
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,59 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (the sandboxed Python runs under bwrap's init)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, ()))
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_scratch(folder: str | None = None) -> list[str]:
+    """Remove scratch folders whose owning process is gone (a worker killed without cleanup)."""
+    removed = []
+    folder = folder or tempfile.gettempdir()
+    for path in glob.glob(os.path.join(folder, SCRATCH_PREFIX + "*")):
+        try:
+            with open(os.path.join(path, OWNER_FILE)) as fh:
+                owner = int(fh.read().strip() or 0)
+        except (OSError, ValueError):
+            # No owner file: an older layout, or one being created right now; wait an hour.
+            try:
+                if time.time() - os.stat(path).st_mtime < 3600:
+                    continue
+            except OSError:
+                continue
+            owner = 0
+        if owner and _pid_alive(owner):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
 class SandboxChild:
     """One persistent child for one platform. ``call(op, args, timeout)`` returns the child's
     result dict or a ``SandboxFailure``; after a failure the child is dead and ``call`` restarts
@@ -117,12 +185,20 @@ class SandboxChild:
     ):
         self.platform = platform
         self.memory_limit = memory_limit
+        self.boundary: Boundary = boundary_from_env()
         self._own_root = root is None
-        self.root = root or tempfile.mkdtemp(prefix="kernelevolve-sandbox-")
+        if root is None:
+            sweep_stale_scratch()
+            root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+            with open(os.path.join(root, OWNER_FILE), "w") as fh:
+                fh.write(str(os.getpid()))
+        self.root = root
         self.extra_env = dict(extra_env or {})
+        self.secrets = env_secrets()
         self.proc: subprocess.Popen | None = None
         self.hello: dict | None = None
         self.starts = 0
+        self._pids: list[int] = []
 
     # lifecycle ---------------------------------------------------------------------------
     def _env(self, home: str) -> dict:
@@ -134,7 +210,6 @@ class SandboxChild:
                 "TRITON_CACHE_DIR": os.path.join(self.root, "triton-cache"),
                 "TRITON_HOME": os.path.join(self.root, "triton-home"),
                 "TORCHINDUCTOR_CACHE_DIR": os.path.join(self.root, "inductor-cache"),
-                "PYTHONPATH": _REPO_ROOT,
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONUNBUFFERED": "1",
                 # Inductor compiles in-process instead of spawning a worker pool of pythons.
@@ -155,12 +230,10 @@ class SandboxChild:
         self.starts += 1
         for sub in ("tmp", "jobs"):
             os.makedirs(os.path.join(home, sub), exist_ok=True)
+        prepare_scratch(self.boundary, self.root)
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        cmd = [
-            sys.executable,
-            "-m",
-            "workers.child",
+        args = [
             "--platform",
             self.platform,
             "--fds",
@@ -171,7 +244,16 @@ class SandboxChild:
             home,
             "--memory-limit",
             str(self.memory_limit),
+            "--max-processes",
+            str(C.CHILD_MAX_PROCESSES if self.boundary.uid is not None else 0),
         ]
+        cmd = confine(
+            self.boundary,
+            "workers.child",
+            args,
+            scratch=self.root,
+            gpu=self.platform == C.PLATFORM_CUDA,
+        )
         self.proc = subprocess.Popen(
             cmd,
             cwd=home,
@@ -188,9 +270,13 @@ class SandboxChild:
         self._resp = resp_r
         self.tap = _OutputTap(self.proc.stdout)
         self.tap.start()
+        self._pids = [self.proc.pid]
         result = self._wait(C.CHILD_START_TIMEOUT_S, "start")
         if isinstance(result, SandboxFailure):
             return result
+        self._pids = _descendants(self.proc.pid)
+        if isinstance(result.get("fingerprint"), dict):
+            result["fingerprint"]["sandbox"] = self.boundary.describe()
         self.hello = result
         return result
 
@@ -272,7 +358,7 @@ class SandboxChild:
                 f"printed more than {C.OUTPUT_FLOOD_BYTES} bytes during {phase}; child stopped",
                 evidence,
             )
-        rss = _rss_bytes(self.proc.pid)
+        rss = sum(_rss_bytes(pid) for pid in self._pids)
         if rss > self.memory_limit:
             evidence = {**self.tap.snapshot(), "rss_bytes": rss}
             self.kill()
@@ -297,6 +383,8 @@ class SandboxChild:
         time.sleep(0.05)  # let the tap drain the last output
         evidence = {**self.tap.snapshot(), "returncode": code}
         self.kill()
+        if self.boundary.kind != KIND_NONE and code is not None and code > 128:
+            code = 128 - code  # bwrap exits 128 + N when its child dies of signal N
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             rule = (
@@ -326,6 +414,14 @@ class SandboxChild:
 
     def call(self, op: str, args: dict, timeout: float) -> dict | SandboxFailure:
         """Run one operation in the child. The reply carries the captured output as ``log``."""
+        reply = self._call(op, args, timeout)
+        if isinstance(reply, SandboxFailure):
+            return SandboxFailure(
+                reply.rule, redact(reply.reason, self.secrets), redact(reply.evidence, self.secrets)
+            )
+        return redact(reply, self.secrets)
+
+    def _call(self, op: str, args: dict, timeout: float) -> dict | SandboxFailure:
         if not self.alive:
             started = self.start()
             if isinstance(started, SandboxFailure):

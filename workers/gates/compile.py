@@ -312,6 +312,13 @@ def ptxas_report(ptx: str, arch: int, folder: str) -> dict:
     return report
 
 
+_CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_AOT_ENTRY = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module('workers.gates.aot', run_name='__main__', alter_sys=True)"
+)
+
+
 def _aot_compile(job, args: dict) -> list[dict]:
     import json
     import sys
@@ -330,7 +337,9 @@ def _aot_compile(job, args: dict) -> list[dict]:
     policy.enforcing = False  # our own trusted helper; it installs the same policy itself
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "workers.gates.aot"],
+            # -I: neither the job folder (the candidate can write there) nor PYTHON* variables
+            # decide what this trusted helper imports.
+            [sys.executable, "-I", "-c", _AOT_ENTRY, _CODE_ROOT],
             input=json.dumps(payload),
             capture_output=True,
             text=True,

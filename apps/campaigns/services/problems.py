@@ -2,12 +2,7 @@
 
 import ast
 import json
-import resource
-import subprocess
-import sys
-import tempfile
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
@@ -16,12 +11,7 @@ from apps.campaigns.constants import ProblemOrigin
 from apps.campaigns.models import Problem
 from workers.catalog import catalog_list
 from workers.contract.workload import WorkloadError, import_trace, parse_workload
-from workers.sandbox import scrub_env
-
-# The reference check imports torch and runs one case on the CPU: generous, but bounded.
-REFERENCE_CHECK_TIMEOUT_S = 120
-REFERENCE_CHECK_CPU_S = 120
-REFERENCE_CHECK_MEMORY_BYTES = 8 << 30
+from workers.reference_check import reference_check
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -137,55 +127,22 @@ def workload_from_upload(
     return None
 
 
-def _limit_child() -> None:  # pragma: no cover - runs in the child before exec
-    resource.setrlimit(resource.RLIMIT_CPU, (REFERENCE_CHECK_CPU_S, REFERENCE_CHECK_CPU_S))
-    resource.setrlimit(
-        resource.RLIMIT_AS, (REFERENCE_CHECK_MEMORY_BYTES, REFERENCE_CHECK_MEMORY_BYTES)
-    )
-
-
 def problem_reference_check(
     *, source: str, workload: dict | None, workload_field: str = "workload"
 ) -> dict:
-    """Import the reference and run its heaviest case once in a sandboxed child process.
+    """Import the reference and run its heaviest case once behind the sandbox boundary
+    (``workers.reference_check``: never in the portal's process, never with its rights).
 
     Raises ValidationError naming `source` or `workload_field`; returns what the run saw.
     """
     problem_source_check(source)
     cases = parse_workload(workload).cases
     case = max(cases, key=lambda c: c.weight).to_dict()
-    with tempfile.TemporaryDirectory(prefix="ke-check-") as home:
-        env = scrub_env(
-            {
-                "PATH": "/usr/bin:/bin",
-                "HOME": home,
-                "PYTHONPATH": str(settings.BASE_DIR),
-                "OMP_NUM_THREADS": "1",
-                "CUDA_VISIBLE_DEVICES": "",
-                "TRITON_INTERPRET": "1",
-            }
-        )
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "apps.campaigns.sandbox_check"],
-                input=json.dumps({"source": source, "case": case}),
-                capture_output=True,
-                text=True,
-                timeout=REFERENCE_CHECK_TIMEOUT_S,
-                cwd=home,
-                env=env,
-                preexec_fn=_limit_child,  # noqa: PLW1509 - no threads hold locks here
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ValidationError(
-                {"source": f"the reference ran past {REFERENCE_CHECK_TIMEOUT_S} s on one case"}
-            ) from exc
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        raise ValidationError({"source": f"the reference check crashed: {tail[0]}"})
-    result = json.loads(lines[-1])
+    result = reference_check(source=source, case=case)
     if not result.get("ok"):
+        if result.get("field") is None:
+            reason = result.get("error") or "the sandbox is unavailable"
+            raise ValidationError({"source": f"this portal cannot run uploaded code: {reason}"})
         field = workload_field if result.get("field") == "workload" else "source"
         raise ValidationError({field: result.get("error") or "the reference check failed"})
     return result
