@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from apps.campaigns.constants import Baseline, Platform, Policy
+from apps.campaigns.forms import MAX_UPLOAD_BYTES
 from apps.campaigns.models import (
     Campaign,
     Comment,
@@ -31,7 +32,7 @@ class ProblemSerializer(serializers.ModelSerializer):
 
 class ProblemCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    source = serializers.CharField()
+    source = serializers.CharField(max_length=MAX_UPLOAD_BYTES)
     workload = serializers.JSONField(required=False, allow_null=True)
     description = serializers.CharField(required=False, allow_blank=True)
 
@@ -121,16 +122,16 @@ class ProblemUploadSerializer(serializers.Serializer):
     """An uploaded problem: its source and a workload (JSON object) or a trace (CSV/JSON text)."""
 
     name = serializers.CharField(max_length=100)
-    source = serializers.CharField()
+    source = serializers.CharField(max_length=MAX_UPLOAD_BYTES)
     workload = serializers.JSONField(required=False, allow_null=True)
-    trace = serializers.CharField(required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True)
+    trace = serializers.CharField(required=False, allow_blank=True, max_length=MAX_UPLOAD_BYTES)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
 
 
 class WorkloadPreviewSerializer(serializers.Serializer):
-    source = serializers.CharField(required=False, allow_blank=True)
+    source = serializers.CharField(required=False, allow_blank=True, max_length=MAX_UPLOAD_BYTES)
     workload = serializers.JSONField(required=False, allow_null=True)
-    trace = serializers.CharField(required=False, allow_blank=True)
+    trace = serializers.CharField(required=False, allow_blank=True, max_length=MAX_UPLOAD_BYTES)
 
 
 class WorkloadCaseSerializer(serializers.Serializer):
@@ -153,8 +154,8 @@ class CampaignUploadSerializer(CampaignCreateSerializer):
 
     problem = None
     problem_name = serializers.CharField(max_length=100)
-    problem_source = serializers.CharField()
-    trace = serializers.CharField(required=False, allow_blank=True)
+    problem_source = serializers.CharField(max_length=MAX_UPLOAD_BYTES)
+    trace = serializers.CharField(required=False, allow_blank=True, max_length=MAX_UPLOAD_BYTES)
 
 
 class GraphPageSerializer(serializers.Serializer):

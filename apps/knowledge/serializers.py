@@ -19,6 +19,8 @@ from apps.knowledge.constants import (
 )
 from apps.knowledge.models import Entry, EntryVersion
 
+ID_MAX = 2**63 - 1  # a BigAutoField; past it SQLite raises OverflowError on `pk__in`
+
 
 def _choice(choices, **kwargs) -> serializers.CharField:
     """A choice as a string field documented by its values: "status", "kind" and "origin" are
@@ -120,7 +122,7 @@ class VersionSerializer(serializers.ModelSerializer):
 
 
 class RevertSerializer(serializers.Serializer):
-    version = serializers.IntegerField(min_value=1)
+    version = serializers.IntegerField(min_value=1, max_value=ID_MAX)
     reason = serializers.CharField(max_length=500, required=False, default="")
 
 
@@ -130,7 +132,9 @@ class CurateSerializer(serializers.Serializer):
 
 
 class BulkRetireSerializer(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=ID_MAX), min_length=1, max_length=1000
+    )
     reason = serializers.CharField(max_length=500)
 
 

@@ -6,6 +6,16 @@ from apps.campaigns.constants import Platform
 from apps.registry.constants import LATENCY_SAMPLES_KEPT, Path
 from apps.registry.models import Alarm, Approval, Artifact, Event, Region
 
+# Bounds of API input, so a malformed request is a 400 naming the field and never reaches a
+# database column (PositiveIntegerField, a BigAutoField lookup) or a reader (.get() on what must
+# be an object).
+PG_INT_MAX = 2**31 - 1
+PG_BIGINT_MAX = 2**63 - 1
+DIGEST_MAX_LENGTH = 64  # sha256 hex
+REASON_MAX_LENGTH = 2000
+FINGERPRINT_MAX_KEYS = 64
+FINGERPRINT_VALUE_MAX_LENGTH = 200
+
 
 class RegionSerializer(serializers.ModelSerializer):
     default_artifact = serializers.SlugRelatedField(slug_field="digest", read_only=True)
@@ -56,7 +66,9 @@ class ArtifactDetailSerializer(ArtifactSerializer):
 
 
 class ArtifactCreateSerializer(serializers.Serializer):
-    node = serializers.IntegerField(help_text="id of an accepted campaign node")
+    node = serializers.IntegerField(
+        min_value=1, max_value=PG_BIGINT_MAX, help_text="id of an accepted campaign node"
+    )
     dtypes = serializers.ListField(child=serializers.CharField(), required=False)
     constants = serializers.DictField(
         child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
@@ -84,7 +96,10 @@ class PromoteSerializer(ReasonSerializer):
 class RollbackSerializer(serializers.Serializer):
     reason = serializers.CharField()
     to_artifact = serializers.IntegerField(
-        required=False, help_text="an earlier default of this region (default: the previous one)"
+        required=False,
+        min_value=1,
+        max_value=PG_BIGINT_MAX,
+        help_text="an earlier default of this region (default: the previous one)",
     )
     to_reference = serializers.BooleanField(
         required=False, default=False, help_text="serve the PyTorch reference"
@@ -120,16 +135,6 @@ class ManifestSerializer(serializers.Serializer):
     body = serializers.JSONField()
     signature = serializers.CharField()
     key_id = serializers.CharField()
-
-
-# Bounds of a runtime report, so a malformed batch is a 400 naming the field and never reaches
-# a database column (PositiveIntegerField) or a reader (.get() on what must be an object).
-PG_INT_MAX = 2**31 - 1
-PG_BIGINT_MAX = 2**63 - 1
-DIGEST_MAX_LENGTH = 64  # sha256 hex
-REASON_MAX_LENGTH = 2000
-FINGERPRINT_MAX_KEYS = 64
-FINGERPRINT_VALUE_MAX_LENGTH = 200
 
 
 class FingerprintField(serializers.JSONField):

@@ -62,3 +62,19 @@ def test_trace_json_with_dtype():
     assert [(c.dtype, c.weight) for c in cases] == [("float16", 7), (None, 1)]
     with pytest.raises(WorkloadError, match=r"trace\[0\].count"):
         import_trace([{"dim": 8, "count": -3}])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x" * 1_000_000, "trace line 1: not valid CSV (field larger than field limit"),
+        ("dim,count\n" + "1" * 200_000 + ",2\n", "trace line 2: not valid CSV"),
+        ("dim,count\n8,1\n16\n", "trace line 3: fewer values than the header has columns"),
+        ("[" * 100_000 + "]" * 100_000, "trace: JSON nested too deeply"),
+        ("dim,count\n" + "8,1\n" * 300_000, "trace: larger than 1024 KiB"),
+    ],
+)
+def test_malformed_trace_text_is_a_workload_error_naming_the_line(text, message):
+    with pytest.raises(WorkloadError) as exc:
+        import_trace(text)
+    assert str(exc.value).startswith(message)

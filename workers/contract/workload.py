@@ -166,6 +166,8 @@ def load_workload_text(text: str) -> Workload:
 
 
 _COUNT_KEYS = ("count", "calls", "weight", "n")
+# A trace is rows of a few numbers; the portal takes uploads up to 1 MiB.
+MAX_TRACE_CHARS = 1 << 20
 
 
 def _number(text: str):
@@ -178,6 +180,24 @@ def _number(text: str):
             return text
 
 
+def _csv_rows(text: str) -> list[dict]:
+    """Rows of a CSV trace; a malformed line raises WorkloadError naming it."""
+    reader = csv.DictReader(io.StringIO(text))
+    rows = []
+    try:
+        for r in reader:
+            if None in r.values():
+                raise WorkloadError(
+                    f"trace line {reader.line_num}: fewer values than the header has columns"
+                )
+            rows.append({k.strip(): _number(v.strip()) for k, v in r.items() if k})
+    except csv.Error as exc:
+        # e.g. one field past csv.field_size_limit() (128 KiB): a trace row is a few numbers.
+        # line_num counts the lines read in full; the bad one is the next.
+        raise WorkloadError(f"trace line {reader.line_num + 1}: not valid CSV ({exc})") from exc
+    return rows
+
+
 def import_trace(rows_or_text, *, fmt: str | None = None) -> list[Case]:
     """Turn a trace (CSV text, JSON text, or a list of row dicts) into weighted cases.
 
@@ -188,16 +208,19 @@ def import_trace(rows_or_text, *, fmt: str | None = None) -> list[Case]:
     rows = rows_or_text
     if isinstance(rows_or_text, str):
         text = rows_or_text.strip()
+        if len(text) > MAX_TRACE_CHARS:
+            raise WorkloadError(f"trace: larger than {MAX_TRACE_CHARS >> 10} KiB")
         if fmt == "json" or (fmt is None and text[:1] in "[{"):
             try:
                 rows = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise WorkloadError(f"trace: not valid JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise WorkloadError("trace: JSON nested too deeply") from exc
             if isinstance(rows, dict):
                 rows = rows.get("rows", rows.get("calls"))
         else:
-            reader = csv.DictReader(io.StringIO(text))
-            rows = [{k.strip(): _number(v.strip()) for k, v in r.items() if k} for r in reader]
+            rows = _csv_rows(text)
     if not isinstance(rows, list) or not rows:
         raise WorkloadError("trace: must be a non-empty list of rows")
     merged: dict[tuple, list] = {}

@@ -57,3 +57,11 @@ def test_entry_labels_longer_than_their_column_are_a_400(people):
     )
     assert response.status_code == 400
     assert "at most 500 characters" in str(response.json()["tags"])
+
+
+def test_bulk_retire_with_an_id_past_the_column_is_a_400(people):
+    response = client_for(people["curator"]).post(
+        "/api/knowledge/retire/", {"ids": [10**30], "reason": "r"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "less than or equal to" in str(response.json()["ids"])
