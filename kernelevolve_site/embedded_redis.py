@@ -11,6 +11,7 @@ that is already up for the data folder (say `make run`'s) is used and left runni
 import atexit
 import fcntl
 import os
+import random
 import socket
 import subprocess
 import time
@@ -25,6 +26,7 @@ PID_FILE = "redis.pid"
 LOCK_FILE = "redis.lock"
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+PORT_RANGE = (20000, 32768)
 # Django's own commands that reach the broker or the channel layer; the project's commands
 # (from `apps.*`) are held too.
 BROKER_COMMANDS = {"runserver", "shell"}
@@ -39,19 +41,27 @@ def _ping(port: int) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _port_is_free(port: int) -> bool:
+    """Whether redis-server could listen here: SO_REUSEADDR as it sets, so the TIME_WAIT
+    connections a stopped server leaves behind do not count."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
             return False
     return True
+
+
+def _free_port() -> int:
+    # Below Linux's ephemeral range (32768-60999), so no client connection takes the recorded
+    # port as its source port while the server is down.
+    rng = random.SystemRandom()
+    for _ in range(100):
+        port = rng.randrange(*PORT_RANGE)
+        if _port_is_free(port):
+            return port
+    raise RuntimeError(f"no free port in {PORT_RANGE} for the embedded Redis")
 
 
 def _recorded_port(data_dir: Path) -> int:

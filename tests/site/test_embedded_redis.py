@@ -111,3 +111,18 @@ def test_a_worker_started_on_its_own_starts_redis_and_stops_it_when_it_stops(tmp
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
     assert redis_servers_in(tmp_path) == [], log.read_text()[-3000:]
+
+
+def test_a_stopped_redis_starts_again_at_the_url_settings_hold(tmp_path):
+    import redis
+
+    url = embedded_redis_url(tmp_path)
+    try:
+        for _ in range(2):  # the second start finds the first's connections in TIME_WAIT
+            assert ensure_embedded_redis(tmp_path) is True
+            assert redis.Redis.from_url(url).ping()
+            assert stop_embedded_redis(tmp_path) is True
+            assert redis_servers_in(tmp_path) == []
+    finally:
+        stop_embedded_redis(tmp_path)
+    assert embedded_redis_url(tmp_path) == url
