@@ -11,7 +11,8 @@ in bubblewrap (``bwrap``):
   writable scratch folder. The repository's ``data/`` (the portal's secret key, the registry's
   signing key, the SQLite database), ``/root``, ``/home``, ``/var`` and ``/run`` (the database and
   broker sockets) are not there at all; ``/tmp`` is empty and private; ``/etc/passwd`` holds two
-  lines; login shells are replaced by an empty file, so ``system()`` has nothing to run;
+  lines. Shells stay (Ubuntu's ``/sbin/ldconfig``, which Triton runs, is a shell script): a
+  shell in the box has the box's rights and nothing more;
 - **an unprivileged user**: started as root, the child drops to ``KERNELEVOLVE_SANDBOX_UID``
   (65534, ``nobody``) before Python imports anything of ours; started as another user, it keeps
   that unprivileged user inside a user namespace;
@@ -62,8 +63,6 @@ ETC_FILES = (
     "/etc/OpenCL",
     "/etc/nvidia",
 )
-# Replaced by an empty, non-executable file: nothing the harness runs needs a shell.
-SHELLS = ("sh", "bash", "dash", "rbash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox")
 
 
 class BoundaryUnavailable(RuntimeError):
@@ -151,9 +150,25 @@ def _hidden_roots() -> list[str]:
     return roots
 
 
+def _toolchain_prefixes() -> set[str]:
+    """Install prefixes of the C compiler Triton builds its launcher with, where it lives outside
+    /usr (a GPU image's /opt/gcc, say): the compiler needs its own lib/ and libexec/ too."""
+    found = set()
+    names = [os.environ.get("CC", ""), "cc", "gcc", "clang"]
+    for name in filter(None, names):
+        path = shutil.which(name)
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        prefix = os.path.dirname(os.path.dirname(real))
+        if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+            found.add(prefix)
+    return found
+
+
 def _python_paths() -> list[str]:
-    """The folders the interpreter and its packages live in, minus anything that would show the
-    repository (or an ancestor of it) whole."""
+    """The folders the interpreter, its packages, its libraries and the C compiler live in, minus
+    anything that would show the repository (or an ancestor of it) whole."""
     venv = os.path.realpath(sys.prefix)
     wanted = {
         sys.prefix,
@@ -163,7 +178,9 @@ def _python_paths() -> list[str]:
         os.path.dirname(os.path.realpath(sys.executable)),
     }
     wanted.update(p for p in sys.path if p)
-    wanted.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    for var in ("PYTHONPATH", "LD_LIBRARY_PATH"):
+        wanted.update(p for p in os.environ.get(var, "").split(os.pathsep) if p)
+    wanted.update(_toolchain_prefixes())
     chosen = set()
     for path in wanted:
         for p in {os.path.abspath(path), os.path.realpath(path)}:
@@ -175,7 +192,8 @@ def _python_paths() -> list[str]:
                 above = hidden.startswith(p.rstrip("/") + "/") or p == "/"
                 if above or (inside and not (p == venv or p.startswith(venv + "/"))):
                     bad = True
-            if not bad:
+            mounted = any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS)
+            if not bad and not mounted:
                 chosen.add(p)
     # A folder inside another chosen one is already there.
     return sorted(p for p in chosen if not any(p.startswith(q + "/") for q in chosen if q != p))
@@ -205,11 +223,6 @@ def _bwrap_args(bwrap, uid, *, scratch, gpu, writable) -> list[str]:
     args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "0755", "--dir", "/etc"]
     for path in ETC_FILES:
         args += ["--ro-bind-try", path, path]
-    for name in SHELLS:
-        for folder in ("/usr/bin", "/bin", "/usr/local/bin"):
-            target = os.path.join(folder, name)
-            if os.path.exists(target) and not os.path.islink(folder):
-                args += ["--ro-bind", "/dev/null", target]
     code = _python_paths() + [WORKERS_DIR]
     # bwrap makes the folders above a mount point readable by its owner only: make them
     # traversable for the unprivileged user (/root/.pyenv/... above the interpreter, say).

@@ -1,3 +1,7 @@
+import os
+
+import pytest
+
 from workers.fingerprint import harness_hash
 from workers.sandbox import scrub_env
 
@@ -18,3 +22,79 @@ def test_scrub_env_drops_secrets():
 def test_harness_hash_is_stable_hex():
     assert harness_hash() == harness_hash()
     assert len(harness_hash()) == 64
+
+
+def test_redact_removes_env_secrets_and_private_keys():
+    from workers.boundary import env_secrets, redact
+
+    env = {
+        "DATABASE_URL": "postgres://ke:hunter2-long@db:5432/ke",
+        "MY_API_TOKEN": "tok-0123456789",
+        "SHORT_KEY": "abc",  # too short to redact without mangling ordinary text
+        "PATH": "/usr/bin",
+    }
+    secrets = env_secrets(env)
+    pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n-----END PRIVATE KEY-----"
+    report = {
+        "reason": f"boom tok-0123456789 {pem}",
+        "log": ["password hunter2-long", "/usr/bin stays"],
+    }
+    clean = redact(report, secrets)
+    assert "tok-0123456789" not in str(clean) and "hunter2-long" not in str(clean)
+    assert "MC4CAQAwBQYDK2VwBCIEI" not in clean["reason"]
+    assert "[redacted private key]" in clean["reason"]
+    assert clean["log"][1] == "/usr/bin stays"
+
+
+def test_missing_bubblewrap_refuses_with_what_to_do(tmp_path):
+    from workers.boundary import BoundaryUnavailable, boundary_from_env
+
+    with pytest.raises(BoundaryUnavailable, match="apt-get install bubblewrap"):
+        boundary_from_env({"KERNELEVOLVE_BWRAP": str(tmp_path / "no-bwrap")})
+    with pytest.raises(BoundaryUnavailable, match="must be 'bwrap' or 'none'"):
+        boundary_from_env({"KERNELEVOLVE_SANDBOX": "chroot"})
+    assert boundary_from_env({"KERNELEVOLVE_SANDBOX": "none"}).describe() == {"boundary": "none"}
+
+
+def test_evaluator_without_a_sandbox_says_why(monkeypatch, tmp_path):
+    from tests.workers.conftest import read_fixture
+    from workers.evaluate import EvaluationRequest, Evaluator, EvaluatorUnavailable
+
+    monkeypatch.setenv("KERNELEVOLVE_BWRAP", str(tmp_path / "no-bwrap"))
+    request = EvaluationRequest(
+        problem_source=read_fixture("problems", "silu.py"),
+        candidate_source=read_fixture("candidates", "silu_good.py"),
+    )
+    with Evaluator() as ev, pytest.raises(EvaluatorUnavailable, match="bubblewrap"):
+        ev.evaluate(request)
+
+
+def test_stale_scratch_folders_of_dead_workers_are_swept(tmp_path):
+    import subprocess
+    import sys
+
+    from workers.sandbox import OWNER_FILE, SCRATCH_PREFIX, sweep_stale_scratch
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
+    ).stdout.strip()
+    gone, alive = tmp_path / f"{SCRATCH_PREFIX}gone", tmp_path / f"{SCRATCH_PREFIX}alive"
+    for folder, pid in ((gone, dead), (alive, str(os.getpid()))):
+        (folder / "child0").mkdir(parents=True)
+        (folder / OWNER_FILE).write_text(pid)
+    assert sweep_stale_scratch(str(tmp_path)) == [str(gone)]
+    assert not gone.exists() and alive.exists()
+
+
+def test_a_closed_evaluator_leaves_no_scratch_folder():
+    import glob
+    import tempfile
+
+    from workers.sandbox import SCRATCH_PREFIX, SandboxChild
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
+    child = SandboxChild("interpret")
+    assert os.path.isdir(child.root)
+    child.cleanup()
+    after = set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
+    assert after <= before

@@ -230,7 +230,7 @@ SHELLS = {
 
 @pytest.mark.parametrize("attack", sorted(SHELLS))
 @pytest.mark.parametrize("hook", ["on", "off"])
-def test_a_shell_never_runs(evaluator, planted, attack, hook):
+def test_a_shell_cannot_touch_the_host(evaluator, planted, attack, hook):
     marker = planted["marker"]
     prelude = (DISABLE_HOOK if hook == "off" else "") + SHELLS[attack].format(marker=marker)
     prelude += "raise RuntimeError('attempt finished')\n"
