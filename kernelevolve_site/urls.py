@@ -1,8 +1,9 @@
 """URL routes: pages per app, the REST API under /api/, its schema and docs, health."""
 
 from django.contrib import admin
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from kernelevolve_site import views
 
@@ -12,7 +13,14 @@ api_patterns = [
     path("", include("apps.registry.api_urls")),
     path("", include("apps.knowledge.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # The docs page is for people: anonymous ones are sent to the login page (the schema, for
+    # programs, answers 401 through SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]). The split view
+    # serves its init script as a file, as the CSP requires.
+    path(
+        "docs/",
+        login_required(SpectacularSwaggerSplitView.as_view(url_name="api:schema")),
+        name="docs",
+    ),
 ]
 
 urlpatterns = [

@@ -1,6 +1,7 @@
 """Shared fixtures: real worker and server processes, a browser, demo users."""
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,14 @@ def login(page, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_selector("header.topbar")
+
+
+def wait_for_js(page, expression: str, timeout: float = 30_000) -> None:
+    """Wait until `expression` is truthy in the page. Playwright's wait_for_function polls with
+    eval inside the page, which the site's Content-Security-Policy refuses; page.evaluate runs
+    through the DevTools protocol, which the policy does not govern."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} ms waiting for: {expression}")
+        page.wait_for_timeout(20)

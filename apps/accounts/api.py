@@ -3,11 +3,18 @@
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts import selectors, services
+from apps.accounts.login_limits import (
+    LoginThrottle,
+    client_address,
+    login_failure_record,
+    too_many_message,
+)
 from apps.accounts.permissions import portal_permission
 from apps.accounts.serializers import (
     MeSerializer,
@@ -29,10 +36,17 @@ class MeApi(APIView):
 
 
 class TokenApi(APIView):
-    """Exchange a username and password for a fresh API token (the old one is revoked)."""
+    """Exchange a username and password for a fresh API token (the old one is revoked).
+
+    Failed attempts are limited per username and address (429 with Retry-After past the limit,
+    see apps.accounts.login_limits)."""
 
     permission_classes = [AllowAny]
     authentication_classes = []
+    throttle_classes = [LoginThrottle]
+
+    def throttled(self, request, wait):
+        raise Throttled(wait=wait, detail=too_many_message(int(wait)))
 
     @extend_schema(request=TokenRequestSerializer, responses=TokenSerializer)
     def post(self, request):
@@ -40,6 +54,9 @@ class TokenApi(APIView):
         payload.is_valid(raise_exception=True)
         user = authenticate(request, **payload.validated_data)
         if user is None:
+            login_failure_record(
+                username=payload.validated_data["username"], address=client_address(request)
+            )
             return Response(
                 {"detail": "Unknown username or wrong password."},
                 status=status.HTTP_400_BAD_REQUEST,

@@ -43,3 +43,9 @@ ROLE_PERMISSIONS = {
 }
 
 APP_LABEL = "accounts"
+
+# Login limits (apps.accounts.login_limits): failed logins counted per username + address and
+# per address, in fixed windows, so a lock-out always ends with its window.
+LOGIN_WINDOW_S = 300
+LOGIN_FAILURES_PER_USER_AND_ADDRESS = 10
+LOGIN_FAILURES_PER_ADDRESS = 50

@@ -22,8 +22,8 @@ class TeamMemberSerializer(serializers.ModelSerializer):
 
 
 class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(style={"input_type": "password"})
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, style={"input_type": "password"})
 
 
 class TokenSerializer(serializers.Serializer):

@@ -10,13 +10,44 @@ from django.views.generic import TemplateView
 from rest_framework.authtoken.models import Token
 
 from apps.accounts import selectors, services
+from apps.accounts.login_limits import (
+    client_address,
+    login_failure_record,
+    login_wait_seconds,
+    too_many_message,
+)
 from apps.accounts.permissions import PortalPermissionRequiredMixin
 
 
 @method_decorator(login_not_required, name="dispatch")
 class LoginView(auth_views.LoginView):
+    """Django's login page, with failed attempts limited per username and address: past the
+    limit it answers 429 with Retry-After and says how long to wait (apps.accounts.login_limits)."""
+
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        wait = login_wait_seconds(
+            username=request.POST.get("username", ""), address=client_address(request)
+        )
+        if wait:
+            # Unbound: binding would check the password, which is what the limit withholds.
+            form = self.get_form_class()(
+                request, initial={"username": request.POST.get("username")}
+            )
+            response = self.render_to_response(
+                self.get_context_data(form=form, limited=too_many_message(wait)), status=429
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        login_failure_record(
+            username=self.request.POST.get("username", ""), address=client_address(self.request)
+        )
+        return super().form_invalid(form)
 
 
 class LogoutView(auth_views.LogoutView):

@@ -205,6 +205,7 @@ class CommentSerializer(serializers.ModelSerializer):
         model = Comment
         fields = ["id", "node", "author", "line", "body", "created_at"]
         read_only_fields = ["id", "node", "author", "created_at"]
+        extra_kwargs = {"body": {"max_length": 10_000}}  # as the page's CommentForm
 
 
 class NodeReviewSerializer(serializers.ModelSerializer):

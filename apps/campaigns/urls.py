@@ -10,6 +10,7 @@ urlpatterns = [
     path("new/", views.CampaignCreateView.as_view(), name="create"),
     path("inbox/", views.InboxView.as_view(), name="inbox"),
     path("portfolio/", views.PortfolioView.as_view(), name="portfolio"),
+    path("highlight.css", views.HighlightCssView.as_view(), name="highlight-css"),
     path("<int:pk>/", views.CampaignDetailView.as_view(), name="detail"),
     path("<int:pk>/graph.json", views.CampaignGraphView.as_view(), name="graph"),
     path("<int:pk>/charts/", views.CampaignChartsView.as_view(), name="charts"),

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "kernelevolve_site.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -129,6 +130,17 @@ CHANNEL_LAYERS = {
     }
 }
 
+# One cache for every process (web workers, the ASGI server): the login limits count failures
+# across all of them. Nothing may call cache.clear(): it would flush the broker's database too.
+# https://docs.djangoproject.com/en/5.2/topics/cache/#redis
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "kernelevolve-cache",
+    }
+}
+
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -150,6 +162,10 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "kernelevolve_site.api.exception_handler",
+    # Proxies in front of the site whose X-Forwarded-For is trusted (0: clients connect directly,
+    # so a forged header cannot dodge the login limits). Used by apps.accounts.login_limits too.
+    # https://www.django-rest-framework.org/api-guide/throttling/#how-clients-are-identified
+    "NUM_PROXIES": int(os.environ.get("TRUSTED_PROXIES", "0")),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -160,6 +176,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Campaigns, candidates, registry and knowledge of the KernelEvolve portal.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Anonymous users see only the login page: the schema and the docs need an account.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI from static/ (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -190,3 +208,21 @@ LOGGING = {
 # Serve static/ straight from the finders, so a one-machine install needs no collectstatic.
 # https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_USE_FINDERS
 WHITENOISE_USE_FINDERS = True
+
+# Content-Security-Policy (kernelevolve_site.middleware): pages load only their own static files.
+# Inline style attributes stay allowed (style-src-attr): the templates and Plotly's SVG use them,
+# and a style attribute cannot run code. Scripts: files from 'self' only, no inline, no eval.
+# https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/Content-Security-Policy
+CONTENT_SECURITY_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "style-src-attr": ["'unsafe-inline'"],
+    "img-src": ["'self'", "data:", "blob:"],
+    "font-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}

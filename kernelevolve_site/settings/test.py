@@ -16,3 +16,7 @@ if not os.environ.get("REDIS_URL"):
     REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/1"
     CELERY_BROKER_URL = CELERY_RESULT_BACKEND = REDIS_URL
     CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [REDIS_URL]
+
+# Each test process counts login failures from zero: the shared Redis cache of base would carry
+# them from one test (and one run) to the next.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

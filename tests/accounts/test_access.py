@@ -100,3 +100,11 @@ def test_openapi_schema_is_published_and_valid(users):
     docs = api.get("/api/docs/")
     assert docs.status_code == 200
     assert "cdn" not in docs.content.decode().lower()
+
+
+def test_anonymous_users_cannot_read_the_schema_or_the_docs(client: Client):
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 401
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 302 and docs["Location"].startswith("/accounts/login/?next=")
+    assert client.get("/api/docs/?script").status_code == 302

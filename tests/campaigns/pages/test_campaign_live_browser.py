@@ -5,7 +5,7 @@ import time
 import pytest
 
 from apps.campaigns.services.problems import catalog_sync
-from tests.conftest import login
+from tests.conftest import login, wait_for_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -75,7 +75,7 @@ def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
         login(engineer_page, asgi_server, "engineer", demo_users["engineer"])
         engineer_page.route(f"**/campaigns/{campaign.pk}/", hold_catch_up)
         engineer_page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
-        engineer_page.wait_for_function("window.htmx !== undefined")
+        wait_for_js(engineer_page, "window.htmx !== undefined")
         deadline = time.monotonic() + 30
         while not held and time.monotonic() < deadline:
             engineer_page.wait_for_timeout(50)

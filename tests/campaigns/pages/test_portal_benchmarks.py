@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.campaigns.support.builders import build_campaign
-from tests.conftest import login
+from tests.conftest import login, wait_for_js
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [
@@ -97,7 +97,7 @@ def test_event_to_browser_latency(asgi_server, demo_users, page):
     campaign = build_campaign(nodes=20, user=User.objects.get(username="engineer"), timed=False)
     login(page, asgi_server, "viewer", demo_users["viewer"])
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
-    page.wait_for_function("document.getElementById('search-graph').dataset.nodeCount === '20'")
+    wait_for_js(page, "document.getElementById('search-graph').dataset.nodeCount === '20'")
     page.wait_for_timeout(500)
     node = campaign.nodes.first()
     latencies, graph_latencies = [], []
@@ -127,7 +127,7 @@ def test_event_to_browser_latency(asgi_server, demo_users, page):
         # Playwright's loop owns this thread: send from a thread of its own, as a worker would.
         with ThreadPoolExecutor(max_workers=1) as pool:
             pool.submit(send_event, f"campaign-{campaign.pk}", "campaign.node", html=html).result()
-        page.wait_for_function("window.__seen !== null && window.__graphAt !== null")
+        wait_for_js(page, "window.__seen !== null && window.__graphAt !== null")
         latencies.append(page.evaluate("window.__seen") - sent)
         graph_latencies.append(page.evaluate("window.__graphAt") - sent)
         page.wait_for_timeout(400)
@@ -146,12 +146,12 @@ def test_graph_render_of_2000_nodes(asgi_server, demo_users, page):
     t0 = time.perf_counter()
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
     graph = "document.getElementById('search-graph')"
-    page.wait_for_function(f"{graph}.dataset.nodeCount === '2000'", timeout=30_000)
+    wait_for_js(page, f"{graph}.dataset.nodeCount === '2000'", timeout=30_000)
     open_ms = (time.perf_counter() - t0) * 1000
     renders = [int(page.get_attribute("#search-graph", "data-render-ms"))]
     for i in range(2, 7):  # live redraws: both pages fetched again, merged, Plotly.react
         page.evaluate("window.keGraph.reload()")
-        page.wait_for_function(f"{graph}.dataset.renders === '{i}'", timeout=30_000)
+        wait_for_js(page, f"{graph}.dataset.renders === '{i}'", timeout=30_000)
         renders.append(int(page.get_attribute("#search-graph", "data-render-ms")))
     print(
         f"\ngraph of 2,000 nodes: fetch+merge+render first {renders[0]} ms, redraws p50 "

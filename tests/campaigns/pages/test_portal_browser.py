@@ -6,7 +6,7 @@ import pytest
 
 from apps.campaigns.models import Campaign, Problem
 from tests.campaigns.support.builders import PROBLEM_SOURCE, build_campaign
-from tests.conftest import login
+from tests.conftest import login, wait_for_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -48,14 +48,13 @@ def test_upload_watch_review_comment_inbox(
     page.evaluate("window.__marker = 'same page'")
     graph = page.locator("#search-graph")
     # Nodes appear on the graph as the worker's events arrive (no reload).
-    page.wait_for_function(
+    wait_for_js(
+        page,
         "parseInt(document.getElementById('search-graph').dataset.nodeCount || '0') >= 1",
         timeout=120_000,
     )
     page.wait_for_selector("#campaign-status.completed", timeout=300_000)
-    page.wait_for_function(
-        "document.querySelectorAll('#search-graph .scatterlayer .point').length >= 1"
-    )
+    wait_for_js(page, "document.querySelectorAll('#search-graph .scatterlayer .point').length >= 1")
     assert page.evaluate("window.__marker") == "same page"
     assert int(graph.get_attribute("data-renders")) >= 2, "the graph redrew from live events"
     assert "No timings: the interpret platform" in page.inner_text("#campaign-charts")
@@ -126,8 +125,8 @@ def test_graph_of_2000_nodes_renders_and_keeps_zoom(asgi_server, demo_users, pag
     login(page, asgi_server, "viewer", demo_users["viewer"])
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
     # Every node arrives (two pages merged); its time is in test_portal_benchmarks.py.
-    page.wait_for_function(
-        "document.getElementById('search-graph').dataset.nodeCount === '2000'", timeout=30_000
+    wait_for_js(
+        page, "document.getElementById('search-graph').dataset.nodeCount === '2000'", timeout=30_000
     )
     # Zoom (mouse wheel) and pan (drag) like a user; a live redraw keeps the view.
     box = page.locator("#search-graph .nsewdrag").bounding_box()
@@ -142,6 +141,6 @@ def test_graph_of_2000_nodes_renders_and_keeps_zoom(asgi_server, demo_users, pag
     zoomed = page.evaluate(script)
     assert zoomed != [-0.6, 100.6]
     page.evaluate("window.keGraph.reload()")
-    page.wait_for_function("document.getElementById('search-graph').dataset.renders === '2'")
+    wait_for_js(page, "document.getElementById('search-graph').dataset.renders === '2'")
     assert page.evaluate(script) == zoomed
     page.screenshot(path=str(artifacts_dir / "portal-graph-2000.png"), full_page=True)

@@ -3,7 +3,7 @@ history with the diff, and revert."""
 
 import pytest
 
-from tests.conftest import login
+from tests.conftest import login, wait_for_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -16,7 +16,7 @@ def test_search_edit_history_revert(asgi_server, demo_users, page, artifacts_dir
     page.goto(asgi_server + "/knowledge/")
     page.evaluate("window.__marker = 'same page'")
     page.fill("#id_q", "bandwidth floor")
-    page.wait_for_function("document.querySelectorAll('#kb-results tr[id^=entry-]').length === 1")
+    wait_for_js(page, "document.querySelectorAll('#kb-results tr[id^=entry-]').length === 1")
     assert page.evaluate("window.__marker") == "same page", "results swapped in place"
     assert "q=bandwidth" in page.url
     page.screenshot(path=str(artifacts_dir / "knowledge-search.png"), full_page=True)

@@ -37,7 +37,7 @@ def test_index_operator_and_artifact_pages(client, users):
 
     client.force_login(users["reviewer"])
     page = client.get("/registry/softmax/").content.decode()
-    assert f'id="rollback-{a.region_id}"' in page and "confirm(" in page
+    assert f'id="rollback-{a.region_id}"' in page and 'data-confirm="Roll back the default' in page
     index = client.get("/registry/").content.decode()
     assert f'data-freeze="{spare.pk}"' in index
 
