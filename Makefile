@@ -14,6 +14,7 @@ $(STAMP): requirements.txt package.json package-lock.json
 	touch $(STAMP)
 
 setup: $(STAMP)
+	sh scripts/ensure_system_packages.sh
 	$(PY) scripts/vendor_assets.py
 
 run: setup
@@ -30,5 +31,5 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 
 test: lint
-	sh scripts/ensure_chromium.sh
+	sh scripts/ensure_system_packages.sh --browser
 	$(PY) -m pytest

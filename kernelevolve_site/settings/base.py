@@ -17,7 +17,8 @@ from kernelevolve_site.embedded_redis import embedded_redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(os.environ.get("KERNELEVOLVE_DATA_DIR", BASE_DIR / "data")).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# Private to the portal: the secret key, the registry signing key and the database live here.
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def env_bool(name: str, default: bool) -> bool:
