@@ -285,7 +285,8 @@ def prepare_scratch(boundary: Boundary, scratch: str) -> None:
         for folder, _dirs, files in os.walk(scratch):
             os.chown(folder, boundary.uid, boundary.uid)
             for name in files:
-                if name not in (".passwd", ".group"):
+                # The scratch root's dotfiles (passwd, group, the owner's pid) stay ours.
+                if not (folder == scratch and name.startswith(".")):
                     os.chown(os.path.join(folder, name), boundary.uid, boundary.uid)
         os.chown(scratch, boundary.uid, boundary.uid)
         os.chmod(scratch, 0o700)

@@ -9,6 +9,7 @@ crashed or hung candidate restarts that child, never the worker.
 import atexit
 
 from celery import current_app, shared_task
+from celery.signals import worker_process_shutdown
 
 RECORD_TASK = "campaigns.record_evaluation"
 RECORD_RECHECK_TASK = "registry.record_recheck"
@@ -35,6 +36,14 @@ def _evaluator():
         atexit.register(evaluator.__exit__, None, None, None)
         _evaluator_holder.append(evaluator)
     return _evaluator_holder[0]
+
+
+@worker_process_shutdown.connect
+def _close_evaluator(**_):
+    """A pool process leaves through os._exit, past atexit: close the sandbox child and remove
+    its scratch folder here, so a stopped worker leaves nothing in /tmp."""
+    while _evaluator_holder:
+        _evaluator_holder.pop().close()
 
 
 @shared_task(name="workers.evaluate_candidate", acks_late=True, soft_time_limit=840)

@@ -1,4 +1,9 @@
-"""SIGKILL the evaluation worker mid-campaign, start another: nothing lost, nothing doubled."""
+"""SIGKILL the evaluation worker mid-campaign, start another: nothing lost, nothing doubled, and
+no sandbox scratch folder left behind by either."""
+
+import glob
+import os
+import tempfile
 
 import pytest
 
@@ -12,11 +17,21 @@ from tests.support.processes import start_worker
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
+def _owner_alive(folder: str) -> bool:
+    try:
+        with open(os.path.join(folder, ".owner")) as fh:
+            os.kill(int(fh.read()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def test_killed_eval_worker_loses_and_duplicates_nothing(demo_users, control_worker, artifacts_dir):
     from django.contrib.auth.models import User
 
     logs = artifacts_dir / "logs"
     problem = next(p for p in catalog_sync() if p.name == "silu")
+    scratch = os.path.join(tempfile.gettempdir(), "kernelevolve-sandbox-*")
     first = start_worker("eval-doomed", "eval.interpret", logs)
     campaign = campaign_create(
         problem=problem, created_by=User.objects.get(username="engineer"), budget_candidates=6
@@ -45,6 +60,9 @@ def test_killed_eval_worker_loses_and_duplicates_nothing(demo_users, control_wor
     finally:
         second.stop()
 
+    # A killed worker cannot clean up; the rescuer sweeps what it left (if the kill came after
+    # its sandbox started) and removes its own folder when it stops: no folder outlives its owner.
+    assert [f for f in glob.glob(scratch) if not _owner_alive(f)] == []
     assert done.status == CampaignStatus.COMPLETED, done.outcome_reason
     nodes = Node.objects.filter(campaign=done)
     keys = list(nodes.values_list("key", flat=True))
