@@ -34,6 +34,8 @@ from workers.boundary import (
 TIMEOUT_S = 120
 CPU_S = 120
 MEMORY_BYTES = 8 << 30
+NPROC = 4096
+FSIZE_BYTES = 1 << 30
 
 
 def _fail(field: str, error: str) -> dict:
@@ -103,6 +105,9 @@ def _limit_child() -> None:  # pragma: no cover - runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Counted per user once the child has dropped to the sandbox's (root ignores it meanwhile).
+    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_BYTES, FSIZE_BYTES))
 
 
 def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) -> dict:

@@ -271,3 +271,17 @@ def test_the_report_says_which_boundary_held(evaluator):
     assert report["fingerprint"]["sandbox"]["boundary"] == "bwrap"
     assert report["fingerprint"]["sandbox"]["network"] == "none"
     assert report["fingerprint"]["sandbox"]["uid"] != 0
+
+
+def test_resource_limits_are_set_and_cannot_be_raised(evaluator):
+    prelude = DISABLE_HOOK + (
+        "import resource\n"
+        "nproc = resource.getrlimit(resource.RLIMIT_NPROC)\n"
+        "print('NPROC', nproc, 'FSIZE', resource.getrlimit(resource.RLIMIT_FSIZE))\n"
+        "resource.setrlimit(resource.RLIMIT_NPROC, (nproc[1] * 2, nproc[1] * 2))\n"
+    )
+    gate = _failed(_run(evaluator, prelude))
+    error = _os_error(gate)
+    assert "not allowed to raise maximum limit" in error or "Operation not permitted" in error
+    n, f = C.CHILD_MAX_PROCESSES, C.CHILD_MAX_FILE_BYTES
+    assert f"NPROC ({n}, {n}) FSIZE ({f}, {f})" in gate["evidence"]["log"]
