@@ -101,7 +101,7 @@ def _bwrap_path(environ) -> str | None:
 @lru_cache(maxsize=4)
 def _probe(bwrap: str, uid: int | None) -> str:
     """Run ``true`` in the sandbox once; return bwrap's version or raise with its complaint."""
-    argv = _bwrap_args(bwrap, uid, scratch=None, gpu=False, writable=()) + ["/usr/bin/true"]
+    argv = _bwrap_args(bwrap, uid, scratch=None, gpu=False) + ["/usr/bin/true"]
     try:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -199,7 +199,7 @@ def _python_paths() -> list[str]:
     return sorted(p for p in chosen if not any(p.startswith(q + "/") for q in chosen if q != p))
 
 
-def _bwrap_args(bwrap, uid, *, scratch, gpu, writable) -> list[str]:
+def _bwrap_args(bwrap, uid, *, scratch, gpu) -> list[str]:
     args = [
         bwrap,
         "--die-with-parent",
@@ -247,8 +247,6 @@ def _bwrap_args(bwrap, uid, *, scratch, gpu, writable) -> list[str]:
         passwd = os.path.join(scratch, ".passwd")
         group = os.path.join(scratch, ".group")
         args += ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
-    for path in writable:
-        args += ["--bind", path, path]
     return args
 
 
@@ -306,7 +304,7 @@ def confine(
     if boundary.kind == KIND_NONE:
         return python + ["-", module, *args]
     uid = "-" if boundary.uid is None else str(boundary.uid)
-    prefix = _bwrap_args(boundary.bwrap, boundary.uid, scratch=scratch, gpu=gpu, writable=())
+    prefix = _bwrap_args(boundary.bwrap, boundary.uid, scratch=scratch, gpu=gpu)
     return prefix + ["--chdir", scratch, "--"] + python + [uid, module, *args]
 
 

@@ -29,6 +29,7 @@ from workers.boundary import (
     prepare_scratch,
     redact,
 )
+from workers.sandbox import OWNER_FILE, SCRATCH_PREFIX
 
 # The check imports torch and runs one case on the CPU: generous, but bounded.
 TIMEOUT_S = 120
@@ -118,8 +119,10 @@ def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) ->
         boundary = boundary_from_env()
     except BoundaryUnavailable as exc:
         return {"ok": False, "field": None, "error": str(exc)}
-    scratch = tempfile.mkdtemp(prefix="kernelevolve-sandbox-")
+    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
     try:
+        with open(os.path.join(scratch, OWNER_FILE), "w") as fh:
+            fh.write(str(os.getpid()))  # swept by the next sandbox if this process is killed
         os.makedirs(os.path.join(scratch, "tmp"))
         prepare_scratch(boundary, scratch)
         env = {
