@@ -11,32 +11,18 @@ forward pass. It prints one JSON line: ``{"ok": true, ...}`` or
 ``{"ok": false, "field": "source"|"workload", "error": "..."}``.
 """
 
-import json
 import os
-import resource
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import traceback
 
-from workers.boundary import (
-    BoundaryUnavailable,
-    boundary_from_env,
-    confine,
-    env_secrets,
-    prepare_scratch,
-    redact,
-)
-from workers.sandbox import OWNER_FILE, SCRATCH_PREFIX
+from workers.boundary import BoundaryUnavailable
+from workers.confined import ConfinedFailure, run_confined, serve_json
 
 # The check imports torch and runs one case on the CPU: generous, but bounded.
 TIMEOUT_S = 120
 CPU_S = 120
 MEMORY_BYTES = 8 << 30
-NPROC = 4096
-FSIZE_BYTES = 1 << 30
 
 
 def _fail(field: str, error: str) -> dict:
@@ -102,72 +88,36 @@ def check(source: str, case: dict) -> dict:
         }
 
 
-def _limit_child() -> None:  # pragma: no cover - runs in the child before exec
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Counted per user once the child has dropped to the sandbox's (root ignores it meanwhile).
-    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_BYTES, FSIZE_BYTES))
-
-
 def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) -> dict:
     """Run ``check`` on an untrusted reference in a confined child; never raises for what the
     reference does. Returns the child's answer, or ``{"ok": false, "field": "source", ...}`` for
     a timeout or crash, or ``{"ok": false, "field": None, ...}`` when the sandbox is missing."""
     try:
-        boundary = boundary_from_env()
+        answer = run_confined(
+            "workers.reference_check",
+            {"source": source, "case": case},
+            timeout_s=timeout_s,
+            cpu_s=CPU_S,
+            memory_bytes=MEMORY_BYTES,
+            env={"TRITON_INTERPRET": "1"},
+        )
     except BoundaryUnavailable as exc:
         return {"ok": False, "field": None, "error": str(exc)}
-    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-    try:
-        with open(os.path.join(scratch, OWNER_FILE), "w") as fh:
-            fh.write(str(os.getpid()))  # swept by the next sandbox if this process is killed
-        os.makedirs(os.path.join(scratch, "tmp"))
-        prepare_scratch(boundary, scratch)
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": scratch,
-            "TMPDIR": os.path.join(scratch, "tmp"),
-            "OMP_NUM_THREADS": "1",
-            "CUDA_VISIBLE_DEVICES": "",
-            "TRITON_INTERPRET": "1",
-            "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
-        }
-        cmd = confine(boundary, "workers.reference_check", [], scratch=scratch, gpu=False)
-        try:
-            proc = subprocess.run(
-                cmd,
-                input=json.dumps({"source": source, "case": case}),
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                cwd=scratch,
-                env=env,
-                preexec_fn=_limit_child,  # noqa: PLW1509 - no threads hold locks here
-            )
-        except subprocess.TimeoutExpired:
-            return _fail("source", f"the reference ran past {timeout_s:g} s on one case")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    secrets = env_secrets()
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        return _fail("source", redact(f"the reference check crashed: {tail[0]}", secrets))
-    try:
-        return redact(json.loads(lines[-1]), secrets)
-    except json.JSONDecodeError:
-        return _fail("source", "the reference check answered garbage")
+    except ConfinedFailure as exc:
+        if "ran past" in str(exc):
+            return _fail("source", f"the reference {exc} on one case")
+        return _fail("source", f"the reference check {exc}")
+    if answer.get("field") not in (None, "source", "workload") or not isinstance(
+        answer.get("ok"), bool
+    ):
+        return _fail("source", "the reference check answered something unexpected")
+    if not answer["ok"] and answer.get("field") is None:
+        answer = {**answer, "field": "source"}  # an error the problem raised, not the sandbox
+    return answer
 
 
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    try:
-        result = check(request["source"], request.get("case") or {"name": "default"})
-    except BaseException as exc:  # noqa: BLE001 - report, never crash without an answer
-        result = _fail("source", f"{type(exc).__name__}: {exc}")
-    sys.stdout.write("\n" + json.dumps(result, default=str) + "\n")
+    serve_json(lambda request: check(request["source"], request.get("case") or {"name": "default"}))
 
 
 if __name__ == "__main__":

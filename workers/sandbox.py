@@ -40,9 +40,7 @@ from workers.boundary import (
     prepare_scratch,
     redact,
 )
-
-SCRATCH_PREFIX = "kernelevolve-sandbox-"
-OWNER_FILE = ".owner"
+from workers.confined import OWNER_FILE, SCRATCH_PREFIX, new_scratch
 
 
 @dataclass(frozen=True)
@@ -189,9 +187,7 @@ class SandboxChild:
         self._own_root = root is None
         if root is None:
             sweep_stale_scratch()
-            root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-            with open(os.path.join(root, OWNER_FILE), "w") as fh:
-                fh.write(str(os.getpid()))
+            root = new_scratch()
         self.root = root
         self.extra_env = dict(extra_env or {})
         self.secrets = env_secrets()

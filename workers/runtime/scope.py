@@ -125,3 +125,14 @@ def describe(scope: dict) -> str:
     for name, (lo, hi) in sorted((scope.get("constants") or {}).items()):
         parts.append(f"{name} {lo}" if lo == hi else f"{name} {lo}–{hi}")
     return " · ".join(p for p in parts if p)
+
+
+def _serve(request: dict) -> dict:
+    return {"scope": derive(request["problem_source"], request["cases"])}
+
+
+if __name__ == "__main__":
+    # Run behind the sandbox by workers.confined.run_confined: the problem's own code runs here.
+    from workers.confined import serve_json
+
+    serve_json(_serve)

@@ -76,7 +76,8 @@ class Plan:
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
     """Execute a problem module's source and return its namespace."""
     namespace: dict = {"__name__": name}
-    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - the problem is trusted
+    # Untrusted code: the portal reaches this only through trace_problem_confined (the sandbox).
+    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102
     for required in ("Model", "get_inputs", "get_init_inputs"):
         if required not in namespace:
             raise NoTemplate(f"the problem does not define {required} (KernelBench format)")
@@ -646,4 +647,123 @@ def trace_fits(source: str) -> tuple[Plan | None, str]:
     return plan, plan.summary
 
 
-__all__ = ["IRNode", "NoTemplate", "Plan", "load_problem", "trace_fits", "trace_problem"]
+def plan_to_dict(plan: Plan) -> dict:
+    """A plan as JSON-able data (it crosses the sandbox boundary this way, never pickled)."""
+    return {
+        "family": plan.family,
+        "forward_args": list(plan.forward_args),
+        "init_source": plan.init_source,
+        "preamble": plan.preamble,
+        "nodes": [
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "op": n.op,
+                "args": list(n.args),
+                "value": n.value,
+                "attrs": dict(n.attrs),
+                "cat": n.cat,
+            }
+            for n in plan.nodes
+        ],
+        "outputs": list(plan.outputs),
+        "extra": dict(plan.extra),
+        "summary": plan.summary,
+    }
+
+
+def plan_from_dict(data: dict) -> Plan:
+    """The inverse of ``plan_to_dict``, checking the shape of data that came from a child which
+    ran untrusted code (it only ever becomes candidate source, which runs sandboxed)."""
+
+    def need(value, kind, what):
+        if not isinstance(value, kind):
+            raise NoTemplate(f"the traced plan is malformed: {what}")
+        return value
+
+    nodes = []
+    for i, n in enumerate(need(data.get("nodes"), list, "nodes")):
+        need(n, dict, f"nodes[{i}]")
+        args = tuple(need(a, int, f"nodes[{i}].args") for a in need(n.get("args"), list, "args"))
+        value = n.get("value")
+        if value is not None:
+            value = float(need(value, int | float, f"nodes[{i}].value"))
+        nodes.append(
+            IRNode(
+                id=need(n.get("id"), int, f"nodes[{i}].id"),
+                kind=need(n.get("kind"), str, f"nodes[{i}].kind"),
+                op=need(n.get("op", ""), str, f"nodes[{i}].op"),
+                args=args,
+                value=value,
+                attrs=need(n.get("attrs", {}), dict, f"nodes[{i}].attrs"),
+                cat=need(n.get("cat", "tile"), str, f"nodes[{i}].cat"),
+            )
+        )
+    return Plan(
+        family=need(data.get("family"), str, "family"),
+        forward_args=[
+            need(a, str, "forward_args")
+            for a in need(data.get("forward_args"), list, "forward_args")
+        ],
+        init_source=need(data.get("init_source"), str, "init_source"),
+        preamble=need(data.get("preamble"), str, "preamble"),
+        nodes=nodes,
+        outputs=[need(o, int, "outputs") for o in need(data.get("outputs"), list, "outputs")],
+        extra=need(data.get("extra", {}), dict, "extra"),
+        summary=need(data.get("summary", ""), str, "summary"),
+    )
+
+
+TRACE_TIMEOUT_S = 120
+TRACE_MEMORY_BYTES = 8 << 30
+
+
+def trace_problem_confined(source: str) -> Plan:
+    """``trace_problem`` for an untrusted problem: the tracing (which runs the problem's own
+    code) happens behind the sandbox boundary; only the plan, as checked data, comes back."""
+    from workers.boundary import BoundaryUnavailable
+    from workers.confined import ConfinedFailure, run_confined
+
+    try:
+        answer = run_confined(
+            "workers.search.trace",
+            {"source": source},
+            timeout_s=TRACE_TIMEOUT_S,
+            cpu_s=TRACE_TIMEOUT_S,
+            memory_bytes=TRACE_MEMORY_BYTES,
+        )
+    except BoundaryUnavailable:
+        raise
+    except ConfinedFailure as exc:
+        raise NoTemplate(f"the reference could not be traced: {exc}") from exc
+    if isinstance(answer.get("no_template"), str):
+        raise NoTemplate(answer["no_template"])
+    if not isinstance(answer.get("plan"), dict):
+        raise NoTemplate(f"the reference could not be traced: {answer.get('error', 'no plan')}")
+    return plan_from_dict(answer["plan"])
+
+
+def _serve(request: dict) -> dict:
+    try:
+        return {"plan": plan_to_dict(trace_problem(request["source"]))}
+    except NoTemplate as exc:
+        return {"no_template": str(exc)}
+
+
+__all__ = [
+    "IRNode",
+    "NoTemplate",
+    "Plan",
+    "load_problem",
+    "plan_from_dict",
+    "plan_to_dict",
+    "trace_fits",
+    "trace_problem",
+    "trace_problem_confined",
+]
+
+
+if __name__ == "__main__":
+    from workers.confined import serve_json
+
+    serve_json(_serve)

@@ -2,10 +2,7 @@
 
 import functools
 import json
-import subprocess
-import sys
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,28 +12,35 @@ from apps.registry import signing
 from apps.registry.constants import ARTIFACT_SCHEMA, TOOLCHAIN_KEYS, EventKind, Stage
 from apps.registry.models import Artifact, Region
 from apps.registry.services.common import RegistryError, event_add, require
+from workers.boundary import BoundaryUnavailable
+from workers.confined import ConfinedFailure, run_confined
 from workers.runtime import scope as S
 from workers.runtime.signing import digest, sha256_text
 
 SCOPE_TIMEOUT_S = 120
+SCOPE_MEMORY_BYTES = 8 << 30
 
 
 @functools.lru_cache(maxsize=64)
 def _derive_scope(problem_source: str, cases_json: str) -> dict:
-    """Run the problem's ``get_inputs`` on the meta device in a child process (problem code
-    never runs in the web server)."""
-    request = json.dumps({"problem_source": problem_source, "cases": json.loads(cases_json)})
-    done = subprocess.run(
-        [sys.executable, "-m", "workers.runtime", "scope"],
-        input=request,
-        capture_output=True,
-        text=True,
-        timeout=SCOPE_TIMEOUT_S,
-        cwd=settings.BASE_DIR,
-    )
-    if done.returncode != 0:
-        raise RegistryError(f"could not derive the region from the workload: {done.stderr[-500:]}")
-    return json.loads(done.stdout)
+    """Run the problem's ``get_inputs`` on the meta device behind the sandbox boundary (the
+    problem is untrusted code: never in the web server, never with its rights)."""
+    request = {"problem_source": problem_source, "cases": json.loads(cases_json)}
+    try:
+        answer = run_confined(
+            "workers.runtime.scope",
+            request,
+            timeout_s=SCOPE_TIMEOUT_S,
+            cpu_s=SCOPE_TIMEOUT_S,
+            memory_bytes=SCOPE_MEMORY_BYTES,
+        )
+    except (BoundaryUnavailable, ConfinedFailure) as exc:
+        raise RegistryError(f"could not derive the region from the workload: {exc}") from exc
+    scope = answer.get("scope")
+    if not isinstance(scope, dict) or not isinstance(scope.get("inputs"), list):
+        reason = answer.get("error") or "the problem answered no scope"
+        raise RegistryError(f"could not derive the region from the workload: {reason}")
+    return scope
 
 
 def passed_cases(report: dict) -> list[dict]:

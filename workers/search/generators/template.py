@@ -35,7 +35,7 @@ from workers.search.generators.base import (
     GenerationContext,
     Proposal,
 )
-from workers.search.trace import IRNode, NoTemplate, Plan, trace_problem
+from workers.search.trace import IRNode, NoTemplate, Plan, trace_problem_confined
 
 # The values each parameter may take, in order (mutation moves to a neighbour).
 SPACES: dict[str, dict[str, list]] = {
@@ -789,7 +789,7 @@ class TemplateGenerator:
         key = hashlib.sha256(problem_source.encode()).hexdigest()
         if key not in self._plans:
             try:
-                self._plans[key] = trace_problem(problem_source)
+                self._plans[key] = trace_problem_confined(problem_source)
             except NoTemplate as exc:
                 self._plans[key] = exc
         found = self._plans[key]
