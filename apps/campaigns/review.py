@@ -104,23 +104,42 @@ def diff_stats(rows: list[DiffRow | None]) -> dict:
 PTXAS_KEYS = ("registers", "spills", "shared_bytes")
 
 
+def _finding_lines(findings: list) -> str:
+    lines = []
+    for f in findings:
+        if isinstance(f, dict):
+            where = f" (line {f['line']})" if f.get("line") else ""
+            lines.append(
+                f"[{f.get('rule', '?')}] {f.get('message') or f.get('reason') or ''}{where}"
+            )
+        else:
+            lines.append(str(f))
+    return "\n".join(lines)
+
+
 def evidence_panels(evidence: dict | None) -> list[dict]:
-    """A gate's evidence as collapsible panels: findings, logs, each IR kind, ptxas, the rest."""
+    """A gate's evidence as collapsible panels: findings, warnings, logs, each IR kind, ptxas,
+    the rest. Findings failed the gate; warnings did not, and their panel says so."""
     evidence = dict(evidence or {})
     panels = []
     findings = evidence.pop("findings", None)
     if findings:
-        lines = []
-        for f in findings:
-            if isinstance(f, dict):
-                where = f" (line {f['line']})" if f.get("line") else ""
-                lines.append(
-                    f"[{f.get('rule', '?')}] {f.get('message') or f.get('reason') or ''}{where}"
-                )
-            else:
-                lines.append(str(f))
         panels.append(
-            {"title": f"Static findings ({len(findings)})", "text": "\n".join(lines), "open": True}
+            {
+                "title": f"Static findings ({len(findings)})",
+                "text": _finding_lines(findings),
+                "open": True,
+            }
+        )
+    warnings = evidence.pop("warnings", None)
+    if warnings:
+        panels.append(
+            {
+                "title": f"Static warnings ({len(warnings)}): not failures, the runtime checks "
+                "decide",
+                "text": _finding_lines(warnings),
+                "open": True,
+            }
         )
     for key, title in (
         ("log", "Compile log"),

@@ -7,11 +7,12 @@ import json
 import pytest
 
 from tests.workers.conftest import read_fixture
-from tests.workers.fixtures.adversarial import CASES
+from tests.workers.fixtures.adversarial import CASES, NEEDS_EDGE_CASES
 from workers import constants as C
 from workers.evaluate import EvaluationReport, EvaluationRequest, WorkloadError
 
 NO_EDGES = {"cases": [{"name": "default"}], "edge_cases": False}
+WITH_EDGES = {"cases": [{"name": "default"}], "edge_cases": True}
 
 
 @pytest.mark.timeout(180)
@@ -88,7 +89,7 @@ def test_adversarial_rejected_at_the_right_gate(evaluator, name):
         EvaluationRequest(
             read_fixture("problems", f"{problem}.py"),
             source,
-            workload=NO_EDGES,
+            workload=WITH_EDGES if name in NEEDS_EDGE_CASES else NO_EDGES,
             time_limit_s=10 if name == "hang_on_import" else 60,
         )
     )
@@ -96,6 +97,28 @@ def test_adversarial_rejected_at_the_right_gate(evaluator, name):
     assert report.failed_gate == gate, report.reason
     assert report.gate(gate)["rule"] == rule, report.reason
     assert "\n" not in report.reason
+
+
+@pytest.mark.timeout(240)
+def test_torch_behind_a_guard_no_case_takes_is_accepted_with_a_warning(evaluator):
+    """torch.matmul on a K == 0 guard: no workload or edge case has K == 0 (the empty edge case
+    empties M), so the runtime check sees no torch compute and the static finding stays a
+    warning in the static gate's evidence."""
+    report = evaluator.evaluate(
+        EvaluationRequest(
+            read_fixture("problems", "matmul.py"),
+            read_fixture("candidates", "matmul_k0_guard.py"),
+            workload=WITH_EDGES,
+            trials=2,
+        )
+    )
+    assert report.verdict == C.ACCEPTED, report.reason
+    assert {c["name"] for c in report.cases} >= {C.EDGE_TAIL, C.EDGE_EMPTY, C.EDGE_NONCONTIGUOUS}
+    assert all(c["status"] != C.FAILED for c in report.cases)
+    static = report.gate(C.GATE_STATIC)
+    assert static["status"] == C.PASSED
+    assert [w["rule"] for w in static["evidence"]["warnings"]] == [C.RULE_TORCH_FALLBACK]
+    assert "torch.matmul()" in static["evidence"]["warnings"][0]["message"]
 
 
 @pytest.mark.timeout(180)

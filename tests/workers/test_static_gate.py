@@ -13,6 +13,7 @@ def test_good_candidates_pass_static(name):
     result = check_static(read_fixture("candidates", f"{name}.py"))
     assert result.passed, result.reason
     assert result.kernels
+    assert not result.warnings
 
 
 @pytest.mark.parametrize(
@@ -43,9 +44,47 @@ def test_kernel_defined_but_never_launched():
     assert check_static(source).rule == C.RULE_KERNEL_NOT_LAUNCHED
 
 
-def test_reference_op_names_are_fallbacks():
+def test_reference_op_names_are_warnings():
     problem = read_fixture("problems", "softmax.py")
     cand = read_fixture("candidates", "softmax_good.py").replace(
         "return out", "return x.softmax(1)"
     )
-    assert check_static(cand, problem).rule == C.RULE_TORCH_FALLBACK
+    result = check_static(cand, problem)
+    assert result.passed, result.reason
+    assert [w.rule for w in result.warnings] == [C.RULE_TORCH_FALLBACK]
+    assert ".softmax()" in result.warnings[0].message
+
+
+def test_torch_behind_a_guard_passes_with_a_warning():
+    """The issue's case: torch runs only on a K == 0 guard that no case takes. The static gate
+    cannot tell, so it warns and leaves the decision to the runtime torch-op check."""
+    source = read_fixture("candidates", "matmul_k0_guard.py")
+    result = check_static(source, read_fixture("problems", "matmul.py"))
+    assert result.passed, result.reason
+    line = source.splitlines().index("            return torch.matmul(A, B)") + 1
+    assert result.evidence["findings"] == []
+    assert result.evidence["warnings"] == [
+        {
+            "rule": C.RULE_TORCH_FALLBACK,
+            "line": line,
+            "message": "calls torch.matmul() outside a kernel: rejected at run time if it does "
+            "work on any case",
+        }
+    ]
+    assert result.reason.startswith("1 Triton kernel(s): matmul_kernel; warning [torch_fallback]")
+
+
+@pytest.mark.parametrize("name", ["torch_fallback", "matmul_operator", "tensor_method_fallback"])
+def test_plain_torch_fallbacks_warn_and_are_left_to_the_runtime_check(name):
+    problem, source, gate, rule = CASES[name]
+    result = check_static(source, read_fixture("problems", f"{problem}.py"))
+    assert result.passed and result.warnings, result.reason
+    assert {w.rule for w in result.warnings} == {C.RULE_TORCH_FALLBACK}
+    assert (gate, rule) == (C.GATE_COMPILE, C.RULE_TORCH_COMPUTE)
+
+
+def test_warnings_do_not_hide_a_rejection():
+    _, source, _, _ = CASES["try_except"]  # torch.nn.functional.silu in the except branch
+    result = check_static(source, read_fixture("problems", "silu.py"))
+    assert not result.passed and result.rule == C.RULE_TRY_EXCEPT
+    assert result.evidence["warnings"][0]["rule"] == C.RULE_TORCH_FALLBACK

@@ -8,6 +8,7 @@ no output may alias an input, shapes and dtypes must match the reference's, NaN/
 the reference's, and values must meet the contract's tolerance (bitwise for ``exact``) against
 the reference computed in higher precision for reduced dtypes. On the first trial the inputs are
 also refreshed in place and the candidate rerun, which catches results cached by address.
+Every run records torch ops: torch compute outside a Triton kernel, on any case, rejects.
 """
 
 from __future__ import annotations
@@ -178,6 +179,15 @@ class CaseChecker:
             raise CaseFailure(
                 C.RULE_RUNTIME, f"forward raised {type(exc).__name__}: {str(exc)[:400]}"
             ) from exc
+        if mode.compute_ops:
+            # The compile gate checks the workload cases once; a fallback behind a guard that
+            # only an edge case or a later trial takes shows here.
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(mode.compute_ops.items()))
+            raise CaseFailure(
+                C.RULE_TORCH_COMPUTE,
+                f"forward runs torch compute ops outside Triton kernels ({ops})",
+                ops=dict(mode.compute_ops),
+            )
         return _tensors(out), out
 
     # checks ------------------------------------------------------------------------------

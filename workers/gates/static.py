@@ -2,8 +2,14 @@
 
 Each finding names its rule (``workers.constants.RULE_*``) and line. The checks look for what a
 kernel must have (``ModelNew``, ``@triton.jit`` functions that are launched) and for ways to
-cheat the measurement: doing the work in torch, catching a failure and falling back, threads,
-side streams, patching timers or torch, dynamic code.
+cheat the measurement: calling the reference, catching a failure and falling back, threads,
+side streams, patching timers or torch, dynamic code, starting processes.
+
+A torch compute call outside a kernel (``torch.relu``, ``F.silu``, ``x.softmax()``, ``@``) is a
+warning, not a rejection: the source cannot tell a fallback that does the work from one behind a
+guard that no case takes (``if K == 0: ...``), and hiding the name (``getattr``) defeats it
+anyway. The torch-op recorder decides, on every case the candidate runs: the compile gate on the
+workload cases, the correctness gate on every case and trial (``torch_compute_in_forward``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class Finding:
 class StaticResult:
     passed: bool
     findings: tuple[Finding, ...] = ()
+    warnings: tuple[Finding, ...] = ()
     kernels: tuple[str, ...] = ()
     wall_s: float = 0.0
     evidence: dict = field(default_factory=dict)
@@ -71,10 +78,17 @@ class StaticResult:
     @property
     def reason(self) -> str:
         if not self.findings:
-            return f"{len(self.kernels)} Triton kernel(s): {', '.join(self.kernels)}"
-        f = self.findings[0]
-        more = f" (+{len(self.findings) - 1} more)" if len(self.findings) > 1 else ""
-        return f"[{f.rule}] line {f.line}: {f.message}{more}"
+            reason = f"{len(self.kernels)} Triton kernel(s): {', '.join(self.kernels)}"
+            if self.warnings:
+                reason += f"; warning {_summary(self.warnings)}"
+            return reason
+        return _summary(self.findings)
+
+
+def _summary(findings) -> str:
+    f = findings[0]
+    more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+    return f"[{f.rule}] line {f.line}: {f.message}{more}"
 
 
 def _dotted(node) -> str:
@@ -121,6 +135,7 @@ def _reference_calls(problem_source: str | None) -> set[str]:
 class _Checker(ast.NodeVisitor):
     def __init__(self, reference_ops: set[str]):
         self.findings: list[Finding] = []
+        self.warnings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> module path
         self.jit_names: set[str] = set()
         self.launched: set[str] = set()
@@ -129,6 +144,15 @@ class _Checker(ast.NodeVisitor):
 
     def add(self, rule, node, message):
         self.findings.append(Finding(rule, getattr(node, "lineno", 0), message))
+
+    def warn_torch(self, node, what):
+        self.warnings.append(
+            Finding(
+                C.RULE_TORCH_FALLBACK,
+                getattr(node, "lineno", 0),
+                f"{what} outside a kernel: rejected at run time if it does work on any case",
+            )
+        )
 
     def _module_of(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
@@ -224,7 +248,7 @@ class _Checker(ast.NodeVisitor):
     # expressions -----------------------------------------------------------------------
     def visit_BinOp(self, node):
         if isinstance(node.op, ast.MatMult) and not self.in_jit:
-            self.add(C.RULE_TORCH_FALLBACK, node, "uses the @ operator outside a kernel")
+            self.warn_torch(node, "uses the @ operator")
         self.generic_visit(node)
 
     def visit_Subscript(self, node):
@@ -266,7 +290,7 @@ class _Checker(ast.NodeVisitor):
         )
         if torchy and (last in TORCH_COMPUTE or last in self.reference_ops):
             if module.startswith(("torch.nn.functional.", "torch.")) or dotted.startswith("F."):
-                self.add(C.RULE_TORCH_FALLBACK, node, f"calls {dotted}() outside a kernel")
+                self.warn_torch(node, f"calls {dotted}()")
                 return
         if torchy and module.startswith("torch.nn.") and last[:1].isupper():
             # nn.Linear(...) etc. as a layer is fine for holding weights; calling it is caught
@@ -278,11 +302,12 @@ class _Checker(ast.NodeVisitor):
             and last in (TENSOR_METHOD_COMPUTE | self.reference_ops)
             and _dotted(node.func.value).split(".")[0] not in {"tl", "triton", "math", "np"}
         ):
-            self.add(C.RULE_TORCH_FALLBACK, node, f"calls .{last}() on a tensor outside a kernel")
+            self.warn_torch(node, f"calls .{last}() on a tensor")
 
 
 def check_static(candidate_source: str, problem_source: str | None = None) -> StaticResult:
-    """Run every static rule on the candidate; the first finding is the reason."""
+    """Run every static rule on the candidate; the first finding is the reason. Warnings (torch
+    compute outside a kernel) are kept in the evidence and do not fail the gate."""
     start = time.perf_counter()
     try:
         tree = ast.parse(candidate_source)
@@ -309,7 +334,12 @@ def check_static(candidate_source: str, problem_source: str | None = None) -> St
     return StaticResult(
         passed=not findings,
         findings=tuple(findings),
+        warnings=tuple(checker.warnings),
         kernels=kernels,
         wall_s=time.perf_counter() - start,
-        evidence={"kernels": list(kernels), "findings": [f.to_dict() for f in findings]},
+        evidence={
+            "kernels": list(kernels),
+            "findings": [f.to_dict() for f in findings],
+            "warnings": [w.to_dict() for w in checker.warnings],
+        },
     )

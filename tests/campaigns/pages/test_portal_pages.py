@@ -82,6 +82,28 @@ def test_candidate_page_diff_evidence_latency(client, users, big, django_assert_
     assert 'class="hl"' in html or 'class="source hl"' in html
 
 
+def test_candidate_page_shows_a_static_warning_as_a_warning(client, users):
+    campaign = build_campaign(nodes=6, user=users["engineer"], timed=False, seed=5)
+    node = campaign.nodes.exclude(failed_gate="static").first()
+    warning = {"rule": "torch_fallback", "line": 46, "message": "calls torch.matmul() outside"}
+    node.gates.filter(name="static").update(
+        status="passed",
+        reason="1 Triton kernel(s): matmul_kernel; warning [torch_fallback] line 46: ...",
+        evidence={"kernels": ["matmul_kernel"], "findings": [], "warnings": [warning]},
+    )
+    html = (
+        client_for(client, users["viewer"])
+        .get(f"/campaigns/{campaign.pk}/nodes/{node.key}/")
+        .content.decode()
+    )
+    gate = html[html.index('id="gate-static"') : html.index('id="gate-compile"')]
+    assert " open" not in gate.split(">", 1)[0]  # a failed gate opens; this one stays closed
+    assert '<span class="badge passed">passed</span>' in gate
+    assert "Static warnings (1): not failures, the runtime checks decide" in gate
+    assert "[torch_fallback] calls torch.matmul() outside (line 46)" in gate
+    assert "Static findings" not in gate
+
+
 def test_compare_two_candidates(client, users, big):
     html = (
         client_for(client, users["viewer"])
