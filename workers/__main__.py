@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--trials", type=int, default=C.DEFAULT_TRIALS)
     ev.add_argument("--regression-tolerance", type=float, default=C.DEFAULT_REGRESSION_TOLERANCE)
     ev.add_argument("--aot-target", default="cuda,90,64", help="backend,arch,warp_size")
+    rm = sub.add_parser(
+        "remeasure", help="evaluate one candidate in N fresh processes and compare the verdicts"
+    )
+    _add_common(rm)
+    rm.add_argument("--candidate", required=True, help="module defining ModelNew")
+    rm.add_argument("--baseline", default=C.BASELINE_COMPILE, choices=C.BASELINES)
+    rm.add_argument("-n", "--processes", type=int, default=5)
     bl = sub.add_parser("baseline", help="time the reference (and incumbent) per case")
     _add_common(bl)
     bl.add_argument("--max-autotune", action="store_true")
@@ -144,6 +151,49 @@ def _run_evaluate(args) -> int:
     return 0
 
 
+def _run_remeasure(args) -> int:
+    import json
+
+    from workers.evaluate import EvaluationRequest
+    from workers.remeasure import remeasure
+
+    if args.processes < 2:
+        raise UsageError("--processes: at least 2 (one measurement and one to compare)")
+    request = EvaluationRequest(
+        problem_source=_read(args.problem, "problem"),
+        candidate_source=_read(args.candidate, "candidate"),
+        workload=_workload(args),
+        platform=args.platform,
+        incumbent_source=_read(args.incumbent, "incumbent") if args.incumbent else None,
+        baseline=args.baseline,
+        seed=args.seed,
+        time_limit_s=args.time_limit,
+    )
+    result = remeasure(request, args.processes)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    comp = result["comparison"]
+    for i, run in enumerate(result["runs"], 1):
+        ci = run["ci95"] or [float("nan")] * 2
+        speedup = run["speedup"] if run["speedup"] is not None else float("nan")
+        print(
+            f"process {i}: {run['verdict']:<8} {speedup:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}]"
+            f"  {run['failed'] or ''}"
+        )
+    for name, row in comp["cases"].items():
+        times = " ".join(f"{t * 1e3:.2f}" for t in row["median_ms"])
+        extra = f"; speedup spread {row['speedup_spread']:.1%}" if "speedup_spread" in row else ""
+        print(f"  case {name:<28} us {times} (spread {row['time_spread']:.1%}{extra})")
+    rate = comp["case_agreement"]
+    print(
+        f"per-case speedups inside the first interval: "
+        f"{'n/a' if rate is None else f'{rate:.0%}'}; same verdict in every process: "
+        f"{comp['same_verdict']}"
+    )
+    return 0
+
+
 def _run_baseline(args) -> int:
     from workers.evaluate import EvaluationRequest, Evaluator
 
@@ -180,6 +230,8 @@ def main(argv=None) -> int:
             return _run_evaluate(args)
         if args.command == "baseline":
             return _run_baseline(args)
+        if args.command == "remeasure":
+            return _run_remeasure(args)
         if getattr(args, "search_error", None):
             print(args.search_error, file=sys.stderr)
             return 2

@@ -76,6 +76,7 @@ class Job:
         self.folder = os.path.join(state.home, "jobs", f"job{state.jobs}")
         os.makedirs(self.folder, exist_ok=True)
         self.problem = None
+        self.problem_hash: str | None = None  # the compiled references are cached by it
         self.candidate = None
         self.incumbent = None
         self.cases: list[dict] = []

@@ -84,6 +84,8 @@ RULE_RUNTIME = "runtime_error"
 
 # Performance rules (gate 4).
 RULE_BELOW_FLOOR = "below_physical_floor"
+RULE_NOT_CAPTURABLE = "not_capturable"
+RULE_UNSTABLE = "unstable"
 RULE_NO_DEVICE = "no device"
 
 # Fitness rules (gate 5).
@@ -124,7 +126,24 @@ IR_CAP_CHARS = 32 << 10
 CUBIN_INLINE_BYTES = 64 << 10
 DEFAULT_AOT_TARGET = ("cuda", 90, 64)
 
-# Performance measurement.
+# Performance measurement. Serving modes: what decides a case's time (README, "Timing").
+SERVING_GRAPH = "graph"  # device time from CUDA-graph replay (the default)
+SERVING_EAGER = "eager"  # device time plus host overhead per call
+SERVING_KERNELBENCH = "kernelbench"  # CUDA events around each call (published KernelBench)
+SERVING_MODES = (SERVING_GRAPH, SERVING_EAGER, SERVING_KERNELBENCH)
+MIN_ROUNDS = 15
+MAX_ROUNDS = 60
+TARGET_CASE_MS = 150.0  # paired rounds sized so each case takes about this long per side
+TARGET_REPLAY_MS = 1.0  # calls per captured graph: about this long per replay
+MAX_GRAPH_CALLS = 200
+MIN_GRAPH_CALLS = 100
+GRAPH_OUTPUT_BYTES = 1 << 30
+SPIN_CYCLES = 200_000  # ~0.1 ms of device spin ahead of each timed replay
+HOST_LOOP_CALLS = 50
+MAX_INPUT_SETS = 64
+INPUT_SETS_BYTES = 2 << 30
+COMPILED_CACHE_ENTRIES = 64  # compiled references a child keeps for the next candidates
+FRESH_PROCESS_FLOOR = 0.01  # a speedup interval is at least +-1% (between-process spread)
 WARMUP_CALLS = 3
 MIN_REPS = 20
 MAX_REPS = 200

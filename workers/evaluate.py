@@ -18,6 +18,7 @@ from workers.contract.workload import Workload, WorkloadError, parse_workload
 from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
 from workers.gates.static import check_static
+from workers.gates.timing import widened
 from workers.report import BaselineReport, EvaluationReport
 from workers.sandbox import SandboxChild, SandboxFailure
 
@@ -47,6 +48,8 @@ class EvaluationRequest:
     regression_tolerance: float = C.DEFAULT_REGRESSION_TOLERANCE
     aot_target: tuple = C.DEFAULT_AOT_TARGET
     time_limit_s: float = C.DEFAULT_TIME_LIMIT_S
+    # On cuda, an acceptance is re-measured in a fresh process and must agree ("unstable" if not).
+    recheck: bool = True
 
 
 class EvaluatorUnavailable(RuntimeError):
@@ -322,6 +325,7 @@ class Evaluator:
         times, note = _baseline_times(request.baseline_times, state["fingerprint"])
         perf_args = {
             **common,
+            "serving": workload.serving,
             "baseline": request.baseline,
             "baseline_times": times,
             "incumbent_source": request.incumbent_source,
@@ -338,6 +342,7 @@ class Evaluator:
             if perf:
                 case["timing"] = perf["timing"]
                 case["baselines"] = perf["baselines"]
+                case["paired"] = perf.get("paired") or {}
                 case["floor_ms"] = perf["floor_ms"]
                 case["bytes"] = perf["bytes"]
                 case["flops"] = perf["flops"]
@@ -361,6 +366,8 @@ class Evaluator:
         fit = fitness_gate(
             timed["cases"], weights, request.baseline, request.regression_tolerance, request.seed
         )
+        if fit["status"] == C.PASSED and request.recheck:
+            fit = self._recheck(child, request, workload, fit, deadline)
         state["fitness"] = fit["fitness"]
         if fit["fitness"] and fit["fitness"]["review"]:
             state["flags"].append(
@@ -377,6 +384,67 @@ class Evaluator:
                 wall_s=fit["wall_s"],
             )
         )
+
+    def _recheck(self, child, request, workload: Workload, fit: dict, deadline) -> dict:
+        """Re-measure an acceptance in a fresh child process. The verdict stands only if the
+        fresh weighted speedup lands inside the first interval (widened to the between-process
+        floor) and passes on its own; otherwise the fitness gate fails as ``unstable`` with both
+        measurements. The first child is replaced, so the next evaluation starts fresh too."""
+        self._end(child)
+        child.kill()
+        fresh = self.child(request.platform)
+        args = {
+            "problem_source": request.problem_source,
+            "cases": [c.to_dict() for c in workload.cases],
+            "edge_cases": False,
+            "seed": request.seed,
+        }
+        common = {"candidate_source": request.candidate_source, "seed": request.seed + 1}
+        second, failure = None, None
+        loaded, failure, _ = self._call(fresh, "load", args, deadline, C.GATE_FITNESS)
+        if failure is None:
+            compiled, failure, _ = self._call(
+                fresh, "compile", {**common, "aot_target": None}, deadline, C.GATE_FITNESS
+            )
+        if failure is None and compiled["status"] == C.PASSED:
+            perf_args = {
+                **common,
+                "serving": workload.serving,
+                "baseline": request.baseline,
+                "incumbent_source": request.incumbent_source,
+            }
+            timed, failure, _ = self._call(
+                fresh, "performance", perf_args, deadline, C.GATE_FITNESS
+            )
+            if failure is None and timed["status"] == C.PASSED:
+                weights = {c.name: c.weight for c in workload.cases}
+                second = fitness_gate(
+                    timed["cases"],
+                    weights,
+                    request.baseline,
+                    request.regression_tolerance,
+                    request.seed,
+                )
+        first = fit["fitness"]
+        interval = widened(first["ci95"], C.FRESH_PROCESS_FLOOR)
+        recheck = {"interval": interval, "fresh": second["fitness"] if second else None}
+        first["recheck"] = recheck
+        if second is None:
+            why = failure["reason"] if failure else "it could not be timed again"
+            recheck["error"] = why
+            reason = f"{fit['reason']}; not re-measured in a fresh process: {why}"
+            return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
+        again = second["fitness"]["speedup"]
+        agrees = interval[0] <= again <= interval[1] and second["status"] == C.PASSED
+        recheck["agrees"] = agrees
+        if agrees:
+            reason = f"{fit['reason']}; a fresh process agrees ({again:.3f}x)"
+            return {**fit, "reason": reason}
+        reason = (
+            f"unstable: {first['speedup']:.3f}x (interval [{interval[0]:.3f}, {interval[1]:.3f}])"
+            f" in the first process, {again:.3f}x in a fresh one ({second['reason']})"
+        )
+        return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
 
     def _finish(self, request, gates, state, t0) -> EvaluationReport:
         failed = next((g for g in gates if g["status"] == C.FAILED), None)
@@ -451,6 +519,7 @@ class Evaluator:
                 return report(C.SKIPPED, f"skipped: {C.RULE_NO_DEVICE}", cases)
             args = {
                 "seed": request.seed,
+                "serving": workload.serving,
                 "incumbent_source": request.incumbent_source,
                 "max_autotune": request.baseline == C.BASELINE_MAX_AUTOTUNE,
             }
@@ -489,6 +558,7 @@ def _case_record(case: dict) -> dict:
         "transform",
         "derived_from",
         "floor_ms",
+        "paired",
         "bytes",
         "flops",
         "trials",

@@ -1,7 +1,9 @@
 """Workload parsing and trace import: plain data in, a validated ``Workload`` out.
 
 A workload is ``{"cases": [{"name", "overrides", "dtype", "weight"}], "tolerance": {...} |
-"exact", "edge_cases": bool}``. A malformed one raises ``WorkloadError`` naming the field.
+"exact", "edge_cases": bool, "serving": "graph" | "eager" | "kernelbench"}`` (the serving mode
+says what decides a case's time: ``workers.gates.performance``). A malformed one raises
+``WorkloadError`` naming the field.
 Traces (CSV or JSON rows of constant overrides plus a call count) become weighted cases.
 """
 
@@ -42,6 +44,7 @@ class Workload:
     tolerance: dict | str = field(default_factory=lambda: dict(C.DEFAULT_TOLERANCE))
     edge_cases: bool = True
     deterministic: bool = True
+    serving: str = C.SERVING_GRAPH
 
     def to_dict(self) -> dict:
         return {
@@ -49,6 +52,7 @@ class Workload:
             "tolerance": self.tolerance,
             "edge_cases": self.edge_cases,
             "deterministic": self.deterministic,
+            "serving": self.serving,
         }
 
 
@@ -103,7 +107,7 @@ def parse_workload(data: dict | None) -> Workload:
         return Workload(cases=(Case(name="default"),))
     if not isinstance(data, dict):
         raise WorkloadError("workload: must be a JSON object")
-    unknown = set(data) - {"cases", "tolerance", "edge_cases", "deterministic", "trace"}
+    unknown = set(data) - {"cases", "tolerance", "edge_cases", "deterministic", "trace", "serving"}
     if unknown:
         raise WorkloadError(f"{sorted(unknown)[0]}: unknown workload field")
     raw_cases = data.get("cases")
@@ -149,11 +153,15 @@ def parse_workload(data: dict | None) -> Workload:
     det = data.get("deterministic", True)
     if not isinstance(det, bool):
         raise WorkloadError("deterministic: must be true or false")
+    serving = data.get("serving", C.SERVING_GRAPH)
+    if serving not in C.SERVING_MODES:
+        raise WorkloadError(f"serving: must be one of {', '.join(C.SERVING_MODES)}")
     return Workload(
         cases=tuple(cases),
         tolerance=_check_tolerance(data.get("tolerance")),
         edge_cases=edge,
         deterministic=det,
+        serving=serving,
     )
 
 

@@ -34,6 +34,7 @@ def _case_label(case: dict) -> str:
 def load(job, args: dict) -> dict:
     """Import the problem and build the case list."""
     job.problem_name = f"problem_{job.state.jobs}"
+    job.problem_hash = hashlib.sha256(args["problem_source"].encode()).hexdigest()
     try:
         job.problem = P.load_module(args["problem_source"], job.problem_name, job.folder)
     except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code

@@ -1,9 +1,11 @@
 """Gate 5 — fitness: production-weighted speedup over the chosen baseline.
 
-The weighted geometric mean of per-case speedups (baseline median / candidate median, weights =
-workload call frequencies) with a bootstrap 95% CI (the timing samples of both sides resampled
-per case), the worst case, and whether any weighted case regresses beyond the tolerance. A
-candidate passes when no case regresses and the CI's lower end is above 1 (a significant gain).
+The weighted geometric mean of per-case speedups (weights = workload call frequencies) with a
+bootstrap 95% CI, the worst case, and whether any weighted case regresses beyond the tolerance.
+A case timed in paired rounds (``workers.gates.timing``) contributes the median of its
+per-round ratios and resamples whole rounds; one without (timings from elsewhere) falls back to
+the ratio of medians, each side resampled on its own. A candidate passes when no case regresses
+and the CI's lower end is above 1 (a significant gain).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def fitness(
                 "fitness": None,
                 "wall_s": time.perf_counter() - start,
             }
-        rows.append((case["name"], w, case["timing"], base))
+        ratios = ((case.get("paired") or {}).get(baseline) or {}).get("ratios")
+        rows.append((case["name"], w, case["timing"], base, ratios))
     if not rows:
         return {
             "status": C.SKIPPED,
@@ -51,16 +54,25 @@ def fitness(
     names = [r[0] for r in rows]
     w = np.asarray([r[1] for r in rows])
     w = w / w.sum()
-    speedups = np.asarray([r[3]["median_ms"] / r[2]["median_ms"] for r in rows])
-    geo = float(math.exp(float(np.sum(w * np.log(speedups)))))
     rng = np.random.default_rng(seed)
     boot = np.zeros(C.BOOTSTRAP_RESAMPLES)
-    for i, (_, _, cand, base) in enumerate(rows):
+    speedups = []
+    for i, (_, _, cand, base, ratios) in enumerate(rows):
+        if ratios:
+            # Paired rounds: resample whole rounds, so drift shared by both sides cancels.
+            r = np.asarray(ratios, dtype=np.float64)
+            speedups.append(float(np.median(r)))
+            idx = rng.integers(0, len(r), (C.BOOTSTRAP_RESAMPLES, len(r)))
+            boot += w[i] * np.log(np.median(r[idx], axis=1))
+            continue
+        speedups.append(base["median_ms"] / cand["median_ms"])
         cs = np.asarray(cand.get("samples_ms") or [cand["median_ms"]])
         bs = np.asarray(base.get("samples_ms") or [base["median_ms"]])
         cm = np.median(cs[rng.integers(0, len(cs), (C.BOOTSTRAP_RESAMPLES, len(cs)))], axis=1)
         bm = np.median(bs[rng.integers(0, len(bs), (C.BOOTSTRAP_RESAMPLES, len(bs)))], axis=1)
         boot += w[i] * np.log(bm / cm)
+    speedups = np.asarray(speedups)
+    geo = float(math.exp(float(np.sum(w * np.log(speedups)))))
     boot = np.exp(boot)
     ci = [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))]
     worst_i = int(np.argmin(speedups))

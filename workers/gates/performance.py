@@ -1,16 +1,31 @@
 """Gate 4 — performance (runs in the sandbox child, ``cuda`` only).
 
-Method (stated in every result): warm-up calls, then repetitions timed with CUDA events, the L2
-cache flushed (a 256 MiB buffer zeroed) before each repetition, inputs rotated over several sets,
-the device synchronised (all streams) before reading events; median, p10/p90 and a bootstrap
-95% CI of the median. The reference is timed the same way in the same process, eagerly and
-under ``torch.compile`` (and ``max-autotune`` on request), and so is the incumbent when given.
-A median under the physical floor (bytes over the measured copy bandwidth, FLOPs over the
-measured matrix rate, both measured once per process) is a measurement fault.
+Two quantities per case, for the candidate and every baseline, measured the same way in the same
+process:
+
+- **device time**: a CUDA graph of several calls, cycling over input sets rotated so that their
+  footprint is at least twice the L2 (as far as memory allows), replayed with CUDA events around
+  each replay; one sample is one replay's time divided by its calls. No host in it.
+- **host overhead**: the time the host takes to issue one call, from a tight loop of calls
+  timed on the host clock before the device is synchronised.
+
+The workload's serving mode says what decides: ``graph`` (device time, as calls captured in CUDA
+graphs are served, LLM decode for one: the default), ``eager`` (device time plus host overhead)
+or ``kernelbench`` (CUDA events around each call after an L2 flush, the method of published
+KernelBench numbers, kept for comparison). In ``graph`` mode a candidate that cannot be captured
+(it synchronises, reads ``.item()``, allocates outside the caching allocator) fails the gate and
+says so; it is never timed another way.
+
+Candidate and baselines are measured in **paired, interleaved rounds** (``workers.gates.timing``)
+after the clocks reach a steady state; each baseline's speedup and its interval come from the
+per-round ratios, so drift hits both sides alike. A median under the physical floor (bytes over
+the measured copy bandwidth, FLOPs over the measured matrix rate) is a measurement fault.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import time
 
 import numpy as np
@@ -18,15 +33,28 @@ import torch
 
 from workers import constants as C
 from workers.contract import problem as P
+from workers.gates import timing as T
 from workers.gates.compile import import_candidate
 
-METHOD = (
-    f"CUDA events; {C.WARMUP_CALLS} warm-up calls; {C.MIN_REPS}-{C.MAX_REPS} repetitions "
-    f"(~{C.TARGET_TIMED_MS:.0f} ms timed); L2 flushed ({C.L2_FLUSH_BYTES >> 20} MiB zeroed) before "
-    f"each repetition; inputs rotated over up to {C.ROTATING_INPUT_SETS} sets; device-wide "
-    f"synchronize before reading events; median, p10/p90, bootstrap ({C.BOOTSTRAP_RESAMPLES}) "
-    "95% CI of the median"
-)
+
+def method(mode: str) -> str:
+    common = (
+        f"paired interleaved rounds ({C.MIN_ROUNDS}-{C.MAX_ROUNDS}, order rotated each round) "
+        "after a steady-state warm-up; median, p10/p90 and a bootstrap "
+        f"({C.BOOTSTRAP_RESAMPLES}) 95% CI; speedups from the per-round ratios"
+    )
+    if mode == C.SERVING_KERNELBENCH:
+        return (
+            f"kernelbench: CUDA events around each call, L2 flushed ({C.L2_FLUSH_BYTES >> 20} MiB "
+            f"zeroed) before each, inputs rotated; {common}"
+        )
+    device = (
+        "device time from CUDA-graph replay (a graph of several calls over inputs rotated to "
+        "at least twice the L2 where memory allows; replay time / calls)"
+    )
+    if mode == C.SERVING_EAGER:
+        return f"eager: {device} plus host overhead per call (tight loop, host clock); {common}"
+    return f"graph: {device}; host overhead per call recorded beside it; {common}"
 
 
 def summarize(samples_ms: list[float], seed: int = 0) -> dict:
@@ -89,27 +117,191 @@ def ceilings(state) -> dict:
     return state.ceilings
 
 
-def time_callable(fn, input_sets: list, flush: torch.Tensor, seed: int = 0) -> dict:
-    with torch.no_grad():
-        for i in range(C.WARMUP_CALLS):
-            fn(*input_sets[i % len(input_sets)])
-        torch.cuda.synchronize()
+class NotCapturable(RuntimeError):
+    """The callable cannot be captured in a CUDA graph (the message says what it did)."""
+
+
+class Side:
+    """One thing timed in a case (the candidate or a baseline) and its measuring closures."""
+
+    def __init__(self, name: str, fn, input_sets: list, flush: torch.Tensor, mode: str, policy):
+        self.name = name
+        self.policy = policy
+        # The candidate runs under the audit hook; the references (the problem's own code under
+        # torch.compile, which writes caches and runs its compilers) without it. Both stay inside
+        # the operating-system boundary.
+        self.enforce = name == "candidate"
+        self.fn = fn
+        self.sets = input_sets
+        self.flush = flush
+        self.mode = mode
+        self.graph = None
+        self.calls = 0
+        self.capture_error: str | None = None
+        self.device_ms: list[float] = []
+        self.host_ms: list[float] = []
+
+    def _guarded(self, work):
+        before = self.policy.enforcing
+        self.policy.enforcing = self.enforce
+        try:
+            return work()
+        finally:
+            self.policy.enforcing = before
+
+    def prepare(self) -> None:
+        self._guarded(self._prepare)
+
+    def sample(self) -> float:
+        """One sample of what decides in this mode (ms per call); both quantities are kept."""
+        return self._guarded(self._sample)
+
+    def _prepare(self) -> None:
+        with torch.no_grad():
+            for i in range(C.WARMUP_CALLS):
+                self.fn(*self.sets[i % len(self.sets)])
+            torch.cuda.synchronize()
+            estimate = self._event_ms(1)
+        if self.mode == C.SERVING_KERNELBENCH:
+            return
+        # The estimate is host-bound for small calls: never fewer than MIN_GRAPH_CALLS, and the
+        # graph's outputs (about one input set each) stay within GRAPH_OUTPUT_BYTES.
+        by_memory = C.GRAPH_OUTPUT_BYTES // max(_nbytes(self.sets[0]), 1)
+        calls = min(
+            C.MAX_GRAPH_CALLS,
+            max(len(self.sets), C.MIN_GRAPH_CALLS, int(C.TARGET_REPLAY_MS / estimate)),
+        )
+        calls = int(max(1, min(calls, by_memory)))
+        try:
+            self.graph = self._capture(calls)
+            self.calls = calls
+        except Exception as exc:  # noqa: BLE001 - any capture failure of untrusted code
+            torch.cuda.synchronize()
+            self.capture_error = f"{type(exc).__name__}: {exc}"[:500]
+            if self.mode == C.SERVING_GRAPH:
+                raise NotCapturable(f"the {self.name}: {self.capture_error}") from exc
+
+    def _event_ms(self, calls: int) -> float:
         s, e = _event(), _event()
         s.record()
-        fn(*input_sets[0])
+        for i in range(calls):
+            self.fn(*self.sets[i % len(self.sets)])
         e.record()
         torch.cuda.synchronize()
-        estimate = max(s.elapsed_time(e), 1e-3)
-        reps = int(min(C.MAX_REPS, max(C.MIN_REPS, C.TARGET_TIMED_MS / estimate)))
-        starts = [_event() for _ in range(reps)]
-        ends = [_event() for _ in range(reps)]
-        for r in range(reps):
-            flush.zero_()
-            starts[r].record()
-            fn(*input_sets[r % len(input_sets)])
-            ends[r].record()
+        return max(s.elapsed_time(e) / calls, 1e-4)
+
+    def _capture(self, calls: int):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.no_grad(), torch.cuda.stream(stream):
+            for i in range(min(3, len(self.sets))):
+                self.fn(*self.sets[i])
+        torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
-    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], seed)
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph):
+            for i in range(calls):
+                self.fn(*self.sets[i % len(self.sets)])
+        torch.cuda.synchronize()
+        return graph
+
+    def _sample(self) -> float:
+        if self.mode == C.SERVING_KERNELBENCH:
+            self.flush.zero_()
+            s, e = _event(), _event()
+            with torch.no_grad():
+                s.record()
+                self.fn(*self.sets[len(self.device_ms) % len(self.sets)])
+                e.record()
+            torch.cuda.synchronize()
+            self.device_ms.append(s.elapsed_time(e))
+            return self.device_ms[-1]
+        if self.graph is not None:
+            s, e = _event(), _event()
+            # Keep the device busy while the host issues the replay, so that no idle gap
+            # between the start event and the graph's first kernel is counted.
+            torch.cuda._sleep(C.SPIN_CYCLES)
+            s.record()
+            self.graph.replay()
+            e.record()
+            torch.cuda.synchronize()
+            device = s.elapsed_time(e) / self.calls
+        else:  # eager mode and not capturable: a batch of calls timed with events
+            with torch.no_grad():
+                device = self._event_ms(C.HOST_LOOP_CALLS)
+        self.device_ms.append(device)
+        host = self._host_ms()
+        self.host_ms.append(host)
+        return device + host if self.mode == C.SERVING_EAGER else device
+
+    def _host_ms(self) -> float:
+        torch.cuda.synchronize()
+        n = C.HOST_LOOP_CALLS
+        with torch.no_grad():
+            t0 = time.perf_counter()
+            for i in range(n):
+                self.fn(*self.sets[i % len(self.sets)])
+            t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        return 1e3 * (t1 - t0) / n
+
+    def summary(self, samples: list[float], seed: int) -> dict:
+        out = summarize(samples, seed)
+        out["mode"] = self.mode
+        out["device_median_ms"] = float(np.median(self.device_ms)) if self.device_ms else None
+        out["host_median_ms"] = float(np.median(self.host_ms)) if self.host_ms else None
+        out["graph_calls"] = self.calls or None
+        out["input_sets"] = len(self.sets)
+        if self.capture_error:
+            out["capture_error"] = self.capture_error
+        return out
+
+
+def time_sides(sides: dict[str, Side], seed: int) -> tuple[dict, dict]:
+    """Measure every side in paired rounds: ({name: timing}, {baseline: paired speedup})."""
+    for side in sides.values():
+        side.prepare()
+    # Rounds: enough for ~TARGET_CASE_MS of the slowest side, within the bounds.
+    slowest = max(
+        (s.sample() for s in sides.values()),
+        default=1.0,
+    )
+    for s in sides.values():
+        s.device_ms.clear()
+        s.host_ms.clear()
+    rounds = int(min(C.MAX_ROUNDS, max(C.MIN_ROUNDS, C.TARGET_CASE_MS / max(slowest, 1e-3))))
+    samples = T.paired_rounds({name: side.sample for name, side in sides.items()}, rounds)
+    timings = {name: sides[name].summary(samples[name], seed) for name in sides}
+    paired = {
+        name: T.paired_speedup(samples[name], samples["candidate"], seed=seed)
+        for name in sides
+        if name != "candidate" and "candidate" in sides
+    }
+    return timings, paired
+
+
+def steady_clocks(flush: torch.Tensor) -> dict:
+    """Warm the GPU until a memory-bound probe's time settles; note the SM clock if NVML can."""
+    start = time.perf_counter()
+    src = flush[: flush.numel() // 4]
+
+    def probe() -> float:
+        s, e = _event(), _event()
+        s.record()
+        for _ in range(10):
+            src.mul_(1.0)
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e)
+
+    result = T.steady_state(probe, window=5, tolerance=0.02, max_windows=40)
+    result["wall_s"] = time.perf_counter() - start
+    try:
+        result["sm_clock_mhz"] = int(torch.cuda.clock_rate())
+    except Exception as exc:  # noqa: BLE001 - NVML missing or not allowed: say so
+        result["sm_clock_mhz"] = None
+        result["sm_clock_note"] = f"{type(exc).__name__}: {exc}"[:200]
+    return result
 
 
 def _nbytes(tensors) -> int:
@@ -144,61 +336,61 @@ def _work(model, inputs) -> tuple[int, float]:
 
 
 def _input_sets(job, case, seed: int) -> list:
+    """Input sets to rotate over: enough that their footprint is at least twice the L2 (so a
+    call does not find its inputs there from the last one), within the bounds of memory."""
     dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
     first = P.make_inputs(job.problem, case["overrides"], dtype, seed, job.device)
-    size = _nbytes(first)
-    count = C.ROTATING_INPUT_SETS if size * C.ROTATING_INPUT_SETS <= (2 << 30) else 1
+    size = max(_nbytes(first), 1)
+    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+    want = max(C.ROTATING_INPUT_SETS, math.ceil(2 * l2 / size))
+    count = int(max(1, min(want, C.MAX_INPUT_SETS, C.INPUT_SETS_BYTES // size)))
     sets = [first]
     for k in range(1, count):
         sets.append(P.make_inputs(job.problem, case["overrides"], dtype, seed + k, job.device))
     return sets
 
 
-def _compiled(model, mode: str | None):
+def _compiled(state, key: tuple, model, mode: str | None):
+    """``torch.compile`` of the reference, kept for the child's life per (problem, case, mode):
+    the next candidate of the same campaign is paired with it without compiling again."""
     import torch._dynamo
 
-    torch._dynamo.reset()
-    if mode == "max-autotune":
-        return torch.compile(model, mode="max-autotune-no-cudagraphs")
-    return torch.compile(model)
+    cache = state.__dict__.setdefault("compiled", {})
+    if key not in cache:
+        while len(cache) >= C.COMPILED_CACHE_ENTRIES:
+            cache.pop(next(iter(cache)))  # the oldest first
+        # One code object (Model.forward) compiled per case and mode: keep them all.
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+        options = {"mode": "max-autotune-no-cudagraphs"} if mode == "max-autotune" else {}
+        cache[key] = (model, torch.compile(model, dynamic=False, **options))
+    return cache[key][1]
 
 
-def _time_references(job, case, model, sets, flush, wanted: list[str], seed: int) -> dict:
-    out = {}
-    for name in wanted:
-        start = time.perf_counter()
-        if name == C.BASELINE_EAGER:
-            fn = model
-        elif name == C.BASELINE_COMPILE:
-            fn = _compiled(model, None)
-        elif name == C.BASELINE_MAX_AUTOTUNE:
-            fn = _compiled(model, "max-autotune")
-        elif name == C.BASELINE_INCUMBENT:
-            dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
-            _, _, fn = P.make_models(
-                job.problem, job.incumbent, case["overrides"], dtype, seed, job.device, None
-            )
-        else:
-            continue
-        # The references are trusted code: torch.compile writes caches and runs helpers freely.
-        policy = job.state.policy
-        policy.enforcing = False
-        try:
-            timing = time_callable(fn, sets, flush, seed)
-        finally:
-            policy.enforcing = True
-        timing["wall_s"] = time.perf_counter() - start
-        out[name] = timing
-    return out
+def _reference_fn(job, case, model, name: str, seed: int):
+    overrides = json.dumps(case.get("overrides") or {}, sort_keys=True)
+    key = (job.problem_hash, overrides, case.get("dtype"), name)
+    if name == C.BASELINE_EAGER:
+        return model
+    if name == C.BASELINE_COMPILE:
+        return _compiled(job.state, key, model, None)
+    if name == C.BASELINE_MAX_AUTOTUNE:
+        return _compiled(job.state, key, model, "max-autotune")
+    if name == C.BASELINE_INCUMBENT:
+        dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
+        _, _, fn = P.make_models(
+            job.problem, job.incumbent, case["overrides"], dtype, seed, job.device, None
+        )
+        return fn
+    return None
 
 
-def _wanted(args: dict, have: dict) -> list[str]:
+def _wanted(args: dict) -> list[str]:
     wanted = [C.BASELINE_EAGER, C.BASELINE_COMPILE]
     if args.get("baseline") == C.BASELINE_MAX_AUTOTUNE or args.get("max_autotune"):
         wanted.append(C.BASELINE_MAX_AUTOTUNE)
     if args.get("incumbent_source"):
         wanted.append(C.BASELINE_INCUMBENT)
-    return [w for w in wanted if w not in have]
+    return wanted
 
 
 def _prepare_incumbent(job, args):
@@ -210,52 +402,87 @@ def _flush_buffer():
     return torch.empty(C.L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
 
 
+def _mode(args: dict) -> str:
+    mode = args.get("serving") or C.SERVING_GRAPH
+    if mode not in C.SERVING_MODES:
+        raise ValueError(f"serving: must be one of {', '.join(C.SERVING_MODES)}")
+    return mode
+
+
+def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool) -> tuple[dict, dict]:
+    """The case's sides (candidate first) and what the floor needs (bytes, flops)."""
+    dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
+    _, ref, cand = P.make_models(
+        job.problem, job.candidate if candidate else None, case["overrides"], dtype, seed,
+        job.device, None,
+    )  # fmt: skip
+    sets = _input_sets(job, case, seed + 1)
+    nbytes, flops = _work(ref, sets[0])
+    policy = job.state.policy
+    sides = {"candidate": Side("candidate", cand, sets, flush, mode, policy)} if candidate else {}
+    for name in _wanted(args):
+        fn = _reference_fn(job, case, ref, name, seed)
+        if fn is not None:
+            sides[name] = Side(name, fn, sets, flush, mode, policy)
+    return sides, {"bytes": nbytes, "flops": flops}
+
+
 def run(job, args: dict) -> dict:
-    """Time the candidate (and the references not given in ``baseline_times``) per case."""
+    """Time the candidate and its baselines per case, in paired rounds."""
+    mode = _mode(args)
     ceil = ceilings(job.state)
     flush = _flush_buffer()
+    clocks = steady_clocks(flush)
     seed = int(args.get("seed", 0))
-    given = args.get("baseline_times") or {}
     _prepare_incumbent(job, args)
     records, fault = [], None
     for case in job.cases:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
-        _, ref, cand = P.make_models(
-            job.problem, job.candidate, case["overrides"], dtype, seed, job.device, None
-        )
-        sets = _input_sets(job, case, seed + 1)
-        nbytes, flops = _work(ref, sets[0])
+        sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=True)
         floor_ms = 1e3 * max(
-            nbytes / ceil["bandwidth_bytes_per_s"], flops / ceil["matmul_flops_per_s"]
+            work["bytes"] / ceil["bandwidth_bytes_per_s"],
+            work["flops"] / ceil["matmul_flops_per_s"],
         )
-        timing = time_callable(cand, sets, flush, seed)
-        have = dict(given.get(case["name"]) or {})
-        baselines = {
-            **have,
-            **_time_references(job, case, ref, sets, flush, _wanted(args, have), seed),
-        }
+        try:
+            timings, paired = time_sides(sides, seed)
+        except NotCapturable as exc:
+            return {
+                "status": C.FAILED,
+                "rule": C.RULE_NOT_CAPTURABLE,
+                "reason": f"case {case['name']}: cannot be captured in a CUDA graph (serving "
+                f"mode 'graph'): {exc}",
+                "cases": records,
+                "evidence": {"ceilings": ceil, "method": method(mode), "clocks": clocks},
+            }
         record = {
             "name": case["name"],
-            "timing": timing,
-            "baselines": baselines,
-            "bytes": nbytes,
-            "flops": flops,
+            "timing": timings.pop("candidate"),
+            "baselines": timings,
+            "paired": paired,
+            **work,
             "floor_ms": floor_ms,
             "wall_s": time.perf_counter() - start,
         }
-        if timing["median_ms"] < C.PHYSICAL_FLOOR_SLACK * floor_ms and fault is None:
+        if record["timing"]["device_median_ms"] is not None:
+            device = record["timing"]["device_median_ms"]
+        else:
+            device = record["timing"]["median_ms"]
+        if device < C.PHYSICAL_FLOOR_SLACK * floor_ms and fault is None:
             fault = record
         records.append(record)
-        del sets
-    evidence = {"ceilings": ceil, "method": METHOD}
+        del sides
+    evidence = {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks}
+    if args.get("baseline_times"):
+        evidence["note"] = (
+            "baselines timed again in this process (paired rounds); given times unused"
+        )
     if fault is not None:
         return {
             "status": C.FAILED,
             "rule": C.RULE_BELOW_FLOOR,
-            "reason": f"case {fault['name']}: median {fault['timing']['median_ms']:.4g} ms is "
+            "reason": f"case {fault['name']}: {fault['timing']['median_ms']:.4g} ms is "
             f"under the physical floor {fault['floor_ms']:.4g} ms (measurement fault)",
             "cases": records,
             "evidence": evidence,
@@ -273,8 +500,10 @@ def baseline(job, args: dict) -> dict:
     """Time the reference (eager, compile, optionally max-autotune) and the incumbent alone."""
     if job.device != "cuda":
         return {"status": C.SKIPPED, "reason": f"skipped: {C.RULE_NO_DEVICE}", "cases": []}
+    mode = _mode(args)
     ceil = ceilings(job.state)
     flush = _flush_buffer()
+    clocks = steady_clocks(flush)
     seed = int(args.get("seed", 0))
     _prepare_incumbent(job, args)
     records = []
@@ -282,13 +511,8 @@ def baseline(job, args: dict) -> dict:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
-        _, ref, _ = P.make_models(
-            job.problem, None, case["overrides"], dtype, seed, job.device, None
-        )
-        sets = _input_sets(job, case, seed + 1)
-        nbytes, flops = _work(ref, sets[0])
-        timings = _time_references(job, case, ref, sets, flush, _wanted(args, {}), seed)
+        sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=False)
+        timings, _ = time_sides(sides, seed)
         records.append(
             {
                 "name": case["name"],
@@ -296,10 +520,12 @@ def baseline(job, args: dict) -> dict:
                 "overrides": case["overrides"],
                 "dtype": case["dtype"],
                 "timings": timings,
-                "bytes": nbytes,
-                "flops": flops,
+                **work,
                 "floor_ms": 1e3
-                * max(nbytes / ceil["bandwidth_bytes_per_s"], flops / ceil["matmul_flops_per_s"]),
+                * max(
+                    work["bytes"] / ceil["bandwidth_bytes_per_s"],
+                    work["flops"] / ceil["matmul_flops_per_s"],
+                ),
                 "wall_s": time.perf_counter() - start,
             }
         )
@@ -307,5 +533,5 @@ def baseline(job, args: dict) -> dict:
         "status": C.PASSED,
         "reason": "timed",
         "cases": records,
-        "evidence": {"ceilings": ceil, "method": METHOD},
+        "evidence": {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks},
     }
