@@ -91,8 +91,17 @@ def coverage_matrix() -> list[dict]:
             },
         )
 
-    for region in Region.objects.select_related("default_artifact"):
-        live = list(region.artifacts.filter(stage__in=[Stage.SHADOW, Stage.CANARY, Stage.DEFAULT]))
+    # Two queries whatever the number of regions: the regions, then every live artifact (without
+    # the signed body and IR the matrix does not show).
+    live_by_region: dict[int, list[Artifact]] = defaultdict(list)
+    for artifact in (
+        Artifact.objects.filter(stage__in=[Stage.SHADOW, Stage.CANARY, Stage.DEFAULT])
+        .defer("body", "ir", "signature")
+        .order_by("-id")
+    ):
+        live_by_region[artifact.region_id].append(artifact)
+    for region in Region.objects.all():
+        live = live_by_region.get(region.pk, [])
         for dtype in region.scope.get("dtypes", []):
             c = cell(region.operator, region.platform, dtype)
             for artifact in live:

@@ -89,11 +89,20 @@ def rollback_targets(*, region: Region) -> list[Artifact]:
 def accepted_nodes_unfrozen(*, limit: int = 50) -> QuerySet:
     """Accepted candidates no live artifact was frozen from yet (what reviewers can freeze)."""
     frozen = Artifact.objects.exclude(stage=Stage.ABORTED).values("node_id")
+    # Only what the list shows: an accepted node's report alone is ~150 kB of JSON (every gate's
+    # evidence), and loading 50 of them made this the slowest page of the portal.
     return (
         Node.objects.filter(status=NodeStatus.ACCEPTED)
         .exclude(pk__in=frozen)
-        .select_related("campaign", "campaign__problem", "campaign__created_by")
-        .defer("campaign__engine_state")
+        .select_related("campaign", "campaign__created_by")
+        .only(
+            "id",
+            "key",
+            "campaign__id",
+            "campaign__name",
+            "campaign__platform",
+            "campaign__created_by__username",
+        )
         .order_by("-id")[:limit]
     )
 

@@ -4,7 +4,10 @@
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from apps.registry.models import Region
 from apps.registry.services import artifact_create
 from tests.registry import helpers
 
@@ -53,3 +56,31 @@ def test_author_sees_why_they_cannot_approve(client, users):
     assert 'id="author-note"' in page and 'id="approve"' not in page
     r = client.post(f"/registry/artifacts/{a.pk}/approve/", follow=True)
     assert "authored campaign" in r.content.decode()
+
+
+def test_index_queries_stay_fixed_as_regions_grow_and_skip_node_reports(client, users):
+    """The coverage matrix read each region's artifacts in a query of its own, and the freezable
+    list loaded every accepted node's report (~150 kB of JSON each): the page took 640 ms."""
+    a = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
+    helpers.advance(a, users["reviewer2"], "shadow")
+    helpers.accepted_node(users["author"])
+    client.force_login(users["reviewer"])
+
+    def index_queries() -> list[str]:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/registry/").status_code == 200
+        return [q["sql"] for q in queries.captured_queries]
+
+    first = index_queries()
+    for operator in ("gelu", "silu", "layer-norm"):
+        Region.objects.create(
+            operator=operator,
+            platform="interpret",
+            scope={"dtypes": ["float32"]},
+            scope_key=operator,
+            label=f"{operator} float32",
+        )
+    again = index_queries()
+    assert len(again) == len(first) <= 14
+    node_reads = [sql for sql in again if 'FROM "campaigns_node"' in sql]
+    assert node_reads and not any('"campaigns_node"."report"' in sql for sql in node_reads)
