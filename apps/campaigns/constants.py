@@ -80,3 +80,7 @@ STEP_INTERVAL_S = 2.0
 CAMPAIGN_STALL_S = 120
 CAMPAIGN_STALL_RESTARTS = 3
 WATCHDOG_SWEEP_S = 15.0
+
+# How long the candidate page keeps a highlighted source or a diff (keyed by the texts, so they
+# never go stale; the limit only bounds what the cache holds).
+REVIEW_CACHE_S = 7 * 24 * 3600

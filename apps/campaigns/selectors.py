@@ -7,11 +7,13 @@ it), and returns plain rows where a page or the API only needs a few columns.
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import pygments
 from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from apps.campaigns import charts, review
-from apps.campaigns.constants import FINISHED_STATUSES, NodeStatus, Outcome
+from apps.campaigns.constants import FINISHED_STATUSES, REVIEW_CACHE_S, NodeStatus, Outcome
 from apps.campaigns.models import (
     Campaign,
     Comment,
@@ -22,6 +24,7 @@ from apps.campaigns.models import (
     NodeReview,
     Problem,
 )
+from kernelevolve_site.caching import cached, content_key
 
 # Sort keys the list accepts (the URL's `sort`; a leading "-" reverses).
 CAMPAIGN_SORTS = {
@@ -193,18 +196,38 @@ class CandidateReview:
     cases: list[dict] = field(default_factory=list)
     baseline_names: list[str] = field(default_factory=list)
     siblings: dict = field(default_factory=dict)
+    # How long the page may keep a rendered diff (under the diff's `key`, which names the texts).
+    cache_s: int = REVIEW_CACHE_S
 
 
-def node_get(*, campaign_id: int, key: str) -> Node:
+def _node_with_relations(*, parents: QuerySet[Edge]) -> QuerySet[Node]:
     return (
         Node.objects.select_related("campaign", "campaign__problem", "campaign__best_node")
         .defer("campaign__engine_state")
         .prefetch_related(
             "gates",
             "measurements",
-            Prefetch("in_edges", queryset=Edge.objects.select_related("parent")),
+            Prefetch("in_edges", queryset=parents),
             Prefetch("comments", queryset=Comment.objects.select_related("author")),
         )
+    )
+
+
+def node_get(*, campaign_id: int, key: str) -> Node:
+    return _node_with_relations(parents=Edge.objects.select_related("parent")).get(
+        campaign_id=campaign_id, key=key
+    )
+
+
+def _node_for_review(*, campaign_id: int, key: str) -> Node:
+    """The node as the candidate page reads it: of the reports (an accepted node's is ~150 kB of
+    JSON, mostly gate evidence the gate rows hold too) only the node's own cases, taken out by
+    the database; the parent and the best node come without theirs."""
+    parents = Edge.objects.select_related("parent").defer("parent__report")
+    return (
+        _node_with_relations(parents=parents)
+        .defer("report", "campaign__best_node__report")
+        .annotate(report_cases=KeyTransform("cases", "report"))
         .get(campaign_id=campaign_id, key=key)
     )
 
@@ -242,13 +265,9 @@ def _sci(value: float | None) -> str | None:
     return None if value is None else f"{value:.3g}"
 
 
-def _report_cases(node: Node) -> list[dict]:
-    return list((node.report or {}).get("cases") or [])
-
-
 def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     """Everything the candidate page shows, in a bounded number of queries."""
-    node = node_get(campaign_id=campaign_id, key=key)
+    node = _node_for_review(campaign_id=campaign_id, key=key)
     campaign = node.campaign
     edges = list(node.in_edges.all())
     parent = next((e.parent for e in edges if e.parent is not None), None)
@@ -264,7 +283,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         comments_by_line[c.line].append(c)
     lines = [
         {"no": i, "html": html, "comments": comments_by_line.get(i, [])}
-        for i, html in enumerate(review.highlighted_lines(node.source), start=1)
+        for i, html in enumerate(_highlighted_lines(node.source), start=1)
     ]
     gates = [
         {
@@ -306,7 +325,9 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         parent=parent,
         best=best,
         diffs=diffs,
-        latency=charts.latency_series(_report_cases(node)),
+        latency=charts.latency_series(
+            node.report_cases if isinstance(node.report_cases, list) else []
+        ),
         gates=gates,
         cases=cases,
         baseline_names=baseline_names,
@@ -314,11 +335,20 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     )
 
 
+def _highlighted_lines(source: str) -> list:
+    """Pygments is most of the candidate page's time: cached by the text it highlights."""
+    key = content_key(f"review-lines:{pygments.__version__}", source)
+    return cached(key, lambda: review.highlighted_lines(source), timeout=REVIEW_CACHE_S)
+
+
 def _diff(slug: str, label: str, old: str, new: str, other: Node | None = None) -> dict:
-    rows = review.side_by_side(old, new)
+    # `key` names the texts compared: the page caches the rendered table under it.
+    key = content_key("review-diff:1", old, new)
+    rows = cached(key, lambda: review.side_by_side(old, new), timeout=REVIEW_CACHE_S)
     return {
         "slug": slug,
         "label": label,
+        "key": key,
         "rows": rows,
         "stats": review.diff_stats(rows),
         "other": other,

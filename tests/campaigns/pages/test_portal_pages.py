@@ -3,8 +3,12 @@
 import json
 
 import pytest
+from django.core.cache import cache
+from django.core.cache.utils import make_template_fragment_key
 
+from apps.campaigns import charts
 from apps.campaigns.models import Comment, Mention, NodeReview
+from apps.campaigns.selectors import candidate_review
 from tests.campaigns.support.builders import build_campaign
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +84,29 @@ def test_candidate_page_diff_evidence_latency(client, users, big, django_assert_
     assert 'id="chart-latency-box"' in html and 'id="chart-latency-ecdf"' in html
     assert 'id="lineage"' in html
     assert 'class="hl"' in html or 'class="source hl"' in html
+
+
+def test_candidate_page_reads_only_its_own_cases_of_the_reports(client, users, big):
+    """An accepted node's report is ~150 kB of JSON (every gate's evidence): the page loaded the
+    node's, its parent's and the best node's on every view, and used only the node's cases."""
+    node = big.nodes.exclude(pk=big.best_node_id).filter(in_edges__parent__isnull=False).last()
+    node.report = {**big.best_node.report, "gates": {"static": {"evidence": "x" * 100_000}}}
+    node.save(update_fields=["report"])
+    review = candidate_review(campaign_id=big.pk, key=node.key)
+    assert review.parent is not None and review.best is not None
+    for loaded in (review.node, review.parent, review.best):
+        assert "report" in loaded.get_deferred_fields()
+    assert review.latency == charts.latency_series(node.report["cases"])
+    assert review.latency  # the cases did arrive
+    # The rendered diffs are kept under the texts they compare, and served again as they were.
+    c = client_for(client, users["viewer"])
+    first = c.get(f"/campaigns/{big.pk}/nodes/{node.key}/").content.decode()
+    for d in review.diffs:
+        parts = [d["key"], d["slug"], d["label"], node.key]
+        assert cache.get(make_template_fragment_key("review-diff", parts)) is not None
+    again = c.get(f"/campaigns/{big.pk}/nodes/{node.key}/").content.decode()
+    assert first.count('id="view-diff-') == again.count('id="view-diff-') == len(review.diffs)
+    assert "<ins>" in again and "<del>" in again
 
 
 def test_candidate_page_shows_a_static_warning_as_a_warning(client, users):
