@@ -265,6 +265,24 @@ def _sci(value: float | None) -> str | None:
     return None if value is None else f"{value:.3g}"
 
 
+def _timing_columns(case: dict | None, baseline: str) -> dict:
+    """Device time, host overhead per call and the paired speedup over the campaign's baseline,
+    as the performance gate measured them (absent for reports from before paired rounds)."""
+    timing = (case or {}).get("timing") or {}
+    paired = ((case or {}).get("paired") or {}).get(baseline) or {}
+    return {
+        "serving": timing.get("mode"),
+        "device_us": _us(timing.get("device_median_ms")),
+        "host_us": _us(timing.get("host_median_ms")),
+        "paired_speedup": paired.get("speedup"),
+        "paired_ci": paired.get("ci95"),
+    }
+
+
+def _us(ms) -> float | None:
+    return ms * 1e3 if isinstance(ms, int | float) else None
+
+
 def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     """Everything the candidate page shows, in a bounded number of queries."""
     node = _node_for_review(campaign_id=campaign_id, key=key)
@@ -299,8 +317,11 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     ]
     measurements = list(node.measurements.all())
     baseline_names = sorted({b for m in measurements for b in (m.baselines or {})})
+    report_cases = node.report_cases if isinstance(node.report_cases, list) else []
+    timed = {c.get("name"): c for c in report_cases if isinstance(c, dict) and c.get("timing")}
     cases = [
         {
+            **_timing_columns(timed.get(m.case), campaign.baseline),
             "case": m.case,
             "kind": m.kind,
             "weight": m.weight,

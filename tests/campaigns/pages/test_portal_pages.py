@@ -201,3 +201,31 @@ def test_portfolio_by_family_and_platform(client, users, big):
     html = client_for(client, users["viewer"]).get("/campaigns/portfolio/").content.decode()
     assert 'id="portfolio-table"' in html and "softmax" in html
     assert "interpret" in html and "cuda" in html
+
+
+def test_candidate_page_shows_device_time_host_overhead_and_the_paired_speedup(client, users):
+    campaign = build_campaign(nodes=4, user=users["engineer"], seed=9)
+    best = campaign.best_node
+    report = dict(best.report)
+    first = dict(report["cases"][0])
+    first["timing"] = {
+        **first["timing"],
+        "mode": "graph",
+        "device_median_ms": 0.00152,
+        "host_median_ms": 0.0413,
+    }
+    first["paired"] = {campaign.baseline: {"speedup": 1.125, "ci95": [1.1237, 1.1249]}}
+    report["cases"] = [first] + report["cases"][1:]
+    best.report = report
+    best.save(update_fields=["report"])
+    html = (
+        client_for(client, users["viewer"])
+        .get(f"/campaigns/{campaign.pk}/nodes/{best.key}/")
+        .content.decode()
+    )
+    table = html[html.index('<table id="cases">') :]
+    table = table[: table.index("</table>")]
+    assert "Device µs" in table and "Host µs/call" in table
+    row = next(r for r in table.split("<tr>") if f"<td>{first['name']}</td>" in r)
+    assert "<td>1.52</td>" in row and "<td>41.3</td>" in row
+    assert "1.125× [1.124, 1.125]" in row
