@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from workers import constants as C
 
@@ -123,7 +124,7 @@ def _summary(report) -> str:
 
 
 def _run_evaluate(args) -> int:
-    from workers.evaluate import EvaluationRequest, Evaluator
+    from workers.evaluate import Evaluator
 
     try:
         target = args.aot_target.split(",")
@@ -131,19 +132,12 @@ def _run_evaluate(args) -> int:
     except (IndexError, ValueError) as exc:
         raise UsageError("--aot-target: expected backend,arch,warp_size e.g. cuda,90,64") from exc
     times = _read_json(args.baseline_times, "baseline times") if args.baseline_times else None
-    request = EvaluationRequest(
-        problem_source=_read(args.problem, "problem"),
-        candidate_source=_read(args.candidate, "candidate"),
-        workload=_workload(args),
-        platform=args.platform,
-        incumbent_source=_read(args.incumbent, "incumbent") if args.incumbent else None,
-        baseline=args.baseline,
+    request = replace(
+        _candidate_request(args),
         baseline_times=times,
         trials=args.trials,
-        seed=args.seed,
         regression_tolerance=args.regression_tolerance,
         aot_target=aot,
-        time_limit_s=args.time_limit,
     )
     with Evaluator() as ev:
         report = ev.evaluate(request)
@@ -151,15 +145,11 @@ def _run_evaluate(args) -> int:
     return 0
 
 
-def _run_remeasure(args) -> int:
-    import json
-
+def _candidate_request(args):
+    """The request the candidate subcommands share (evaluate adds its own knobs)."""
     from workers.evaluate import EvaluationRequest
-    from workers.remeasure import remeasure
 
-    if args.processes < 2:
-        raise UsageError("--processes: at least 2 (one measurement and one to compare)")
-    request = EvaluationRequest(
+    return EvaluationRequest(
         problem_source=_read(args.problem, "problem"),
         candidate_source=_read(args.candidate, "candidate"),
         workload=_workload(args),
@@ -169,7 +159,14 @@ def _run_remeasure(args) -> int:
         seed=args.seed,
         time_limit_s=args.time_limit,
     )
-    result = remeasure(request, args.processes)
+
+
+def _run_remeasure(args) -> int:
+    from workers.remeasure import remeasure
+
+    if args.processes < 2:
+        raise UsageError("--processes: at least 2 (one measurement and one to compare)")
+    result = remeasure(_candidate_request(args), args.processes)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
