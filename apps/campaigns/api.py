@@ -208,7 +208,7 @@ class NodeListApi(generics.ListAPIView):
 
     def get_queryset(self):
         campaign = get_object_or_404(selectors.campaigns_for_reading(), pk=self.kwargs["pk"])
-        return selectors.campaign_nodes(campaign=campaign).prefetch_related("in_edges__parent")
+        return selectors.campaign_nodes_with_parents(campaign=campaign)
 
 
 class NodeDetailApi(APIView):

@@ -47,10 +47,22 @@ def campaigns_for_reading() -> QuerySet[Campaign]:
     return Campaign.objects.defer("engine_state")
 
 
+# Columns of the related rows a campaign list, page or API answer never reads: the best node's
+# report is ~150 kB of JSON (every gate's evidence), so a list of 25 campaigns parsed megabytes.
+CAMPAIGN_RELATED_DEFERRED = (
+    "best_node__report",
+    "best_node__source",
+    "problem__source",
+    "problem__workload",
+    "problem__smoke_workload",
+)
+
+
 def campaign_list() -> QuerySet[Campaign]:
     return (
         campaigns_for_reading()
         .select_related("problem", "created_by", "best_node")
+        .defer(*CAMPAIGN_RELATED_DEFERRED)
         .order_by("-created_at")
     )
 
@@ -90,6 +102,14 @@ def campaign_get(*, pk: int) -> Campaign:
 
 
 NODE_TABLE_SIZE = 50
+
+
+def campaign_nodes_with_parents(*, campaign: Campaign) -> QuerySet[Node]:
+    """The nodes with their in-edges and each edge's parent key (not the parent's report)."""
+    edges = Edge.objects.select_related("parent").only(
+        "id", "kind", "child_id", "parent", "parent__key"
+    )
+    return campaign_nodes(campaign=campaign).prefetch_related(Prefetch("in_edges", queryset=edges))
 
 
 def campaign_nodes(*, campaign: Campaign) -> QuerySet[Node]:
@@ -380,9 +400,9 @@ def candidate_compare(*, campaign_id: int, left: str, right: str) -> dict:
     """Two candidates side by side: the diff and their per-case medians."""
     nodes = {
         n.key: n
-        for n in Node.objects.filter(
-            campaign_id=campaign_id, key__in=[left, right]
-        ).prefetch_related("measurements")
+        for n in Node.objects.filter(campaign_id=campaign_id, key__in=[left, right])
+        .defer("report")
+        .prefetch_related("measurements")
     }
     if left not in nodes or right not in nodes:
         raise Node.DoesNotExist(f"no candidate {left if left not in nodes else right}")
@@ -415,7 +435,7 @@ def inbox_for(*, user) -> dict:
         )
         .exclude(Exists(reviewed))
         .select_related("problem", "best_node", "created_by")
-        .defer("engine_state", "workload", "best_node__source", "best_node__report")
+        .defer("engine_state", "workload", *CAMPAIGN_RELATED_DEFERRED)
         .order_by("-finished_at")[:100]
     )
     mentions = (

@@ -86,10 +86,10 @@ class EntryDetailView(PortalPermissionRequiredMixin, View):
             "body_html": markdown_render(entry.body),
             "provenance_rows": rows,
             "warning": entry_warning(entry),
-            "campaigns": entry.evidence_campaigns.select_related("problem"),
-            "nodes": entry.evidence_nodes.select_related("campaign").defer(
-                "campaign__engine_state"
-            ),
+            # Only the columns the lists show: a node's report is ~150 kB of JSON, a
+            # campaign's engine state can be megabytes.
+            "campaigns": entry.evidence_campaigns.only("id", "name"),
+            "nodes": entry.evidence_nodes.only("id", "campaign_id", "key", "status", "failed_gate"),
             "can_curate": has_portal_permission(request.user, "curate_knowledge"),
         }
         return render(request, "knowledge/entry.html", context)

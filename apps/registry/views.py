@@ -43,14 +43,16 @@ class OperatorView(PortalPermissionRequiredMixin, View):
         cards = []
         for region in regions:
             metrics = selectors.region_metrics(region=region)
-            staged = {a.stage: a for a in region.artifacts.exclude(stage=Stage.ABORTED)}
+            # The page shows ids, digests and stages: not the body or the IR (~100 kB each).
+            artifacts = region.artifacts.defer("ir", "body")
+            staged = {a.stage: a for a in artifacts.exclude(stage=Stage.ABORTED)}
             cards.append(
                 {
                     "region": region,
                     "default": region.default_artifact,
                     "canary": staged.get(Stage.CANARY),
                     "shadow": staged.get(Stage.SHADOW),
-                    "candidates": region.artifacts.filter(stage=Stage.CANDIDATE),
+                    "candidates": artifacts.filter(stage=Stage.CANDIDATE),
                     "metrics": metrics,
                     "figure": latency_figure(metrics["latency"]),
                     "figure_id": f"figure-latency-{region.pk}",

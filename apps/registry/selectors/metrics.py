@@ -46,9 +46,8 @@ def region_metrics(*, region: Region) -> dict:
     total = sum(by_path.values())
     kernel = by_path[Path.DEFAULT] + by_path[Path.CANARY]
     shadows = []
-    for artifact in region.artifacts.filter(stage__in=[Stage.SHADOW, Stage.ABORTED]).order_by(
-        "-id"
-    )[:5]:
+    recent = region.artifacts.filter(stage__in=[Stage.SHADOW, Stage.ABORTED]).defer("ir", "body")
+    for artifact in recent.order_by("-id")[:5]:
         stats = shadow_stats(artifact=artifact)
         if stats["samples"] or artifact.stage == Stage.SHADOW:
             shadows.append({"artifact": artifact, **stats})

@@ -9,7 +9,11 @@ from apps.registry.models import Alarm, Artifact, Event, Region
 
 
 def region_list(*, operator: str | None = None, platform: str | None = None) -> QuerySet:
-    qs = Region.objects.select_related("default_artifact").order_by("operator", "platform", "id")
+    qs = (
+        Region.objects.select_related("default_artifact")
+        .defer("default_artifact__ir")
+        .order_by("operator", "platform", "id")
+    )
     if operator:
         qs = qs.filter(operator=operator)
     if platform:
@@ -29,9 +33,15 @@ def operator_list() -> list[dict]:
     return list(rows.values())
 
 
+# What no page or API answer reads from an artifact's related rows: the node's report (~150 kB
+# of JSON) and source (the body carries the source), the campaign's engine state. `ir` (the
+# compiler's IR dumps, ~100 kB) is recorded for the digest and read by no page or API.
+ARTIFACT_LIST_DEFERRED = ("ir", "node__report", "node__source", "campaign__engine_state")
+
+
 def artifact_list(*, region: Region | None = None, stage: str | None = None) -> QuerySet:
     qs = Artifact.objects.select_related("region", "campaign", "node", "created_by").defer(
-        "campaign__engine_state"
+        *ARTIFACT_LIST_DEFERRED
     )
     if region is not None:
         qs = qs.filter(region=region)
@@ -45,7 +55,12 @@ def artifact_get(*, pk: int) -> Artifact:
 
 
 def region_events(*, region: Region, limit: int = 200) -> QuerySet:
-    return Event.objects.filter(region=region).select_related("artifact").order_by("-id")[:limit]
+    return (
+        Event.objects.filter(region=region)
+        .select_related("artifact")
+        .defer("artifact__ir", "artifact__body")
+        .order_by("-id")[:limit]
+    )
 
 
 def previous_default(*, region: Region) -> Artifact | None:
@@ -70,7 +85,7 @@ def previous_default(*, region: Region) -> Artifact | None:
     digest = (promoted.evidence or {}).get("previous_default") if promoted else None
     if not digest:
         return None
-    return Artifact.objects.filter(region=region, digest=digest).first()
+    return Artifact.objects.filter(region=region, digest=digest).defer("ir").first()
 
 
 def rollback_targets(*, region: Region) -> list[Artifact]:
@@ -80,8 +95,10 @@ def rollback_targets(*, region: Region) -> list[Artifact]:
         .exclude(kind=EventKind.APPROVED)
         .values_list("to_artifact", flat=True)
     )
-    qs = Artifact.objects.filter(region=region, digest__in=served).exclude(
-        pk=region.default_artifact_id
+    qs = (
+        Artifact.objects.filter(region=region, digest__in=served)
+        .exclude(pk=region.default_artifact_id)
+        .defer("ir")
     )
     return list(qs.order_by("-id"))
 
@@ -108,7 +125,12 @@ def accepted_nodes_unfrozen(*, limit: int = 50) -> QuerySet:
 
 
 def alarm_open_list(*, operator: str | None = None, region: Region | None = None) -> QuerySet:
-    qs = Alarm.objects.filter(resolved_at__isnull=True).select_related("artifact", "region")
+    # An alarm names its artifact by id and digest: not its body or IR (~100 kB each).
+    qs = (
+        Alarm.objects.filter(resolved_at__isnull=True)
+        .select_related("artifact", "region")
+        .defer("artifact__ir", "artifact__body")
+    )
     if operator:
         qs = qs.filter(Q(operator=operator) | Q(region__operator=operator))
     if region is not None:

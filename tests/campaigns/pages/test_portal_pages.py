@@ -229,3 +229,39 @@ def test_candidate_page_shows_device_time_host_overhead_and_the_paired_speedup(c
     row = next(r for r in table.split("<tr>") if f"<td>{first['name']}</td>" in r)
     assert "<td>1.52</td>" in row and "<td>41.3</td>" in row
     assert "1.125× [1.124, 1.125]" in row
+
+
+def test_campaign_lists_and_pages_read_no_node_report(client, users, big):
+    """The campaign list, page and API joined the best node with its report (~150 kB of JSON,
+    every gate's evidence) and the problem with its source and workloads: 25 campaigns parsed
+    megabytes per request. The API's node list loaded each parent's report for its key, the
+    compare page both nodes' reports. None of them shows a report."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    c = client_for(client, users["viewer"])
+    urls = [
+        "/campaigns/",
+        f"/campaigns/{big.pk}/",
+        f"/campaigns/{big.pk}/compare/?a=n1&b=n2",
+        "/campaigns/inbox/",
+        "/api/campaigns/",
+        f"/api/campaigns/{big.pk}/",
+        f"/api/campaigns/{big.pk}/nodes/",
+        "/api/inbox/",
+    ]
+    for url in urls:
+        with CaptureQueriesContext(connection) as queries:
+            response = c.get(url)
+        assert response.status_code == 200, url
+        sql = " ".join(q["sql"] for q in queries.captured_queries)
+        assert '"campaigns_node"."report"' not in sql, url
+        assert '"campaigns_problem"."workload"' not in sql, url
+    listed = c.get("/api/campaigns/").json()["results"][0]
+    assert listed["best_node"] == big.best_node.key and listed["problem"] == big.problem.name
+    nodes = c.get(f"/api/campaigns/{big.pk}/nodes/").json()["results"]
+    child = next(n for n in nodes if n["parents"])
+    edge = big.nodes.get(key=child["key"]).in_edges.select_related("parent").first()
+    assert child["parents"] == [edge.parent.key] and child["edge"] == edge.kind
+    page = c.get(f"/campaigns/{big.pk}/").content.decode()
+    assert big.best_node.key in page and big.problem.name in page

@@ -128,3 +128,26 @@ def test_export_zip_and_import_upload(make_entry, people):
     page = client_for(people["curator"]).post("/knowledge/import/", {"files": [upload]})
     assert "Created 1, updated 0" in page.content.decode()
     assert Entry.objects.filter(slug="copy").exists()
+
+
+def test_entry_page_lists_evidence_without_reading_node_reports(starter, people):
+    """The evidence list shows a node's key, status and campaign id; it loaded each node's
+    report (~150 kB of JSON) and its campaign's engine state."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.campaigns.support.builders import build_campaign
+
+    campaign = build_campaign(nodes=4, user=people["engineer"], seed=7, name="evidence run")
+    node = campaign.best_node
+    entry = Entry.objects.get(slug="hopper-h200-copy-bandwidth")
+    entry.evidence_campaigns.add(campaign)
+    entry.evidence_nodes.add(node)
+    viewer = client_for(people["viewer"])
+    with CaptureQueriesContext(connection) as queries:
+        page = viewer.get(f"/knowledge/{entry.pk}/").content.decode()
+    assert f"campaign {campaign.pk}: evidence run" in page
+    assert f"node {node.key} of campaign {campaign.pk}" in page
+    assert f'<span class="badge {node.status}">' in page
+    sql = " ".join(q["sql"] for q in queries.captured_queries)
+    assert '"campaigns_node"."report"' not in sql and "engine_state" not in sql

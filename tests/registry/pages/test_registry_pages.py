@@ -84,3 +84,26 @@ def test_index_queries_stay_fixed_as_regions_grow_and_skip_node_reports(client, 
     assert len(again) == len(first) <= 14
     node_reads = [sql for sql in again if 'FROM "campaigns_node"' in sql]
     assert node_reads and not any('"campaigns_node"."report"' in sql for sql in node_reads)
+
+
+def test_operator_artifact_pages_and_api_read_no_ir_or_node_report(client, users):
+    """An artifact's IR dumps (~100 kB) are read by no page or API answer, nor is its node's
+    report (~150 kB): the operator page and the artifact list loaded both for every artifact."""
+    a = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
+    a = helpers.advance(a, users["reviewer2"], "default")
+    client.force_login(users["reviewer"])
+    pages = {
+        "/registry/softmax/": f"#{a.pk}",
+        f"/registry/artifacts/{a.pk}/": a.digest,
+        "/api/registry/artifacts/": a.digest,
+        f"/api/registry/artifacts/{a.pk}/": a.digest,
+    }
+    for url, shown in pages.items():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url)
+        assert response.status_code == 200 and shown in response.content.decode(), url
+        sql = " ".join(q["sql"] for q in queries.captured_queries)
+        assert '"registry_artifact"."ir"' not in sql, url
+        assert '"campaigns_node"."report"' not in sql, url
+    listed = client.get("/api/registry/artifacts/").json()["results"][0]
+    assert listed["body"] == a.body and listed["signature"] == a.signature
