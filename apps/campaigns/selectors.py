@@ -210,6 +210,9 @@ class CandidateReview:
     lineage: list[Node]
     parent: Node | None
     best: Node | None
+    # The source table in runs of lines, each ending at a commented line (the last run at the
+    # end): the page caches a run's rendered rows under `key`, which names the text and range.
+    source_blocks: list[dict] = field(default_factory=list)
     diffs: list[dict] = field(default_factory=list)
     latency: list[dict] = field(default_factory=list)
     gates: list[dict] = field(default_factory=list)
@@ -323,6 +326,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         {"no": i, "html": html, "comments": comments_by_line.get(i, [])}
         for i, html in enumerate(_highlighted_lines(node.source), start=1)
     ]
+    source_blocks = _source_blocks(node.source, lines)
     gates = [
         {
             "name": g.name,
@@ -362,6 +366,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         node=node,
         campaign=campaign,
         lines=lines,
+        source_blocks=source_blocks,
         lineage=_lineage(node),
         parent=parent,
         best=best,
@@ -374,6 +379,21 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         baseline_names=baseline_names,
         siblings=_neighbours(node),
     )
+
+
+def _source_blocks(source: str, lines: list[dict]) -> list[dict]:
+    """`lines` cut after each line that has comments. The per-line table rows were a fifth of
+    the candidate page's CPU (every line number localized four times); a run's rows depend only
+    on the text and the range, so the page caches them under a key naming both, and the
+    comments (which change) are rendered between runs on every view."""
+    text = content_key("review-source-rows:1", source)
+    blocks, start = [], 0
+    for line in lines:
+        if line["comments"] or line["no"] == len(lines):
+            end = line["no"]
+            blocks.append({"key": f"{text}:{start}-{end}", "lines": lines[start:end], "last": line})
+            start = end
+    return blocks
 
 
 def _highlighted_lines(source: str) -> list:

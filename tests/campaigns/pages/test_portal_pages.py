@@ -265,3 +265,39 @@ def test_campaign_lists_and_pages_read_no_node_report(client, users, big):
     assert child["parents"] == [edge.parent.key] and child["edge"] == edge.kind
     page = c.get(f"/campaigns/{big.pk}/").content.decode()
     assert big.best_node.key in page and big.problem.name in page
+
+
+def test_source_table_rows_come_from_the_cache_and_new_comments_show_in_place(client, users, big):
+    """The source table's rows (a fifth of the page's CPU) are cached per run of lines under the
+    text and the range; a comment cuts a run, so it shows under its line at once."""
+    import re
+
+    node = big.best_node
+    count = len(node.source.splitlines())
+    url = f"/campaigns/{big.pk}/nodes/{node.key}/"
+    c = client_for(client, users["engineer"])
+
+    def rows(html: str) -> list[str]:
+        table = html.split('id="node-source">')[1].split("</table>")[0]
+        return re.findall(
+            r'<tr (?:id="L(\d+)"|class="line-comments" id="line-comments-(\d+)")', table
+        )
+
+    first = c.get(url).content.decode()
+    assert [no for no, _ in rows(first)] == [str(i) for i in range(1, count + 1)]
+    review = candidate_review(campaign_id=big.pk, key=node.key)
+    key = make_template_fragment_key("review-source", [review.source_blocks[0]["key"]])
+    assert len(review.source_blocks) == 1 and cache.get(key) is not None
+
+    def table(html: str) -> str:
+        return html.split('id="node-source">')[1].split("</table>")[0]
+
+    assert table(c.get(url).content.decode()) == table(first)  # from the cache, the same rows
+
+    for line in (3, 1):
+        c.post(f"{url}comments/", {"body": f"look at line {line}", "line": line})
+    shown = rows(c.get(url).content.decode())
+    assert shown[:6] == [("1", ""), ("", "1"), ("2", ""), ("3", ""), ("", "3"), ("4", "")]
+    assert [no for no, _ in shown if no] == [str(i) for i in range(1, count + 1)]
+    page = c.get(url).content.decode()
+    assert "look at line 3" in page.split('id="line-comments-3"')[1].split("</tr>")[0]
