@@ -20,6 +20,13 @@ def _refusal(request, exc) -> None:
     messages.error(request, " ".join(getattr(exc, "messages", None) or [str(exc)]))
 
 
+def _form_problems(form) -> str:
+    labels = {"canary_percent": "Canary percentage"}
+    return "; ".join(
+        f"{labels.get(field, field)}: {' '.join(errors)}" for field, errors in form.errors.items()
+    )
+
+
 class IndexView(PortalPermissionRequiredMixin, View):
     def get(self, request):
         return render(
@@ -124,7 +131,10 @@ class ArtifactActionView(PortalPermissionRequiredMixin, View):
     def post(self, request, pk: int, action: str):
         artifact = get_object_or_404(Artifact, pk=pk)
         form = (PromoteForm if action == "promote" else ReasonForm)(request.POST)
-        form.is_valid()
+        if not form.is_valid():
+            # Say what was wrong and do nothing: an unreadable k% must never promote at 10%.
+            messages.error(request, _form_problems(form))
+            return redirect("registry:artifact", pk=pk)
         reason = form.cleaned_data.get("reason", "")
         try:
             if action == "approve":

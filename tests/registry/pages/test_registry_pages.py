@@ -7,8 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.registry.models import Region
-from apps.registry.services import artifact_create
+from apps.registry.constants import Stage
+from apps.registry.models import Artifact, Region
+from apps.registry.services import artifact_approve, artifact_create
 from tests.registry import helpers
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,21 @@ def test_operator_artifact_pages_and_api_read_no_ir_or_node_report(client, users
         assert '"campaigns_node"."report"' not in sql, url
     listed = client.get("/api/registry/artifacts/").json()["results"][0]
     assert listed["body"] == a.body and listed["signature"] == a.signature
+
+
+@pytest.mark.parametrize("given", ["abc", "150", "0"])
+def test_an_unreadable_canary_percentage_is_refused_and_nothing_moves(client, users, given):
+    a = artifact_create(node=helpers.accepted_node(users["author"]), by=users["reviewer"])
+    a = helpers.advance(a, users["reviewer2"], "shadow")
+    helpers.feed_shadow(a, 4)
+    artifact_approve(artifact=a, by=users["reviewer2"])
+    client.force_login(users["reviewer2"])
+    page = client.post(
+        f"/registry/artifacts/{a.pk}/promote/", {"canary_percent": given}, follow=True
+    ).content.decode()
+    assert "Canary percentage:" in page
+    assert Artifact.objects.get(pk=a.pk).stage == Stage.SHADOW
+    # A readable one promotes at exactly that share.
+    client.post(f"/registry/artifacts/{a.pk}/promote/", {"canary_percent": "25"})
+    fresh = Artifact.objects.get(pk=a.pk)
+    assert fresh.stage == Stage.CANARY and fresh.canary_percent == 25
