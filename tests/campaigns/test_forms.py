@@ -49,3 +49,29 @@ def test_a_damaged_carried_workload_is_refused_on_the_page(client, users):
     response = _author(client, workload_json="[" * 50_000 + "]" * 50_000)
     assert response.status_code == 400
     assert "the previewed workload was damaged" in response.content.decode()
+
+
+def test_the_llm_generator_without_an_endpoint_is_refused_with_the_reason(
+    client, users, monkeypatch
+):
+    from apps.campaigns.models import Campaign, Problem
+    from apps.campaigns.services.problems import catalog_sync
+
+    monkeypatch.delenv("KERNELEVOLVE_LLM_URL", raising=False)
+    problem = next(p for p in catalog_sync() if p.name == "softmax")
+    client.force_login(users["engineer"])
+    form = {
+        "problem": problem.pk,
+        "platform": "interpret",
+        "generators": ["llm"],
+        "policy": "best_first",
+        "budget_candidates": 4,
+        "budget_device_seconds": 60,
+        "budget_wall_seconds": 60,
+        "baseline": "eager",
+        "regression_tolerance": 0.02,
+    }
+    response = client.post("/campaigns/new/", form)
+    assert response.status_code == 400
+    assert "the llm generator needs KERNELEVOLVE_LLM_URL" in response.content.decode()
+    assert not Campaign.objects.exists() and Problem.objects.filter(pk=problem.pk).exists()

@@ -19,6 +19,7 @@ from apps.campaigns.services.problems import (
     workload_check,
 )
 from workers.search.engine import campaign_new
+from workers.search.generators.llm import NOT_CONFIGURED, llm_configured
 from workers.search.graph import Graph
 from workers.search.graph import Node as GraphNode
 
@@ -64,6 +65,9 @@ def campaign_create(
     unknown = [g for g in generators if g not in GENERATORS]
     if unknown:
         raise ValidationError({"generators": f"unknown generator(s): {', '.join(unknown)}"})
+    if "llm" in generators and not llm_configured():
+        # Refused here: a campaign that cannot generate would sit "running, 0 of N" for good.
+        raise ValidationError({"generators": NOT_CONFIGURED})
     if budget_candidates < 1:
         raise ValidationError({"budget_candidates": "must be at least 1"})
     if workload is None:

@@ -42,6 +42,17 @@ class LLMError(Exception):
     pass
 
 
+NOT_CONFIGURED = (
+    "the llm generator needs KERNELEVOLVE_LLM_URL (an OpenAI-compatible API): set it for the "
+    "portal and its workers, or use the template generator"
+)
+
+
+def llm_configured(environ=None) -> bool:
+    """Whether an endpoint is configured here (the portal checks before a campaign starts)."""
+    return bool((os.environ if environ is None else environ).get("KERNELEVOLVE_LLM_URL"))
+
+
 class LLMGenerator:
     """Proposes candidates by asking a chat model; see the module docstring."""
 
@@ -81,9 +92,7 @@ class LLMGenerator:
     def from_env(cls, **kwargs) -> LLMGenerator:
         url = os.environ.get("KERNELEVOLVE_LLM_URL")
         if not url:
-            raise ValueError(
-                "the llm generator needs KERNELEVOLVE_LLM_URL (an OpenAI-compatible API)"
-            )
+            raise ValueError(NOT_CONFIGURED)
         return cls(
             url,
             os.environ.get("KERNELEVOLVE_LLM_MODEL", "default"),
