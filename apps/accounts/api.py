@@ -36,7 +36,8 @@ class MeApi(APIView):
 
 
 class TokenApi(APIView):
-    """Exchange a username and password for a fresh API token (the old one is revoked).
+    """Exchange a username and password for the user's API token (the same one each time, so
+    other clients keep working; ``"rotate": true`` issues a new one and revokes the old).
 
     Failed attempts are limited per username and address (429 with Retry-After past the limit,
     see apps.accounts.login_limits)."""
@@ -52,6 +53,7 @@ class TokenApi(APIView):
     def post(self, request):
         payload = TokenRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
+        rotate = payload.validated_data.pop("rotate")
         user = authenticate(request, **payload.validated_data)
         if user is None:
             login_failure_record(
@@ -61,7 +63,8 @@ class TokenApi(APIView):
                 {"detail": "Unknown username or wrong password."},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        token = services.api_token_issue(user=user)
+        issue = services.api_token_issue if rotate else services.api_token_get
+        token = issue(user=user)
         return Response(TokenSerializer({"token": token.key}).data)
 
 

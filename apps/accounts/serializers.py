@@ -24,6 +24,9 @@ class TeamMemberSerializer(serializers.ModelSerializer):
 class TokenRequestSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, style={"input_type": "password"})
+    rotate = serializers.BooleanField(
+        default=False, help_text="issue a new token; the old one stops working for every client"
+    )
 
 
 class TokenSerializer(serializers.Serializer):

@@ -50,6 +50,13 @@ def user_upsert(*, username: str, password: str, roles: list[str], email: str = 
     return user_set_roles(user=user, roles=roles)
 
 
+def api_token_get(*, user: User) -> Token:
+    """The user's API token, created on first use: every client of the user shares it, so
+    asking again never logs another client out (rotation is ``api_token_issue``)."""
+    token, _ = Token.objects.get_or_create(user=user)
+    return token
+
+
 def api_token_issue(*, user: User) -> Token:
     """Replace the user's API token with a fresh one (the old one stops working)."""
     Token.objects.filter(user=user).delete()

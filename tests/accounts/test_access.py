@@ -108,3 +108,19 @@ def test_anonymous_users_cannot_read_the_schema_or_the_docs(client: Client):
     docs = client.get("/api/docs/")
     assert docs.status_code == 302 and docs["Location"].startswith("/accounts/login/?next=")
     assert client.get("/api/docs/?script").status_code == 302
+
+
+def test_asking_for_a_token_again_keeps_other_clients_working(users):
+    def ask(**extra):
+        body = {"username": "reviewer", "password": users["reviewer"], **extra}
+        return APIClient().post("/api/auth/token/", body, format="json").json()["token"]
+
+    def works(token) -> bool:
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+        return api.get("/api/me/").status_code == 200
+
+    first = ask()
+    assert ask() == first and works(first)  # a second client gets the same token
+    rotated = ask(rotate=True)
+    assert rotated != first and works(rotated) and not works(first)
