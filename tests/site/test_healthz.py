@@ -67,3 +67,15 @@ def test_healthz_is_ok_with_a_live_worker(client, control_worker):
     report = response.json()
     assert response.status_code == 200, report
     assert any(name.startswith("control@") for name in report["checks"]["workers"]["workers"])
+
+
+@pytest.mark.services
+@pytest.mark.django_db
+def test_a_probe_polling_healthz_is_answered_from_the_last_ping(client, control_worker):
+    first = client.get("/healthz").json()["checks"]["workers"]  # a broadcast ping (~1 s)
+    again = client.get("/healthz")
+    assert again.status_code == 200
+    workers = again.json()["checks"]["workers"]
+    # Answered from the ping a moment ago instead of waiting out another broadcast.
+    assert workers["workers"] == first["workers"]
+    assert "within the last 10 s" in workers["detail"]
