@@ -124,3 +124,14 @@ def test_asking_for_a_token_again_keeps_other_clients_working(users):
     assert ask() == first and works(first)  # a second client gets the same token
     rotated = ask(rotate=True)
     assert rotated != first and works(rotated) and not works(first)
+
+
+def test_a_refused_request_logs_one_line_not_a_traceback(client: Client, users, caplog):
+    import logging
+
+    client.login(username="viewer", password=users["viewer"])
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get("/accounts/team/").status_code == 403
+    refused = [r for r in caplog.records if r.name == "django.request"]
+    assert refused and "Forbidden" in refused[0].getMessage()
+    assert all(r.exc_info is None for r in refused)
