@@ -1,8 +1,10 @@
 """URL routes: pages per app, the REST API under /api/, its schema and docs, health."""
 
+from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from kernelevolve_site import views
@@ -26,6 +28,13 @@ api_patterns = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links: send them to the icon.
+    path(
+        "favicon.ico",
+        login_not_required(
+            RedirectView.as_view(url=settings.STATIC_URL + "img/favicon.svg", permanent=True)
+        ),
+    ),
     path("accounts/", include("apps.accounts.urls")),
     path("campaigns/", include("apps.campaigns.urls")),
     path("registry/", include("apps.registry.urls")),

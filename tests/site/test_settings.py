@@ -62,3 +62,9 @@ def test_environment_switches_to_postgresql_and_a_real_redis(tmp_path):
     assert found["layer"] == ["redis://cache.example:6379/3"]
     assert found["secret"] == "from-the-environment"
     assert not (tmp_path / "redis.port").exists(), "no embedded Redis when REDIS_URL is set"
+
+
+def test_the_favicon_is_served_to_anyone(client):
+    response = client.get("/favicon.ico", follow=True)
+    assert response.status_code == 200
+    assert b"<svg" in b"".join(response.streaming_content)
