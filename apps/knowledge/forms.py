@@ -11,6 +11,7 @@ from apps.knowledge.constants import (
     EntryStatus,
     Visibility,
 )
+from apps.knowledge.selectors.entries import group_has_member
 
 PROVENANCE_FIELDS = (
     ("platform", "Platform it was observed on"),
@@ -24,6 +25,14 @@ PROVENANCE_FIELDS = (
     ("benchmark_range", "Benchmark range"),
     ("source", "Source (document, campaign, commit)"),
 )
+
+
+def outside_group_warning(group: Group) -> str:
+    return (
+        f"You are not in {group.name}. Once saved, only members of {group.name}, curators and "
+        "admins will see this entry, and generators will use it only for campaigns of "
+        f"{group.name}'s members. Tick the box to confirm."
+    )
 
 
 def _blank(choices) -> list[tuple[str, str]]:
@@ -52,11 +61,35 @@ class EntryForm(forms.Form):
         queryset=Group.objects.order_by("name"), required=False, to_field_name="name"
     )
     reason = forms.CharField(max_length=500, help_text="why this change (kept in the history)")
+    confirm_group = forms.BooleanField(
+        required=False, label="Restrict it to this group although I am not in it"
+    )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, editor=None, entry=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.editor, self.entry = editor, entry
+        self.group_to_confirm = None  # set by clean(): the page shows the warning and the tick
         for key, label in PROVENANCE_FIELDS:
             self.fields[f"prov_{key}"] = forms.CharField(required=False, label=label)
+
+    def outside_group(self, visibility: str, group) -> Group | None:
+        """The group this form would newly restrict the entry to when the editor is not in it
+        (None otherwise): saving that needs the editor's tick."""
+        if visibility != Visibility.RESTRICTED or group is None or self.editor is None:
+            return None
+        entry = self.entry
+        if entry is not None and entry.visibility == Visibility.RESTRICTED:
+            if entry.group_id == group.pk:
+                return None  # already restricted to it: nothing new to confirm
+        return None if group_has_member(group=group, user=self.editor) else group
+
+    def clean(self):
+        data = super().clean()
+        group = self.outside_group(data.get("visibility", ""), data.get("group"))
+        self.group_to_confirm = group
+        if group is not None and not data.get("confirm_group"):
+            self.add_error("confirm_group", "Confirm the group you are not in, or choose another.")
+        return data
 
     @classmethod
     def initial_for(cls, entry) -> dict:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.IndexView.as_view(), name="index"),
     path("new/", views.EntryCreateView.as_view(), name="create"),
     path("preview/", views.PreviewView.as_view(), name="preview"),
+    path("group-check/", views.GroupCheckView.as_view(), name="group-check"),
     path("curation/", views.CurationQueueView.as_view(), name="curation"),
     path("retire/", views.BulkRetireView.as_view(), name="bulk-retire"),
     path("export/", views.ExportView.as_view(), name="export"),

@@ -12,7 +12,13 @@ from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, has_portal_permission
 from apps.knowledge.constants import SEARCH_PAGE_SIZE, EntryKind, EntryStatus
-from apps.knowledge.forms import PROVENANCE_FIELDS, EntryForm, ImportForm, SearchForm
+from apps.knowledge.forms import (
+    PROVENANCE_FIELDS,
+    EntryForm,
+    ImportForm,
+    SearchForm,
+    outside_group_warning,
+)
 from apps.knowledge.markdown_files import entry_markdown
 from apps.knowledge.models import Entry, EntryVersion
 from apps.knowledge.rendering import markdown_render, snapshot_diff
@@ -95,13 +101,23 @@ class EntryDetailView(PortalPermissionRequiredMixin, View):
         return render(request, "knowledge/entry.html", context)
 
 
+def _edit_context(form: EntryForm, **context) -> dict:
+    group = form.group_to_confirm
+    return {
+        "form": form,
+        "outside_group": group,
+        "group_warning": outside_group_warning(group) if group else "",
+        **context,
+    }
+
+
 class EntryCreateView(CurateMixin, View):
     def get(self, request):
         form = EntryForm(initial={"kind": EntryKind.PATTERN, "reason": "Written by a curator"})
-        return render(request, "knowledge/edit.html", {"form": form})
+        return render(request, "knowledge/edit.html", _edit_context(form))
 
     def post(self, request):
-        form = EntryForm(request.POST)
+        form = EntryForm(request.POST, editor=request.user)
         if form.is_valid():
             try:
                 entry = knowledge_entry_create(
@@ -112,19 +128,19 @@ class EntryCreateView(CurateMixin, View):
             else:
                 messages.success(request, "Entry created.")
                 return redirect(entry)
-        return render(request, "knowledge/edit.html", {"form": form}, status=400)
+        return render(request, "knowledge/edit.html", _edit_context(form), status=400)
 
 
 class EntryEditView(CurateMixin, View):
     def get(self, request, pk: int):
         entry = _entry_or_404(request, pk)
         form = EntryForm(initial=EntryForm.initial_for(entry))
-        context = {"form": form, "entry": entry, "preview": markdown_render(entry.body)}
+        context = _edit_context(form, entry=entry, preview=markdown_render(entry.body))
         return render(request, "knowledge/edit.html", context)
 
     def post(self, request, pk: int):
         entry = _entry_or_404(request, pk)
-        form = EntryForm(request.POST)
+        form = EntryForm(request.POST, editor=request.user, entry=entry)
         if form.is_valid():
             try:
                 entry = knowledge_entry_revise(
@@ -139,8 +155,24 @@ class EntryEditView(CurateMixin, View):
                 messages.success(request, f"Saved as version {entry.version}.")
                 return redirect(entry)
         preview = markdown_render(request.POST.get("body", ""))
-        context = {"form": form, "entry": entry, "preview": preview}
+        context = _edit_context(form, entry=entry, preview=preview)
         return render(request, "knowledge/edit.html", context, status=400)
+
+
+class GroupCheckView(CurateMixin, View):
+    """The edit page's warning, fetched when visibility or group changes: restricting an entry
+    to a group the editor is not in needs a tick before the form can be saved."""
+
+    def get(self, request):
+        pk = request.GET.get("entry", "")
+        entry = _entry_or_404(request, int(pk)) if pk.isdigit() else None
+        form = EntryForm(editor=request.user, entry=entry)
+        try:
+            group = form.fields["group"].clean(request.GET.get("group", ""))
+        except ValidationError:
+            group = None
+        form.group_to_confirm = form.outside_group(request.GET.get("visibility", ""), group)
+        return render(request, "knowledge/partials/group_warning.html", _edit_context(form))
 
 
 class PreviewView(CurateMixin, View):

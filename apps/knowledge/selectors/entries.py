@@ -1,23 +1,49 @@
 """Which entries a user may see, and the lists, queues and histories built on that.
 
-`entries_visible` is the only place visibility is decided: pages, the API, full-text search and
-the retrieval for generator prompts all start from it. A restricted entry is visible only to
-members of its group, admins and superusers included (an admin who needs it joins the group);
-a campaign without an owner, like an anonymous user, sees public entries only.
+Visibility is decided here, by two selectors:
+
+- `entries_visible` (pages, the API, full-text search, export, import): public entries, those
+  restricted to a group the user is in, and every entry for the knowledge base's curators, that
+  is anyone holding `curate_knowledge` (the curator and admin roles). An entry has no curator of
+  its own (`created_by` is empty for starter entries and campaign findings), so "its curators"
+  are the people who curate the knowledge base: they review drafts and flagged entries whatever
+  their groups, and an edit can never hide an entry from the person who made it.
+- `entries_retrievable` (what a generator's prompt may carry, bound to the campaign's owner):
+  public entries and those restricted to a group the owner is in. The curator's office does
+  not widen it: restricted text reaches a prompt only through group membership.
+
+An anonymous user, like a campaign without an owner, sees public entries only.
 """
 
+from django.contrib.auth.models import Group
 from django.db.models import Q, QuerySet
 
+from apps.accounts.permissions import has_portal_permission
 from apps.knowledge.constants import DEFAULT_LISTED_STATUSES, EntryStatus, Visibility
 from apps.knowledge.models import Entry, EntryVersion, labels_join
 
 
-def entries_visible(*, user) -> QuerySet[Entry]:
-    qs = Entry.objects.select_related("group", "created_by")
+def _public_or_member(user) -> Q:
     public = Q(visibility=Visibility.PUBLIC)
     if user is None or not user.is_authenticated:
-        return qs.filter(public)
-    return qs.filter(public | Q(visibility=Visibility.RESTRICTED, group__in=user.groups.all()))
+        return public
+    return public | Q(visibility=Visibility.RESTRICTED, group__in=user.groups.all())
+
+
+def entries_visible(*, user) -> QuerySet[Entry]:
+    qs = Entry.objects.select_related("group", "created_by")
+    if has_portal_permission(user, "curate_knowledge"):
+        return qs
+    return qs.filter(_public_or_member(user))
+
+
+def entries_retrievable(*, user) -> QuerySet[Entry]:
+    """Entries whose text may reach the prompt of a campaign owned by `user` (None: no owner)."""
+    return Entry.objects.select_related("group", "created_by").filter(_public_or_member(user))
+
+
+def group_has_member(*, group: Group, user) -> bool:
+    return bool(user and user.is_authenticated and user.groups.filter(pk=group.pk).exists())
 
 
 def entry_get(*, user, pk: int) -> Entry:

@@ -1,7 +1,8 @@
 """Ranked retrieval of entries for a generator's prompt (the search engine's `retrieve`).
 
 A query is {problem_source, problem_name, platform, family, mode, feedback}. Candidates are the
-entries the campaign owner may see (`entries_visible`) that apply to the platform and family
+entries whose text may reach the campaign owner's prompts (`entries_retrievable`: group
+membership decides, a curator's office does not) that apply to the platform and family
 (entries naming none apply everywhere) and may feed generators: active ones, ones needing
 revalidation (with a warning), and draft failed approaches (with a warning that they are
 unreviewed). They are ranked by full-text relevance of terms drawn from the query, plus a boost
@@ -28,7 +29,7 @@ from apps.knowledge.constants import (
 )
 from apps.knowledge.fingerprints import provenance_mismatches
 from apps.knowledge.models import Entry, labels_join
-from apps.knowledge.selectors.entries import entries_visible
+from apps.knowledge.selectors.entries import entries_retrievable
 from apps.knowledge.selectors.search import search_terms, text_scores
 from apps.knowledge.selectors.toolchain import toolchain_fingerprint_latest
 
@@ -82,7 +83,7 @@ def query_terms(query: dict) -> list[str]:
 
 
 def retrieval_candidates(*, user, platform: str = "", family: str = ""):
-    qs = entries_visible(user=user).filter(
+    qs = entries_retrievable(user=user).filter(
         Q(status__in=[EntryStatus.ACTIVE, EntryStatus.NEEDS_REVALIDATION])
         | Q(status=EntryStatus.DRAFT, kind=EntryKind.FAILED_APPROACH)
     )

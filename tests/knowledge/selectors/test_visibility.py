@@ -1,5 +1,6 @@
-"""A restricted entry is seen only by its group: in the selector, full-text search, retrieval
-for prompts (bound to the campaign owner), pages and the API."""
+"""A restricted entry is seen only by its group and by the knowledge base's curators and admins:
+in the selector, full-text search, pages and the API. Retrieval for prompts (bound to the
+campaign owner) follows group membership alone, curators and admins included."""
 
 import pytest
 from django.test import Client
@@ -17,19 +18,25 @@ QUERY = {"problem_name": "softmax", "family": "softmax", "platform": "cuda", "mo
 def test_selector_and_search(secret, make_entry, people):
     make_entry(title="Public softmax note", families=["softmax"])
     assert secret in entries_visible(user=people["insider"])
-    assert secret not in entries_visible(user=people["curator"])
-    assert secret not in entries_visible(user=people["admin"])  # a superuser, not in the group
+    # Curators and admins oversee every entry, in the group or not (issue 12, defect 6).
+    assert secret in entries_visible(user=people["curator"])
+    assert secret in entries_visible(user=people["admin"])
+    assert secret not in entries_visible(user=people["viewer"])
+    assert secret not in entries_visible(user=people["engineer"])
     assert secret not in entries_visible(user=None)
-    assert [e.pk for e in entry_search(user=people["insider"], text="TMA descriptor")] == [
-        secret.pk
-    ]
-    assert entry_search(user=people["curator"], text="TMA descriptor") == []
+    for user in ("insider", "curator", "admin"):
+        found = entry_search(user=people[user], text="TMA descriptor")
+        assert [e.pk for e in found] == [secret.pk], user
+    assert entry_search(user=people["viewer"], text="TMA descriptor") == []
 
 
 def test_retrieval_for_prompts(secret, people):
     assert [h["id"] for h in knowledge_retrieve(user=people["insider"], query=QUERY)] == [secret.pk]
     assert knowledge_retrieve(user=people["viewer"], query=QUERY) == []
     assert knowledge_retrieve(user=None, query=QUERY) == []
+    # Seeing an entry as a curator or admin does not put it into their campaigns' prompts.
+    assert knowledge_retrieve(user=people["curator"], query=QUERY) == []
+    assert knowledge_retrieve(user=people["admin"], query=QUERY) == []
 
 
 def test_the_search_engine_retrieves_as_the_campaign_owner(secret, people):
@@ -61,6 +68,11 @@ def test_pages_hide_it_from_outsiders(secret, people):
     assert secret.title not in outsider.get("/knowledge/").content.decode()
     assert secret.title in insider.get("/knowledge/?q=TMA").content.decode()
     assert secret.title in insider.get(url).content.decode()
+    for role in ("curator", "admin"):
+        client = Client()
+        client.force_login(people[role])
+        assert client.get(url).status_code == 200, role
+        assert secret.title in client.get("/knowledge/?q=TMA").content.decode(), role
 
 
 def test_api_hides_it_from_outsiders(secret, people):
@@ -75,3 +87,7 @@ def test_api_hides_it_from_outsiders(secret, people):
     assert [h["id"] for h in hits] == [secret.pk]
     exported = outsider.get("/api/knowledge/export/").json()
     assert all(secret.slug not in f["name"] for f in exported)
+    curator = APIClient()
+    curator.force_authenticate(people["curator"])
+    assert curator.get(f"/api/knowledge/entries/{secret.pk}/").status_code == 200
+    assert curator.post("/api/knowledge/retrieve/", QUERY, format="json").json() == []

@@ -51,7 +51,10 @@ def test_bad_files_are_reported_one_by_one(make_entry, secret, people):
     assert "no front matter" in result.errors["plain.md"]
     assert "kind 'rumour'" in result.errors["kind.md"]
     assert "no group named 'nobody'" in result.errors["group.md"]
-    assert "may not see" in result.errors["hidden.md"]
+    # Curators see every entry; an importer outside the group (`--user` of the command) does not.
+    assert result.unchanged == [secret.slug]
+    outsider = knowledge_import(files=[("hidden.md", restricted)], by=people["viewer"])
+    assert "may not see" in outsider.errors["hidden.md"]
 
 
 def test_front_matter_is_yaml_with_lists_and_provenance(starter):
