@@ -10,7 +10,8 @@ import math
 import zlib
 from collections import defaultdict
 
-# Where a node got to, bottom to top: one lane per gate it failed, then accepted; pending on top.
+# Where a node got to, bottom to top: one lane per gate it failed, then accepted, pending, and
+# cancelled (unevaluated when its campaign ended) on top.
 LANES = [
     ("static", "rejected at static"),
     ("compile", "failed to compile"),
@@ -18,6 +19,7 @@ LANES = [
     ("performance", "slower / not significant"),
     ("accepted", "accepted"),
     ("pending", "pending or evaluating"),
+    ("cancelled", "cancelled unevaluated"),
 ]
 LANE_INDEX = {key: i for i, (key, _) in enumerate(LANES)}
 LANE_COLOURS = {
@@ -27,6 +29,7 @@ LANE_COLOURS = {
     "performance": "#7f8c8d",
     "accepted": "#1a7f37",
     "pending": "#9aa3b2",
+    "cancelled": "#c9ced6",
 }
 EDGE_STYLES = {
     "seed": ("#2357d9", "solid"),
@@ -52,11 +55,13 @@ def _layout(**extra) -> dict:
 
 
 def node_lane(status: str, failed_gate: str) -> str:
-    """The lane of a node: the gate that stopped it, accepted, or pending."""
+    """The lane of a node: the gate that stopped it, accepted, pending, or cancelled."""
     if status == "accepted":
         return "accepted"
     if status in ("pending", "evaluating"):
         return "pending"
+    if status == "cancelled":
+        return "cancelled"
     if failed_gate == "fitness":
         return "performance"
     return failed_gate if failed_gate in LANE_INDEX else "static"
@@ -175,7 +180,21 @@ def funnel_figure(funnel: dict) -> dict | None:
         ("errored", "errored"),
         ("pending", "pending"),
         ("accepted", "accepted"),
+        ("cancelled", "cancelled unevaluated"),
     ]
+    colours = [
+        "#2357d9",
+        LANE_COLOURS["static"],
+        LANE_COLOURS["compile"],
+        LANE_COLOURS["correctness"],
+        LANE_COLOURS["performance"],
+        "#5b6475",
+        LANE_COLOURS["pending"],
+        LANE_COLOURS["accepted"],
+        LANE_COLOURS["cancelled"],
+    ]
+    if not funnel.get("cancelled"):
+        stages, colours = stages[:-1], colours[:-1]
     return {
         "data": [
             {
@@ -185,18 +204,7 @@ def funnel_figure(funnel: dict) -> dict | None:
                 "x": [funnel.get(key, 0) for key, _ in stages],
                 "text": [str(funnel.get(key, 0)) for key, _ in stages],
                 "textposition": "auto",
-                "marker": {
-                    "color": [
-                        "#2357d9",
-                        LANE_COLOURS["static"],
-                        LANE_COLOURS["compile"],
-                        LANE_COLOURS["correctness"],
-                        LANE_COLOURS["performance"],
-                        "#5b6475",
-                        LANE_COLOURS["pending"],
-                        LANE_COLOURS["accepted"],
-                    ]
-                },
+                "marker": {"color": colours},
                 "hovertemplate": "%{y}: %{x}<extra></extra>",
             }
         ],

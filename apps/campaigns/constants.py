@@ -45,6 +45,13 @@ class NodeStatus(models.TextChoices):
     EVALUATING = "evaluating", "Evaluating"
     ACCEPTED = "accepted", "Accepted"
     REJECTED = "rejected", "Rejected"
+    # Still pending or being evaluated when its campaign was cancelled or failed: never counted
+    # (a result that arrives later is kept on the node as evidence; services.search).
+    CANCELLED = "cancelled", "Cancelled"
+
+
+# Not evaluated yet: what cancelling a campaign settles.
+UNSETTLED_NODE_STATUSES = (NodeStatus.PENDING, NodeStatus.EVALUATING)
 
 
 class EdgeKind(models.TextChoices):

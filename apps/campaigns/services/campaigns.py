@@ -18,6 +18,7 @@ from apps.campaigns.services.problems import (
     problem_upload,
     workload_check,
 )
+from apps.campaigns.services.search import campaign_nodes_settle
 from workers.search.engine import campaign_new
 from workers.search.generators.llm import NOT_CONFIGURED, llm_configured
 from workers.search.graph import Graph
@@ -142,19 +143,37 @@ def campaign_resume(*, campaign: Campaign) -> Campaign:
 
 @transaction.atomic
 def campaign_cancel(*, campaign: Campaign, by=None) -> Campaign:
+    """Stop a campaign for good. Every node not evaluated yet is settled as cancelled and its
+    task revoked; a result that still arrives is kept on its node as evidence but changes no
+    count, the best or the outcome (services.search.evaluation_record)."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if campaign.status in FINISHED_STATUSES:
         raise ValidationError(f"campaign is {campaign.status} already")
-    in_flight = list(
-        campaign.nodes.filter(status=NodeStatus.EVALUATING)
-        .exclude(task_id="")
-        .values_list("task_id", flat=True)
+    in_flight = campaign_nodes_settle(
+        campaign=campaign,
+        reason="cancelled with the campaign before its evaluation finished",
     )
     campaign.status = CampaignStatus.CANCELLED
     campaign.finished_at = timezone.now()
+    campaign.watchdog_at = None
     who = f" by {by.username}" if by is not None else ""
-    campaign.outcome_reason = f"cancelled{who} after {campaign.candidates_evaluated} evaluations"
-    campaign.save(update_fields=["status", "finished_at", "outcome_reason"])
+    reason = f"cancelled{who} after {campaign.candidates_evaluated} evaluations"
+    if campaign.funnel.get("cancelled"):
+        reason += (
+            f"; {campaign.funnel['cancelled']} candidates in flight were cancelled unevaluated"
+        )
+    campaign.outcome_reason = reason
+    campaign.save(
+        update_fields=[
+            "status",
+            "finished_at",
+            "watchdog_at",
+            "outcome_reason",
+            "funnel",
+            "candidates_evaluated",
+            "device_seconds",
+        ]
+    )
     campaign_changed(campaign)
     if in_flight:
         from kernelevolve_site.celery import app

@@ -24,7 +24,8 @@ def _timing(case: dict) -> dict:
 def node_record_report(*, node: Node, report: dict) -> bool:
     """Store a report on a node once; False when the node already has its result (a redelivery)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
-    if node.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED):
+    # A cancelled node keeps its status whatever comes back (node_record_late_report).
+    if node.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED, NodeStatus.CANCELLED):
         return False
     accepted = report.get("verdict") == "accepted"
     fitness = report.get("fitness") or {}
@@ -39,6 +40,37 @@ def node_record_report(*, node: Node, report: dict) -> bool:
     node.report = report
     node.evaluated_at = timezone.now()
     node.save()
+    _store_evidence(node, report)
+    return True
+
+
+@transaction.atomic
+def node_record_late_report(*, node: Node, report: dict) -> bool:
+    """Keep a report that arrived after its node was cancelled, as evidence only.
+
+    The device time was spent, so the report, its gates, cases and device-seconds are stored;
+    the node stays cancelled with the verdict in its reason, and has no fitness or evaluation
+    time, so no count, chart or best ever takes it up. False when one is stored already.
+    """
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    if node.status != NodeStatus.CANCELLED or node.report is not None:
+        return False
+    verdict = report.get("verdict") or "no verdict"
+    if report.get("failed_gate"):
+        verdict += f" at {report['failed_gate']}"
+    node.reason = (
+        f"{node.reason} Its result arrived after it was cancelled ({verdict}); it is kept "
+        "here as evidence and not counted."
+    ).strip()
+    node.device_seconds = float(report.get("device_s") or 0.0)
+    node.wall_seconds = float(report.get("wall_s") or 0.0)
+    node.report = report
+    node.save(update_fields=["reason", "device_seconds", "wall_seconds", "report"])
+    _store_evidence(node, report)
+    return True
+
+
+def _store_evidence(node: Node, report: dict) -> None:
     GateResult.objects.bulk_create(
         GateResult(
             node=node,
@@ -68,4 +100,3 @@ def node_record_report(*, node: Node, report: dict) -> bool:
         )
         for case in report.get("cases") or []
     )
-    return True

@@ -5,6 +5,11 @@ any more, proposes the next round when the last one is fully recorded, and ends 
 with its outcome when the engine says stop. `evaluation_record` stores a report once (a
 redelivered evaluation is ignored) and triggers the next step when the round is complete. The
 engine state (workers.search) is JSON on the campaign; rows mirror it for pages and the API.
+
+A campaign that ends early (cancelled, or failed by the watchdog) settles its unevaluated nodes
+as `cancelled` (`campaign_nodes_settle`), and from then on its counts come from the node rows
+alone; a result that still arrives for a cancelled node is kept on it as evidence and counts
+only its device time (`evaluation_record`).
 """
 
 import logging
@@ -15,16 +20,18 @@ from django.utils import timezone
 
 from apps.campaigns.constants import (
     EVALUATION_LEASE_S,
+    UNSETTLED_NODE_STATUSES,
     CampaignStatus,
     NodeStatus,
     Outcome,
     eval_queue,
 )
 from apps.campaigns.models import Campaign, Edge, Node
-from apps.campaigns.services.evaluations import node_record_report
+from apps.campaigns.services.evaluations import node_record_late_report, node_record_report
 from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
 from workers.fingerprint import harness_hash
-from workers.search.engine import SearchEngine, baseline_request, funnel
+from workers.search.engine import _GATE_TO_STAGE, FUNNEL_STAGES, SearchEngine, baseline_request
+from workers.search.engine import funnel as engine_funnel
 from workers.search.graph import Graph
 
 logger = logging.getLogger(__name__)
@@ -183,12 +190,58 @@ def _finish(campaign: Campaign, state: dict) -> None:
 
 
 def _refresh_counters(campaign: Campaign, state: dict) -> None:
-    campaign.funnel = funnel(state)
+    campaign.funnel = engine_funnel(state)
     campaign.candidates_evaluated = campaign.funnel["generated"] - campaign.funnel["pending"]
     campaign.device_seconds = campaign.funnel["device_s_total"]
     best_key = state.get("best_id")
     campaign.best_node = campaign.nodes.filter(key=best_key).first() if best_key else None
     campaign.best_fitness = campaign.best_node.fitness if campaign.best_node else None
+
+
+def campaign_nodes_settle(*, campaign: Campaign, reason: str) -> list[str]:
+    """Mark every node not evaluated yet `cancelled` (with `reason`) and recount the campaign
+    from its rows; returns the task ids to revoke after commit. The caller holds the campaign's
+    row lock and saves the campaign."""
+    unsettled = list(
+        campaign.nodes.filter(status__in=UNSETTLED_NODE_STATUSES).defer("source", "report")
+    )
+    campaign.nodes.filter(pk__in=[n.pk for n in unsettled]).update(
+        status=NodeStatus.CANCELLED, reason=reason
+    )
+    for node in unsettled:
+        node.status, node.reason = NodeStatus.CANCELLED, reason
+        node_changed(node)
+    campaign_counters_from_rows(campaign=campaign)
+    return [n.task_id for n in unsettled if n.task_id]
+
+
+def campaign_counters_from_rows(*, campaign: Campaign) -> None:
+    """The funnel, evaluated count and device-seconds of a campaign that ended early, counted
+    from its node rows (one query), so the page's numbers and the outcome agree with the rows.
+    The best is left as it was: nothing after the end changes it."""
+    counts = dict.fromkeys((*FUNNEL_STAGES, "cancelled"), 0)
+    device_s = 0.0
+    for status, failed_gate, node_device_s in campaign.nodes.values_list(
+        "status", "failed_gate", "device_seconds"
+    ):
+        counts["generated"] += 1
+        device_s += node_device_s or 0.0
+        if status in UNSETTLED_NODE_STATUSES:
+            counts["pending"] += 1
+        elif status in (NodeStatus.ACCEPTED, NodeStatus.CANCELLED):
+            counts[status] += 1
+        else:
+            counts[_GATE_TO_STAGE.get(failed_gate, "errored")] += 1
+    funnel = dict(campaign.funnel or {})
+    device_total = device_s + float(funnel.get("baseline_device_s") or 0.0)
+    funnel.update(counts)
+    funnel["device_s_total"] = device_total
+    funnel["device_s_per_accepted"] = (
+        device_total / counts["accepted"] if counts["accepted"] else None
+    )
+    campaign.funnel = funnel
+    campaign.candidates_evaluated = counts["generated"] - counts["pending"] - counts["cancelled"]
+    campaign.device_seconds = device_total
 
 
 @transaction.atomic
@@ -291,8 +344,18 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
     """Record one evaluation; False for a duplicate (redelivered) or superseded report."""
     from apps.campaigns.tasks import campaign_step as step_task
 
-    node = Node.objects.get(pk=node_id)
+    node = Node.objects.defer("source", "report").get(pk=node_id)
     campaign = Campaign.objects.select_for_update().get(pk=node.campaign_id)
+    if Node.objects.filter(pk=node_id, status=NodeStatus.CANCELLED).exists():
+        # Settled by cancel: kept as evidence; only its device time reaches the campaign.
+        if not node_record_late_report(node=node, report=report):
+            return False
+        campaign_counters_from_rows(campaign=campaign)
+        campaign.save(update_fields=["funnel", "candidates_evaluated", "device_seconds"])
+        node.refresh_from_db()
+        node_changed(node)
+        campaign_changed(campaign)
+        return True
     if not node_record_report(node=node, report=report):
         return False
     state = campaign.engine_state

@@ -21,11 +21,11 @@ from apps.campaigns.constants import (
     CAMPAIGN_STALL_RESTARTS,
     CAMPAIGN_STALL_S,
     CampaignStatus,
-    NodeStatus,
     Outcome,
 )
 from apps.campaigns.models import Campaign
 from apps.campaigns.services.events import campaign_changed
+from apps.campaigns.services.search import campaign_nodes_settle
 
 logger = logging.getLogger(__name__)
 STEP_ERROR_MAX_CHARS = 500
@@ -95,10 +95,8 @@ def campaign_stall_check(
 
 
 def _fail_stalled(campaign: Campaign, *, now: datetime, silent_s: float) -> None:
-    in_flight = list(
-        campaign.nodes.filter(status=NodeStatus.EVALUATING)
-        .exclude(task_id="")
-        .values_list("task_id", flat=True)
+    in_flight = campaign_nodes_settle(
+        campaign=campaign, reason="cancelled: its campaign failed (stalled) before it was evaluated"
     )
     reason = (
         f"stalled: no search step completed for {silent_s / 60:.0f} min although the watchdog "
@@ -112,7 +110,16 @@ def _fail_stalled(campaign: Campaign, *, now: datetime, silent_s: float) -> None
     campaign.finished_at = now
     campaign.watchdog_at = None
     campaign.save(
-        update_fields=["status", "outcome", "outcome_reason", "finished_at", "watchdog_at"]
+        update_fields=[
+            "status",
+            "outcome",
+            "outcome_reason",
+            "finished_at",
+            "watchdog_at",
+            "funnel",
+            "candidates_evaluated",
+            "device_seconds",
+        ]
     )
     logger.error("campaign %s: %s", campaign.pk, reason)
     campaign_changed(campaign)
