@@ -382,7 +382,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
 
 
 def _source_blocks(source: str, lines: list[dict]) -> list[dict]:
-    """`lines` cut after each line that has comments. The per-line table rows were a fifth of
+    """`lines` cut after each line that has comments. The per-line table rows were ~10% of
     the candidate page's CPU (every line number localized four times); a run's rows depend only
     on the text and the range, so the page caches them under a key naming both, and the
     comments (which change) are rendered between runs on every view."""
