@@ -5,6 +5,8 @@ that one ``contains`` lookup filters them on SQLite and PostgreSQL alike; the ``
 properties give them back as lists.
 """
 
+import unicodedata
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
@@ -17,7 +19,7 @@ def labels_join(values) -> str:
     """`["TMA", "hopper "]` -> `",tma,hopper,"` (lower-case, unique, order kept); "" when empty."""
     seen: list[str] = []
     for value in values or []:
-        label = str(value).strip().lower().replace(",", " ")
+        label = unicodedata.normalize("NFC", str(value)).strip().lower().replace(",", " ")
         if label and label not in seen:
             seen.append(label)
     return f",{','.join(seen)}," if seen else ""

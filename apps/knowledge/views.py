@@ -32,7 +32,7 @@ from apps.knowledge.selectors.entries import (
 )
 from apps.knowledge.selectors.exports import knowledge_export_files
 from apps.knowledge.selectors.retrieval import entry_warning
-from apps.knowledge.selectors.search import entry_search
+from apps.knowledge.selectors.search import entry_search, search_terms
 from apps.knowledge.services.entries import (
     knowledge_entries_retire,
     knowledge_entry_create,
@@ -62,6 +62,7 @@ class IndexView(PortalPermissionRequiredMixin, View):
     def get(self, request):
         form = SearchForm(request.GET or None)
         filters = form.cleaned_data if form.is_valid() else {}
+        text = filters.get("q", "")
         entries = entry_search(
             user=request.user,
             text=filters.get("q", ""),
@@ -71,6 +72,7 @@ class IndexView(PortalPermissionRequiredMixin, View):
             "form": form,
             "entries": list(entries[:SEARCH_PAGE_SIZE]),
             "searched": bool(filters and any(filters.values())),
+            "nothing_to_search": bool(text.strip()) and not search_terms(text),
             "labels": entry_labels(user=request.user),
             "can_curate": has_portal_permission(request.user, "curate_knowledge"),
         }

@@ -5,9 +5,15 @@ index of migration 0003) ranked with `ts_rank`. SQLite: the FTS5 index of migrat
 (porter stemming) ranked with BM25, weighted the same way (title 10, tags 4, families 4, body
 1). Either way the engine only scores ids; which entries may be seen is decided by
 `entries_visible` before anything is returned.
+
+Query terms are runs of Unicode letters, digits and combining marks (NFKC, lower-cased), so
+`ünïcødé` or `हिन्दी` are searched as written; both engines tokenise documents the same way
+(FTS5's unicode61, PostgreSQL's parser). Lower-casing, not casefolding: the engines lower-case
+documents, so casefold's `ß` -> `ss` would search for a word no index holds. Text without a
+letter or digit (`✓`, `--`) has nothing to search for and matches no entry.
 """
 
-import re
+import unicodedata
 
 from django.db import connection
 from django.db.models import QuerySet, Value
@@ -15,15 +21,28 @@ from django.db.models import QuerySet, Value
 from apps.knowledge.models import Entry
 from apps.knowledge.selectors.entries import entry_list
 
-TERM_RE = re.compile(r"[a-z0-9]+")
 # bm25 column weights: title, tags, families, body (the FTS5 column order).
 BM25_WEIGHTS = (10.0, 4.0, 4.0, 1.0)
 
 
+def _is_term_char(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LNM"  # letters, numbers, combining marks
+
+
 def search_terms(text: str) -> list[str]:
-    """Lower-case alphanumeric terms of `text`, unique, in order (safe for any query syntax)."""
+    """Terms of `text`: runs of letters, digits and marks holding at least one letter or digit,
+    NFKC-normalised and lower-cased, unique, in order (safe for any query syntax: no quote,
+    operator or symbol survives)."""
+    normalised = unicodedata.normalize("NFKC", text or "").lower()
+    runs, current = [], []
+    for char in normalised + " ":
+        if _is_term_char(char):
+            current.append(char)
+        elif current:
+            runs.append("".join(current))
+            current = []
     # A dict keeps the order and makes this linear in the number of terms.
-    return list(dict.fromkeys(TERM_RE.findall((text or "").lower())))
+    return list(dict.fromkeys(r for r in runs if any(c.isalnum() for c in r)))
 
 
 def _scores_sqlite(terms: list[str], match_all: bool) -> dict[int, float]:
@@ -97,11 +116,11 @@ def text_scores(*, terms: list[str], match_all: bool, within: QuerySet) -> dict[
 
 def entry_search(*, user, text: str = "", **filters) -> list[Entry] | QuerySet[Entry]:
     """Visible entries matching every term of `text` and the filters, best first (each with a
-    `score`); without text, the filtered list in title order."""
+    `score`); without text, the filtered list in title order; none for text without a term."""
     qs = entry_list(user=user, **filters)
     terms = search_terms(text)
     if not terms:
-        return qs
+        return qs.none() if (text or "").strip() else qs
     scores = text_scores(terms=terms, match_all=True, within=qs)
     entries = list(qs.filter(pk__in=list(scores)))
     for entry in entries:

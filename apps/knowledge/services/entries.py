@@ -1,7 +1,15 @@
 """Create, revise, revert and curate entries. Every change is a new version with its author
 and reason; status changes go through the same path, so history shows who accepted, flagged
-or retired an entry and why."""
+or retired an entry and why.
 
+Every save checks the result: an active entry must not have expired (a past expiry date is
+refused, whether it is typed in, imported or still there when an expired entry is edited or
+reactivated: set a later date, or retire the entry), and platforms must be ones the workers
+run (`workers.constants.PLATFORMS`). Text is stored NFC-normalised, so that search finds a
+word however its accents were typed.
+"""
+
+import unicodedata
 from datetime import date
 
 from django.contrib.auth.models import Group
@@ -18,6 +26,7 @@ from apps.knowledge.constants import (
     Visibility,
 )
 from apps.knowledge.models import Entry, EntryVersion, labels_join, labels_split
+from workers.constants import PLATFORMS
 
 LABEL_FIELDS = ("tags", "families", "platforms")
 
@@ -58,9 +67,10 @@ def _coerce(name: str, value):
         return value if isinstance(value, date) else date.fromisoformat(str(value))
     if name == "body":
         # Forms send CRLF and files end with a newline: store one canonical text.
-        return str(value).replace("\r\n", "\n").strip("\n").rstrip()
+        text = str(value).replace("\r\n", "\n").strip("\n").rstrip()
+        return unicodedata.normalize("NFC", text)
     if name == "title":
-        return str(value).strip()
+        return unicodedata.normalize("NFC", str(value).strip())
     if name == "provenance":
         return {k: v for k, v in dict(value or {}).items() if v not in (None, "")}
     return value
@@ -83,6 +93,25 @@ def _validate(entry: Entry) -> None:
         raise ValidationError({"group": "a restricted entry needs the group that may see it"})
     if entry.visibility == Visibility.PUBLIC:
         entry.group = None
+    unknown = [p for p in entry.platform_list if p not in PLATFORMS]
+    if unknown:
+        raise ValidationError(
+            {
+                "platforms": f"unknown platform {', '.join(map(repr, unknown))}: "
+                f"entries apply to {', '.join(PLATFORMS)} (or, with none named, to all)"
+            }
+        )
+    if (
+        entry.status == EntryStatus.ACTIVE
+        and entry.expires_on
+        and entry.expires_on < date.today()  # "today" as revalidation and retrieval read it
+    ):
+        raise ValidationError(
+            {
+                "expires_on": f"expiry date {entry.expires_on.isoformat()} is in the past: an "
+                "active entry must not have expired (set a later date, or retire the entry)"
+            }
+        )
 
 
 def _unique_slug(text: str) -> str:

@@ -3,17 +3,20 @@
 A file whose slug is new creates an entry; one whose slug exists revises it when its content
 differs (a new version, reason "Imported from <file>") and is left alone otherwise, so
 importing the same files twice changes nothing. A slug that exists but is hidden from the
-importer is refused rather than overwritten or revealed.
+importer is refused rather than overwritten or revealed. A file of an active entry whose expiry
+has passed (an old export, a starter note past its date) is imported as needing revalidation,
+as `knowledge_revalidate` would flag it, since an active entry must not have expired.
 """
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.campaigns.models import Campaign, Node
-from apps.knowledge.constants import STARTER_DIR_NAME, EntryOrigin
+from apps.knowledge.constants import STARTER_DIR_NAME, EntryOrigin, EntryStatus
 from apps.knowledge.markdown_files import MarkdownFileError, markdown_parse
 from apps.knowledge.models import Entry
 from apps.knowledge.selectors.entries import entries_visible
@@ -53,8 +56,19 @@ def _evidence(meta: dict) -> tuple[list, list]:
     return campaigns, nodes
 
 
+def _flag_if_expired(meta: dict) -> None:
+    try:
+        expires = date.fromisoformat(str(meta.get("expires_on") or ""))
+    except ValueError:
+        return  # none, or not a date: the service says what is wrong with it
+    if meta.get("status", EntryStatus.ACTIVE) == EntryStatus.ACTIVE and expires < date.today():
+        meta["status"] = EntryStatus.NEEDS_REVALIDATION
+        meta["status_note"] = f"expired on {expires.isoformat()}"
+
+
 def _import_one(*, name: str, text: str, by, origin: str, result: ImportResult) -> None:
     meta = markdown_parse(text)
+    _flag_if_expired(meta)
     slug = meta.pop("slug")
     campaigns, nodes = _evidence(meta)
     existing = Entry.objects.filter(slug=slug).first()

@@ -114,3 +114,29 @@ def test_list_query_count_does_not_grow_with_entries(
     assert count() == few
     with django_assert_max_num_queries(4):
         viewer.get(url)
+
+
+def test_writes_refuse_a_past_expiry_and_unknown_platforms(people):
+    curator = client_for(people["curator"])
+    entry = {"title": "t", "body": "b", "kind": "pattern"}
+    past = curator.post(
+        "/api/knowledge/entries/", {**entry, "expires_on": "2020-01-01"}, format="json"
+    )
+    assert past.status_code == 400
+    assert "2020-01-01 is in the past" in past.json()["expires_on"][0]
+    rocm = curator.post("/api/knowledge/entries/", {**entry, "platforms": ["rocm"]}, format="json")
+    assert rocm.status_code == 400 and "unknown platform 'rocm'" in rocm.json()["platforms"][0]
+    pk = curator.post("/api/knowledge/entries/", entry, format="json").json()["id"]
+    patched = curator.patch(
+        f"/api/knowledge/entries/{pk}/", {"platforms": ["gpu"], "reason": "r"}, format="json"
+    )
+    assert patched.status_code == 400 and "unknown platform 'gpu'" in str(patched.json())
+
+
+def test_search_keeps_unicode_and_ignores_symbols(make_entry, people):
+    make_entry(title="Notes on ünïcødé kernels")
+    make_entry(title="Checked ✓ note")
+    viewer = client_for(people["viewer"])
+    found = viewer.get("/api/knowledge/entries/", {"q": "ünïcødé"}).json()
+    assert [e["title"] for e in found["results"]] == ["Notes on ünïcødé kernels"]
+    assert viewer.get("/api/knowledge/entries/", {"q": "✓"}).json()["count"] == 0

@@ -151,3 +151,33 @@ def test_entry_page_lists_evidence_without_reading_node_reports(starter, people)
     assert f'<span class="badge {node.status}">' in page
     sql = " ".join(q["sql"] for q in queries.captured_queries)
     assert '"campaigns_node"."report"' not in sql and "engine_state" not in sql
+
+
+def test_search_page_unicode_and_symbols(make_entry, people):
+    make_entry(title="Notes on ünïcødé kernels")
+    make_entry(title="Checked ✓ note")
+    viewer = client_for(people["viewer"])
+    found = viewer.get("/knowledge/", {"q": "ünïcødé"}).content.decode()
+    assert "Notes on ünïcødé kernels" in found and "Checked ✓ note" not in found
+    symbols = viewer.get("/knowledge/", {"q": "✓"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Nothing to search for: “✓” has no letter or digit." in symbols
+    assert 'id="entry-' not in symbols
+
+
+def test_edit_page_refuses_a_past_expiry_and_unknown_platforms(make_entry, people):
+    entry = make_entry()
+    curator = client_for(people["curator"])
+    data = {
+        "title": entry.title,
+        "body": entry.body,
+        "kind": "pattern",
+        "visibility": "public",
+        "reason": "update",
+    }
+    past = curator.post(f"/knowledge/{entry.pk}/edit/", {**data, "expires_on": "2020-01-01"})
+    assert past.status_code == 400
+    assert "expiry date 2020-01-01 is in the past" in past.content.decode()
+    rocm = curator.post(f"/knowledge/{entry.pk}/edit/", {**data, "platforms": "cuda, rocm"})
+    assert rocm.status_code == 400 and "unknown platform &#x27;rocm&#x27;" in rocm.content.decode()
+    entry.refresh_from_db()
+    assert (entry.version, entry.expires_on, entry.platform_list) == (1, None, [])

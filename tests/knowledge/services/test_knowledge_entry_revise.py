@@ -1,8 +1,11 @@
 """Every edit is a version with author and reason; revert restores content as a new version."""
 
+from datetime import date, timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 
+from apps.knowledge.models import Entry
 from apps.knowledge.services.entries import (
     knowledge_entries_retire,
     knowledge_entry_curate,
@@ -77,3 +80,29 @@ def test_bulk_retire_skips_entries_already_retired(make_entry, people):
     assert [e.title for e in retired] == ["a"]
     a.refresh_from_db()
     assert a.status == "retired" and a.version == 2
+
+
+def test_a_revision_cannot_leave_an_active_entry_expired(make_entry, people):
+    entry = make_entry(expires_on=date.today() + timedelta(days=30))
+    with pytest.raises(ValidationError, match="expiry date 2020-01-01 is in the past"):
+        knowledge_entry_revise(
+            entry=entry, by=people["curator"], reason="r", expires_on="2020-01-01"
+        )
+    with pytest.raises(ValidationError, match="unknown platform 'tpu'"):
+        knowledge_entry_revise(entry=entry, by=people["curator"], reason="r", platforms=["tpu"])
+    entry.refresh_from_db()
+    assert entry.version == 1
+    # Once flagged (or retired) an entry may keep the date it expired on; reactivating it
+    # asks for a new one.
+    Entry.objects.filter(pk=entry.pk).update(expires_on=date(2020, 1, 1))
+    entry.refresh_from_db()
+    with pytest.raises(ValidationError, match="in the past"):
+        knowledge_entry_revise(entry=entry, by=people["curator"], reason="typo", body="Fixed.")
+    retired = knowledge_entry_curate(entry=entry, by=people["curator"], action="retire")
+    with pytest.raises(ValidationError, match="in the past"):
+        knowledge_entry_curate(entry=retired, by=people["curator"], action="reactivate")
+    later = date.today() + timedelta(days=90)
+    revived = knowledge_entry_revise(
+        entry=retired, by=people["curator"], reason="still holds", status="active", expires_on=later
+    )
+    assert (revived.status, revived.expires_on) == ("active", later)

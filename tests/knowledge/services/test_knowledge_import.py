@@ -70,3 +70,14 @@ def test_commands_export_and_import_a_directory(starter, tmp_path, capsys):
     Entry.objects.all().delete()
     call_command("knowledge_import", str(tmp_path))
     assert f"{len(starter.created)} created" in capsys.readouterr().out
+
+
+def test_an_active_file_past_its_expiry_is_imported_as_needing_revalidation(people):
+    text = "---\nslug: old-note\ntitle: Old note\nkind: pattern\nexpires_on: 2020-01-01\n---\nBody."
+    result = knowledge_import(files=[("old-note.md", text)], by=people["curator"])
+    assert result.created == ["old-note"], result.errors
+    entry = Entry.objects.get(slug="old-note")
+    assert (entry.status, entry.status_note) == ("needs_revalidation", "expired on 2020-01-01")
+    rocm = text.replace("old-note", "rocm-note").replace("kind:", "platforms: [rocm]\nkind:")
+    refused = knowledge_import(files=[("rocm-note.md", rocm)], by=people["curator"])
+    assert "unknown platform 'rocm'" in refused.errors["rocm-note.md"]

@@ -2,7 +2,7 @@
 retrieved only with a warning."""
 
 import json
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -60,9 +60,11 @@ def test_patch_releases_and_other_platforms_do_not_flag(observed):
 
 
 def test_an_expired_entry_is_flagged(make_entry):
-    make_entry(title="old", expires_on=date(2020, 1, 1))
-    [(entry, why)] = knowledge_revalidate(fingerprint=None, today=date(2026, 1, 1))
-    assert why == "expired on 2020-01-01"
+    # Saved while still valid (a past expiry is refused at save), then time passes.
+    expires = date.today() + timedelta(days=1)
+    make_entry(title="old", expires_on=expires)
+    [(entry, why)] = knowledge_revalidate(fingerprint=None, today=expires + timedelta(days=1))
+    assert why == f"expired on {expires.isoformat()}"
 
 
 def test_retrieval_warns_about_a_campaign_fingerprint_without_writing(observed):
