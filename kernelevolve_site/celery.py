@@ -42,12 +42,16 @@ class ControlPeriodicTasks(bootsteps.StartStopStep):
         super().__init__(c, **kwargs)
 
     def start(self, c):
-        from apps.campaigns.constants import CONTROL_QUEUE, WATCHDOG_SWEEP_S
+        from apps.campaigns.constants import CONTROL_QUEUE, QUEUE_WATCH_S, WATCHDOG_SWEEP_S
 
         consumed = {q.name for q in c.app.amqp.queues.consume_from.values()}
         if CONTROL_QUEUE not in consumed or self.timers:
             return
-        for name, every_s in (("campaigns.watchdog", WATCHDOG_SWEEP_S),):
+        periodic = (
+            ("campaigns.watchdog", WATCHDOG_SWEEP_S),
+            ("campaigns.eval_queues_watch", QUEUE_WATCH_S),
+        )
+        for name, every_s in periodic:
             self.timers.append(
                 c.timer.call_repeatedly(every_s, self.send, (c.app, name, every_s, CONTROL_QUEUE))
             )

@@ -88,6 +88,29 @@ CAMPAIGN_STALL_S = 120
 CAMPAIGN_STALL_RESTARTS = 3
 WATCHDOG_SWEEP_S = 15.0
 
+# Which workers consume each evaluation queue is asked of Celery this often by a control worker
+# (services.queues); a queue none consumed at the last check, and none for QUEUE_WATCH_GRACE_S,
+# is shown as unserved on its running campaigns. A check older than QUEUE_WATCH_STALE_S says
+# nothing (no control worker is asking).
+QUEUE_WATCH_S = 15.0
+QUEUE_WATCH_GRACE_S = 30.0
+QUEUE_WATCH_STALE_S = 90.0
+
+# Where to start a worker for a platform's queue (README, "Workers on other machines").
+EVAL_WORKER_WHERE = {
+    "interpret": "on any host that can reach this portal's Redis (`make run` starts one here)",
+    "cuda": (
+        "on a host with an NVIDIA sm90 GPU (H100/H200) that can reach this portal's Redis and "
+        "database"
+    ),
+}
+
+
+def eval_worker_command(queue: str) -> str:
+    """The command that starts a worker on an evaluation queue (README)."""
+    return f".venv/bin/celery -A kernelevolve_site worker -Q {queue} --concurrency 1"
+
+
 # How long the candidate page keeps a highlighted source or a diff (keyed by the texts, so they
 # never go stale; the limit only bounds what the cache holds).
 REVIEW_CACHE_S = 7 * 24 * 3600

@@ -250,3 +250,21 @@ class NodeReview(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer_id} reviewed {self.node_id}"
+
+
+class EvalQueueWatch(models.Model):
+    """Which workers consume an evaluation queue, as a control worker last asked Celery (every
+    QUEUE_WATCH_S, outside any campaign lock), so a campaign page can say that nobody serves its
+    queue, since when, and what to start."""
+
+    queue = models.CharField(max_length=100, unique=True)
+    # Worker names consuming the queue at the last check (empty: none).
+    workers = models.JSONField(default=list, blank=True)
+    checked_at = models.DateTimeField()
+    # The last check at which some worker consumed it; null if none ever has since checks began.
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    # The first check of the current run of checks at which none did.
+    unserved_since = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.queue}: {', '.join(self.workers) or 'no worker'}"

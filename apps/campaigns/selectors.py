@@ -6,18 +6,32 @@ it), and returns plain rows where a page or the API only needs a few columns.
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import pygments
 from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.campaigns import charts, review
-from apps.campaigns.constants import FINISHED_STATUSES, REVIEW_CACHE_S, NodeStatus, Outcome
+from apps.campaigns.constants import (
+    EVAL_WORKER_WHERE,
+    FINISHED_STATUSES,
+    QUEUE_WATCH_GRACE_S,
+    QUEUE_WATCH_STALE_S,
+    REVIEW_CACHE_S,
+    CampaignStatus,
+    NodeStatus,
+    Outcome,
+    eval_queue,
+    eval_worker_command,
+)
 from apps.campaigns.models import (
     Campaign,
     Comment,
     Edge,
+    EvalQueueWatch,
     Measurement,
     Mention,
     Node,
@@ -200,6 +214,48 @@ def campaign_charts(*, campaign: Campaign) -> dict:
             else "No device time spent yet."
         ),
     }
+
+
+@dataclass(frozen=True)
+class WorkerNotice:
+    """No worker serves a running campaign's evaluation queue: since when, and what to start."""
+
+    queue: str
+    # The last time a worker was seen on it, or (seen_before False) when checks began to find
+    # none.
+    since: datetime
+    seen_before: bool
+    checked_at: datetime
+    where: str
+    command: str
+
+
+def campaign_worker_notice(
+    *, campaign: Campaign, now: datetime | None = None
+) -> WorkerNotice | None:
+    """Why a running campaign does not advance when its queue has no worker (None otherwise, and
+    when no control worker has checked the queues lately: then nothing is known)."""
+    if campaign.status != CampaignStatus.RUNNING:
+        return None
+    queue = eval_queue(campaign.platform)
+    watch = EvalQueueWatch.objects.filter(queue=queue).first()
+    now = now or timezone.now()
+    if (
+        watch is None
+        or watch.workers
+        or (now - watch.checked_at).total_seconds() > QUEUE_WATCH_STALE_S
+    ):
+        return None
+    if watch.last_seen_at and (now - watch.last_seen_at).total_seconds() < QUEUE_WATCH_GRACE_S:
+        return None  # a busy worker may miss one answer
+    return WorkerNotice(
+        queue=queue,
+        since=watch.last_seen_at or watch.unserved_since or watch.checked_at,
+        seen_before=watch.last_seen_at is not None,
+        checked_at=watch.checked_at,
+        where=EVAL_WORKER_WHERE.get(campaign.platform, "on a host for this platform"),
+        command=eval_worker_command(queue),
+    )
 
 
 @dataclass

@@ -77,6 +77,14 @@ def campaigns_watchdog() -> dict[int, str]:
     return sweep()
 
 
+@shared_task(name="campaigns.eval_queues_watch", soft_time_limit=30, time_limit=60)
+def eval_queues_watch() -> dict[str, list[str]]:
+    """Sent every QUEUE_WATCH_S by each control worker (kernelevolve_site.celery)."""
+    from apps.campaigns.services.queues import eval_queues_watch as watch
+
+    return watch()
+
+
 @shared_task(
     name="campaigns.record_evaluation",
     acks_late=True,

@@ -175,6 +175,7 @@ class CampaignDetailView(PortalPermissionRequiredMixin, View):
         campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
         context = {
             "campaign": campaign,
+            "worker_notice": selectors.campaign_worker_notice(campaign=campaign),
             **selectors.campaign_node_table(campaign=campaign),
         }
         if request.htmx:
@@ -230,7 +231,12 @@ class CampaignActionView(PortalPermissionRequiredMixin, View):
         except ValidationError as exc:
             error = " ".join(exc.messages)
         if request.htmx:
-            context = {"campaign": selectors.campaign_get(pk=pk), "action_error": error}
+            campaign = selectors.campaign_get(pk=pk)
+            context = {
+                "campaign": campaign,
+                "action_error": error,
+                "worker_notice": selectors.campaign_worker_notice(campaign=campaign),
+            }
             return render(request, "campaigns/partials/progress.html", context)
         if error:
             messages.error(request, error)

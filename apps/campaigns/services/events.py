@@ -4,12 +4,18 @@ from django.template.loader import render_to_string
 
 from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group, node_group
 from apps.campaigns.models import Campaign, Node
+from apps.campaigns.selectors import campaign_worker_notice
 from kernelevolve_site.events import send_event_on_commit
 
 
 def campaign_changed(campaign: Campaign) -> None:
     """Progress, funnel and status of a campaign changed (its page and the list follow)."""
-    html = render_to_string("campaigns/partials/progress.html", {"campaign": campaign, "oob": True})
+    context = {
+        "campaign": campaign,
+        "oob": True,
+        "worker_notice": campaign_worker_notice(campaign=campaign),
+    }
+    html = render_to_string("campaigns/partials/progress.html", context)
     data = {
         "campaign": campaign.pk,
         "status": campaign.status,

@@ -256,6 +256,9 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
     engine = _engine(campaign)
 
     if campaign.platform != "interpret" and state.get("baseline") is None:
+        # A warm-start seed is in the graph before the baseline: its row (pending) shows on the
+        # graph and the table while the funnel counts it.
+        _materialise(campaign, engine.graph(state))
         action = _ensure_baseline(campaign, state)
     else:
         graph = engine.graph(state)

@@ -110,7 +110,9 @@ def test_a_result_after_cancel_is_kept_on_its_node_and_changes_no_count(mid_roun
     late = nodes[3]
 
     assert search.evaluation_record(
-        node_id=late.pk, evaluation_key=late.evaluation_key, report=_report("accepted", device_s=2.5)
+        node_id=late.pk,
+        evaluation_key=late.evaluation_key,
+        report=_report("accepted", device_s=2.5),
     )
     late.refresh_from_db()
     assert late.status == NodeStatus.CANCELLED, "a late result never revives a cancelled node"
@@ -143,6 +145,6 @@ def test_the_page_shows_no_node_evaluating_and_states_the_rule(mid_round):
 
     assert '<span class="badge evaluating">' not in html
     assert html.count('<span class="badge cancelled">') == len(nodes) - 2
-    assert '<th>cancelled</th>' in html
+    assert "<th>cancelled</th>" in html
     assert "after 2 evaluations" in html
     assert "A result that arrives after cancel is kept on its candidate" in html
