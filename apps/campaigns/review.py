@@ -13,8 +13,13 @@ from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
+from pygments.styles import get_style_by_name
+from pygments.token import STANDARD_TYPES
 
 _FORMATTER = HtmlFormatter(nowrap=True)
+# Pygments' default style is made for a light page (names and imports in #0000FF); on the dark
+# theme's code background that is unreadable, so the dark theme gets a style made for it.
+DARK_STYLE = "github-dark"
 _LEXER = PythonLexer()
 _WORDS = re.compile(r"\w+|\s+|[^\w\s]")
 
@@ -31,8 +36,36 @@ def highlighted_lines(source: str) -> list[SafeString]:
     return [mark_safe(line) for line in lines]  # noqa: S308 - Pygments escapes the source
 
 
+def _token_rules(style_name: str, scope: str) -> list[str]:
+    """One rule per token class with every property stated, so no rule of the light style
+    shows through the dark one (Pygments' own style sheet leaves unset properties out)."""
+    style = get_style_by_name(style_name)
+    rules = []
+    for ttype, cls in STANDARD_TYPES.items():
+        if not cls:
+            continue
+        s = style.style_for_token(ttype)
+        props = [
+            f"color: #{s['color']}" if s["color"] else "color: inherit",
+            f"background-color: #{s['bgcolor']}"
+            if s["bgcolor"]
+            else "background-color: transparent",
+            "font-weight: bold" if s["bold"] else "font-weight: normal",
+            "font-style: italic" if s["italic"] else "font-style: normal",
+            f"border: 1px solid #{s['border']}" if s["border"] else "border: 0",
+        ]
+        rules.append(f"{scope} .{cls} {{ {'; '.join(props)} }}")
+    return rules
+
+
 def pygments_css() -> str:
-    return _FORMATTER.get_style_defs(".hl")
+    """Light highlighting (Pygments' default) and, under the dark theme (picked, or followed
+    from the system), the dark style's colours for every token."""
+    light = _FORMATTER.get_style_defs(".hl")
+    dark_rules = _token_rules(DARK_STYLE, ':root[data-theme="dark"] .hl')
+    auto_rules = _token_rules(DARK_STYLE, ':root[data-theme="auto"] .hl')
+    media = "@media (prefers-color-scheme: dark) {\n" + "\n".join(auto_rules) + "\n}"
+    return "\n".join([light, *dark_rules, media]) + "\n"
 
 
 @dataclass(frozen=True)
