@@ -3,7 +3,13 @@
 from django.contrib.auth.mixins import PermissionRequiredMixin
 from rest_framework.permissions import BasePermission
 
-from apps.accounts.constants import APP_LABEL, PERMISSIONS, ROLE_PERMISSIONS
+from apps.accounts.constants import APP_LABEL, PERMISSIONS, ROLE_PERMISSIONS, Role
+
+# The permission only the admin role holds.
+ADMIN_ONLY_PERMISSION = "manage_team"
+assert [r for r, perms in ROLE_PERMISSIONS.items() if ADMIN_ONLY_PERMISSION in perms] == [
+    Role.ADMIN
+]
 
 
 def _roles_with(codename: str) -> str:
@@ -20,6 +26,12 @@ def denial_message(codename: str) -> str:
 
 def has_portal_permission(user, codename: str) -> bool:
     return bool(user and user.is_authenticated and user.has_perm(f"{APP_LABEL}.{codename}"))
+
+
+def is_portal_admin(user) -> bool:
+    """The admin role (or a superuser): may change what others wrote, such as their comments.
+    Asked as its one permission no other role has, from the user's cached permissions."""
+    return has_portal_permission(user, ADMIN_ONLY_PERMISSION)
 
 
 class PortalPermissionRequiredMixin(PermissionRequiredMixin):

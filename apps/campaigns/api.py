@@ -17,13 +17,15 @@ from rest_framework.views import APIView
 
 from apps.accounts.permissions import ReadPortal, portal_permission
 from apps.campaigns import charts, selectors
-from apps.campaigns.models import Campaign, Node
+from apps.campaigns.models import Campaign, Comment, Node
 from apps.campaigns.serializers import (
     CampaignActionSerializer,
     CampaignChartsSerializer,
     CampaignCreateSerializer,
     CampaignSerializer,
     CampaignUploadSerializer,
+    CommentEditSerializer,
+    CommentResolveSerializer,
     CommentSerializer,
     CompareSerializer,
     ContinueSerializer,
@@ -335,6 +337,67 @@ class NodeCommentListApi(generics.ListAPIView):
             **payload.validated_data,
         )
         return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+
+def _comment(pk: int, key: str, comment_id: int) -> Comment:
+    return get_object_or_404(
+        Comment.objects.select_related("author", "resolved_by", "node"),
+        pk=comment_id,
+        node__campaign_id=pk,
+        node__key=key,
+    )
+
+
+class NodeCommentApi(APIView):
+    """One comment: read it; edit or delete it (its author or an admin)."""
+
+    def get_permissions(self):
+        if self.request.method in ("PATCH", "DELETE"):
+            return [ReadPortal(), CommentCandidate()]
+        return [ReadPortal()]
+
+    @extend_schema(responses=CommentSerializer)
+    def get(self, request, pk: int, key: str, comment_id: int):
+        return Response(CommentSerializer(_comment(pk, key, comment_id)).data)
+
+    @extend_schema(request=CommentEditSerializer, responses=CommentSerializer)
+    def patch(self, request, pk: int, key: str, comment_id: int):
+        payload = CommentEditSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        comment = service_call(
+            comment_services.comment_edit,
+            comment=_comment(pk, key, comment_id),
+            by=request.user,
+            body=payload.validated_data["body"],
+        )
+        return Response(CommentSerializer(comment).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, pk: int, key: str, comment_id: int):
+        service_call(
+            comment_services.comment_delete,
+            comment=_comment(pk, key, comment_id),
+            by=request.user,
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NodeCommentResolveApi(APIView):
+    """Resolve a comment's thread (or reopen it with `resolved: false`)."""
+
+    permission_classes = [ReadPortal, CommentCandidate]
+
+    @extend_schema(request=CommentResolveSerializer, responses=CommentSerializer)
+    def post(self, request, pk: int, key: str, comment_id: int):
+        payload = CommentResolveSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        thread = service_call(
+            comment_services.comment_resolve,
+            comment=_comment(pk, key, comment_id),
+            by=request.user,
+            resolved=payload.validated_data["resolved"],
+        )
+        return Response(CommentSerializer(thread).data)
 
 
 class NodeReviewApi(APIView):

@@ -19,6 +19,16 @@ urlpatterns = [
         name="node-comments",
     ),
     path(
+        "campaigns/<int:pk>/nodes/<str:key>/comments/<int:comment_id>/",
+        api.NodeCommentApi.as_view(),
+        name="node-comment",
+    ),
+    path(
+        "campaigns/<int:pk>/nodes/<str:key>/comments/<int:comment_id>/resolve/",
+        api.NodeCommentResolveApi.as_view(),
+        name="node-comment-resolve",
+    ),
+    path(
         "campaigns/<int:pk>/nodes/<str:key>/review/",
         api.NodeReviewApi.as_view(),
         name="node-review",

@@ -120,3 +120,4 @@ class CampaignFilterForm(forms.Form):
 class CommentForm(forms.Form):
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=10_000)
     line = forms.IntegerField(required=False, min_value=1)
+    parent = forms.IntegerField(required=False, widget=forms.HiddenInput)

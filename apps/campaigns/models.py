@@ -197,11 +197,15 @@ class Measurement(models.Model):
 
 
 class Comment(models.Model):
-    """A reviewer's note on a candidate, optionally on one line of its source."""
+    """A reviewer's note on a candidate, optionally on one line of its source. A comment without
+    a parent starts a thread (which can be resolved); a reply belongs to one thread, on its line."""
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="candidate_comments"
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
     )
     line = models.PositiveIntegerField(null=True, blank=True)
     body = models.TextField()
@@ -209,6 +213,16 @@ class Comment(models.Model):
         settings.AUTH_USER_MODEL, through="Mention", related_name="mentioned_in", blank=True
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    # A thread (a comment without parent) is resolved by someone, or open (both null).
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["node", "created_at", "id"]

@@ -275,6 +275,8 @@ class CandidateReview:
     cases: list[dict] = field(default_factory=list)
     baseline_names: list[str] = field(default_factory=list)
     siblings: dict = field(default_factory=dict)
+    # The comment threads (comments without parent, each with `thread_replies`), oldest first.
+    threads: list = field(default_factory=list)
     # How long the page may keep a rendered diff (under the diff's `key`, which names the texts).
     cache_s: int = REVIEW_CACHE_S
 
@@ -287,7 +289,7 @@ def _node_with_relations(*, parents: QuerySet[Edge]) -> QuerySet[Node]:
             "gates",
             "measurements",
             Prefetch("in_edges", queryset=parents),
-            Prefetch("comments", queryset=Comment.objects.select_related("author")),
+            Prefetch("comments", queryset=Comment.objects.select_related("author", "resolved_by")),
         )
     )
 
@@ -375,9 +377,10 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     if best is not None:
         diffs.append(_diff("best", f"best {best.key}", best.source, node.source, best))
     diffs.append(_diff("reference", "reference (problem)", campaign.problem.source, node.source))
+    threads = comment_threads(node.comments.all())
     comments_by_line: dict = defaultdict(list)
-    for c in node.comments.all():
-        comments_by_line[c.line].append(c)
+    for thread in threads:
+        comments_by_line[thread.line].append(thread)
     lines = [
         {"no": i, "html": html, "comments": comments_by_line.get(i, [])}
         for i, html in enumerate(_highlighted_lines(node.source), start=1)
@@ -434,6 +437,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         cases=cases,
         baseline_names=baseline_names,
         siblings=_neighbours(node),
+        threads=threads,
     )
 
 
@@ -497,7 +501,25 @@ def candidate_compare(*, campaign_id: int, left: str, right: str) -> dict:
 
 
 def node_comments(*, node: Node) -> QuerySet[Comment]:
-    return node.comments.select_related("author").order_by("created_at", "id")
+    return node.comments.select_related("author", "resolved_by").order_by("created_at", "id")
+
+
+def comment_threads(comments) -> list[Comment]:
+    """Comments as threads: the comments without parent, oldest first, each with its replies
+    (oldest first) in `thread_replies`."""
+    comments = sorted(comments, key=lambda c: (c.created_at, c.pk))
+    threads = [c for c in comments if c.parent_id is None]
+    replies: dict = defaultdict(list)
+    for c in comments:
+        if c.parent_id is not None:
+            replies[c.parent_id].append(c)
+    for thread in threads:
+        thread.thread_replies = replies.get(thread.pk, [])
+    return threads
+
+
+def node_comment_threads(*, node: Node) -> list[Comment]:
+    return comment_threads(node_comments(node=node))
 
 
 def inbox_for(*, user) -> dict:

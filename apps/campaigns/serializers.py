@@ -198,14 +198,57 @@ class ExportRowSerializer(serializers.Serializer):
 
 
 class CommentSerializer(serializers.ModelSerializer):
+    """A comment; `parent` makes it a reply to that thread (on the thread's line). After a write,
+    `notified` names who its @mentions reached and `unknown_mentions` the names nobody has."""
+
     author = serializers.SlugRelatedField(slug_field="username", read_only=True)
     node = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    parent = serializers.PrimaryKeyRelatedField(
+        queryset=Comment.objects.all(), required=False, allow_null=True
+    )
+    resolved = serializers.SerializerMethodField()
+    resolved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    notified = serializers.SerializerMethodField()
+    unknown_mentions = serializers.SerializerMethodField()
 
     class Meta:
         model = Comment
-        fields = ["id", "node", "author", "line", "body", "created_at"]
-        read_only_fields = ["id", "node", "author", "created_at"]
+        fields = [
+            "id",
+            "node",
+            "author",
+            "parent",
+            "line",
+            "body",
+            "created_at",
+            "edited_at",
+            "resolved",
+            "resolved_by",
+            "resolved_at",
+            "notified",
+            "unknown_mentions",
+        ]
+        read_only_fields = ["id", "node", "author", "created_at", "edited_at", "resolved_at"]
         extra_kwargs = {"body": {"max_length": 10_000}}  # as the page's CommentForm
+
+    def get_resolved(self, comment) -> bool:
+        return comment.resolved_at is not None
+
+    def get_notified(self, comment) -> list[str]:
+        result = getattr(comment, "mention_result", None)
+        return result.notified if result else []
+
+    def get_unknown_mentions(self, comment) -> list[str]:
+        result = getattr(comment, "mention_result", None)
+        return result.unknown if result else []
+
+
+class CommentEditSerializer(serializers.Serializer):
+    body = serializers.CharField(max_length=10_000)
+
+
+class CommentResolveSerializer(serializers.Serializer):
+    resolved = serializers.BooleanField(default=True, help_text="false reopens the thread")
 
 
 class NodeReviewSerializer(serializers.ModelSerializer):

@@ -5,17 +5,17 @@ import csv
 import json
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views import View
 
-from apps.accounts.permissions import PortalPermissionRequiredMixin
+from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
 from apps.campaigns import charts, selectors
 from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm
-from apps.campaigns.models import Campaign, Node
+from apps.campaigns.models import Campaign, Comment, Node
 from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
@@ -288,7 +288,7 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             "review": review,
             "node": review.node,
             "campaign": review.campaign,
-            "comment_form": CommentForm(),
+            **_comments_context(request, node=review.node, pk=pk, threads=review.threads),
             "latency_box": charts.latency_box_figure(review.latency),
             "latency_ecdf": charts.latency_ecdf_figure(review.latency),
             "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
@@ -300,34 +300,120 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
         return render(request, "campaigns/node.html", context)
 
 
+def _mention_notice(result) -> str:
+    """What the author hears about their @mentions: who was told, and names that match nobody."""
+    if result is None:
+        return ""
+    parts = []
+    if result.unknown:
+        names = ", ".join(f"@{n}" for n in result.unknown)
+        user = "user" if len(result.unknown) == 1 else "users"
+        parts.append(f"No {user} named {names}: nobody was notified for {names}.")
+    if result.notified:
+        parts.append("Notified " + ", ".join(f"@{n}" for n in result.notified) + ".")
+    return " ".join(parts)
+
+
+def _comments_context(
+    request, *, node: Node, pk: int, threads=None, form=None, error="", notice=""
+) -> dict:
+    """What the comment section needs (the page and every comment action render it)."""
+    if threads is None:
+        threads = selectors.node_comment_threads(node=node)
+    by_line: dict = {}
+    for thread in threads:
+        if thread.line:
+            by_line.setdefault(thread.line, []).append(thread)
+    return {
+        "node": node,
+        "campaign_pk": pk,
+        "threads": threads,
+        "threads_by_line": sorted(by_line.items()),
+        "comment_count": sum(1 + len(t.thread_replies) for t in threads),
+        "comment_form": form or CommentForm(),
+        "comment_error": error,
+        "comment_notice": notice,
+        "comment_admin": is_portal_admin(request.user),
+    }
+
+
+def _comments_answer(request, *, node: Node, pk: int, form=None, error="", notice="", anchor=""):
+    """htmx: the comment section (422 with the error in it, which htmx swaps in too); a plain
+    form post: back to the candidate with the error or notice as a message."""
+    if request.htmx:
+        context = _comments_context(
+            request, node=node, pk=pk, form=form if error else None, error=error, notice=notice
+        )
+        return render(
+            request, "campaigns/partials/comments.html", context, status=422 if error else 200
+        )
+    if error:
+        messages.error(request, error)
+    elif notice:
+        messages.warning(request, notice)
+    return redirect(reverse("campaigns:node", args=[pk, node.key]) + f"#{anchor or 'comments'}")
+
+
+def _comment_node(pk: int, key: str) -> Node:
+    return get_object_or_404(Node.objects.only("id", "source", "key"), campaign_id=pk, key=key)
+
+
 class NodeCommentView(PortalPermissionRequiredMixin, View):
+    """A new comment, on the candidate or one of its lines, or a reply to a thread."""
+
     portal_permission = "comment_candidate"
 
     def post(self, request, pk: int, key: str):
-        node = get_object_or_404(Node.objects.only("id", "source", "key"), campaign_id=pk, key=key)
+        node = _comment_node(pk, key)
         form = CommentForm(request.POST)
-        error = ""
+        error = notice = anchor = ""
         if form.is_valid():
             try:
-                comment_services.comment_create(node=node, author=request.user, **form.cleaned_data)
+                comment = comment_services.comment_create(
+                    node=node, author=request.user, **form.cleaned_data
+                )
             except ValidationError as exc:
                 error = " ".join(exc.messages)
+            else:
+                notice = _mention_notice(comment.mention_result)
+                anchor = f"comment-{comment.pk}"
         else:
             error = " ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        if request.htmx:
-            context = {
-                "node": node,
-                "campaign_pk": pk,
-                "comments": selectors.node_comments(node=node),
-                "comment_form": CommentForm(),
-                "comment_error": error,
-            }
-            return render(
-                request, "campaigns/partials/comments.html", context, status=400 if error else 200
-            )
-        if error:
-            messages.error(request, error)
-        return redirect(reverse("campaigns:node", args=[pk, key]) + "#comments")
+        return _comments_answer(
+            request, node=node, pk=pk, form=form, error=error, notice=notice, anchor=anchor
+        )
+
+
+class NodeCommentActionView(PortalPermissionRequiredMixin, View):
+    """Edit or delete a comment (its author or an admin), resolve or reopen its thread."""
+
+    portal_permission = "comment_candidate"
+
+    def post(self, request, pk: int, key: str, comment_id: int, action: str):
+        node = _comment_node(pk, key)
+        comment = get_object_or_404(
+            Comment.objects.select_related("author"), pk=comment_id, node=node
+        )
+        error = notice = ""
+        try:
+            if action == "edit":
+                edited = comment_services.comment_edit(
+                    comment=comment, by=request.user, body=request.POST.get("body", "")
+                )
+                notice = _mention_notice(edited.mention_result)
+            elif action == "delete":
+                comment_services.comment_delete(comment=comment, by=request.user)
+            else:
+                resolved = request.POST.get("resolved", "1") not in ("0", "false", "")
+                comment_services.comment_resolve(
+                    comment=comment, by=request.user, resolved=resolved
+                )
+        except (ValidationError, PermissionDenied) as exc:
+            error = " ".join(getattr(exc, "messages", None) or [str(exc)])
+        anchor = "comments" if action == "delete" else f"comment-{comment.parent_id or comment.pk}"
+        return _comments_answer(
+            request, node=node, pk=pk, error=error, notice=notice, anchor=anchor
+        )
 
 
 class NodeReviewView(PortalPermissionRequiredMixin, View):

@@ -32,6 +32,24 @@
     }
   });
 
+  // Line comments: the comment section carries the rows that belong under commented lines
+  // (a <template>); whenever the section is swapped in (a comment posted, edited, resolved or
+  // deleted here, or a live refresh), the source table's rows are made to match it, so a new
+  // line comment shows under its line at once.
+  var synced = document.getElementById("line-comments-data"); // the page came with its rows
+  function syncLineComments() {
+    var data = document.getElementById("line-comments-data");
+    var table = document.getElementById("node-source");
+    if (!data || !table || data === synced) return;
+    synced = data;
+    table.querySelectorAll("tr.line-comments").forEach(function (row) { row.remove(); });
+    Array.prototype.forEach.call(data.content.querySelectorAll("tr.line-comments"), function (row) {
+      var line = document.getElementById("L" + row.id.replace("line-comments-", ""));
+      if (line) line.after(document.importNode(row, true));
+    });
+  }
+  document.body.addEventListener("htmx:afterSettle", syncLineComments);
+
   function go(id) {
     var link = document.getElementById(id);
     if (link) window.location.href = link.href;

@@ -54,10 +54,16 @@ def nodes_created(campaign: Campaign, nodes: list[Node]) -> None:
     )
 
 
-def comment_added(comment) -> None:
-    """A comment on a candidate: its other open pages refresh their comment section."""
+def comment_changed(comment, *, change: str = "created") -> None:
+    """A comment on a candidate was created, edited, deleted, resolved or reopened: the
+    candidate's other open pages refresh their comment section (and its lines in the source)."""
     send_event_on_commit(
         node_group(comment.node_id),
         "node.comment",
-        data={"comment": comment.pk, "author": comment.author.username, "line": comment.line},
+        data={
+            "comment": comment.pk,
+            "change": change,
+            "author": comment.author.username,
+            "line": comment.line,
+        },
     )

@@ -23,6 +23,8 @@ def test_openapi_schema_validates_without_warnings(tmp_path):
     for path in (
         "/api/campaigns/{id}/graph/",
         "/api/campaigns/{id}/nodes/{key}/comments/",
+        "/api/campaigns/{id}/nodes/{key}/comments/{comment_id}/",
+        "/api/campaigns/{id}/nodes/{key}/comments/{comment_id}/resolve/",
         "/api/campaigns/{id}/nodes/{key}/review/",
         "/api/campaigns/{id}/compare/",
         "/api/campaigns/{id}/export/",
@@ -168,3 +170,37 @@ def test_upload_with_a_trace_creates_problem_and_campaign(users, monkeypatch):
     campaign = Campaign.objects.get()
     assert campaign.problem.name == "my-softmax"
     assert [c["weight"] for c in campaign.workload["cases"]] == [30.0, 10.0]
+
+
+def test_comment_threads_through_the_api(users, big):
+    """Reply, resolve and reopen, edit and delete (author or admin only); @mentions are matched
+    whatever their case and unknown names are returned to the author."""
+    url = f"/api/campaigns/{big.pk}/nodes/n1/comments/"
+    eng, rev = api(users["engineer"]), api(users["reviewer"])
+    created = eng.post(url, {"body": "ask @Reviewer and @nobody", "line": 2}, format="json")
+    assert created.status_code == 201, created.content
+    thread = created.json()
+    assert thread["notified"] == ["reviewer"] and thread["unknown_mentions"] == ["nobody"]
+    assert rev.get("/api/inbox/").json()["mentions"][0]["body"] == "ask @Reviewer and @nobody"
+
+    reply = rev.post(url, {"body": "looks fine", "parent": thread["id"]}, format="json").json()
+    assert reply["parent"] == thread["id"] and reply["line"] == 2
+    one = f"{url}{thread['id']}/"
+    resolved = rev.post(f"{one}resolve/", {}, format="json").json()
+    assert resolved["resolved"] is True and resolved["resolved_by"] == "reviewer"
+    again = rev.post(f"{one}resolve/", {}, format="json")
+    assert again.status_code == 400 and "resolved already" in again.content.decode()
+    assert (
+        rev.post(f"{one}resolve/", {"resolved": False}, format="json").json()["resolved"] is False
+    )
+
+    refused = rev.patch(one, {"body": "mine now"}, format="json")
+    assert refused.status_code == 403 and "engineer" in refused.json()["detail"]
+    edited = eng.patch(one, {"body": "ask @reviewer (edited)"}, format="json").json()
+    assert edited["body"] == "ask @reviewer (edited)" and edited["edited_at"]
+    assert rev.delete(one).status_code == 403
+    assert api(users["admin"]).delete(f"{url}{reply['id']}/").status_code == 204
+    assert eng.delete(one).status_code == 204
+    assert eng.get(url).json()["results"] == []
+    line = eng.post(url, {"body": "x", "line": 10_000}, format="json")
+    assert line.status_code == 400 and "the source has lines 1 to" in line.json()["line"][0]

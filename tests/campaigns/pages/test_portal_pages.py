@@ -182,8 +182,11 @@ def test_comment_line_out_of_range_is_refused(client, users, big):
         {"body": "x", "line": 999},
         HTTP_HX_REQUEST="true",
     )
-    assert response.status_code == 400
-    assert "the source has lines 1 to" in response.content.decode()
+    # 422: htmx swaps it in (it drops a 400), so the error shows next to the form.
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert 'id="comment-error"' in html and "the source has lines 1 to" in html
+    assert 'id="comments"' in html and "x</textarea>" in html, "what they wrote is kept"
 
 
 def test_exports_csv_and_json(client, users, big):
