@@ -102,6 +102,11 @@ class ArtifactView(PortalPermissionRequiredMixin, View):
                 else 0,
                 "have": len(current),
                 "is_author": author is not None and author.pk == request.user.pk,
+                # Approved already by this user for the next stage: the button gives way to that.
+                "approved_by_me": next(
+                    (a for a in approvals if a.stage == target and a.user_id == request.user.pk),
+                    None,
+                ),
                 "can_approve": has_portal_permission(request.user, "approve_promotion"),
                 "can_create": has_portal_permission(request.user, "create_artifact"),
                 "events": artifact.events.order_by("-id")[:50],
