@@ -83,5 +83,9 @@
 
   window.addEventListener("load", load);
   document.body.addEventListener("htmx:wsAfterMessage", schedule);
+  // Events sent before the socket (re)opened were missed: the live section catches up then
+  // (campaign_live.js), and the graph and the charts above it must too, or the funnel card says
+  // "No candidate has been generated yet" above a table that counts them.
+  document.body.addEventListener("htmx:wsOpen", schedule);
   window.keGraph = { reload: load };
 })();
