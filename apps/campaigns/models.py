@@ -76,6 +76,10 @@ class Campaign(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     stall_restarts = models.PositiveSmallIntegerField(default=0)
     step_error = models.TextField(blank=True)
+    # Bumped with every live progress event (services.events.campaign_changed), under the row's
+    # lock: the page keeps the newest state it was shown, whichever way it came (a button's
+    # answer or the websocket) and in whatever order they arrive.
+    revision = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="campaigns"
     )

@@ -44,4 +44,31 @@
     }
   });
   document.body.addEventListener("htmx:wsOpen", catchUp);
+
+  // Every progress partial carries the campaign's revision (bumped with each change, under the
+  // row's lock). The answer to a button (Cancel) and the websocket's events can arrive in any
+  // order; one older than what the page shows is dropped, so a step's "running" sent before
+  // the cancel cannot bring back Pause and Cancel after the answer said "cancelled".
+  function shownRevision() {
+    var progress = document.getElementById("campaign-progress");
+    var value = progress && progress.getAttribute("data-revision");
+    return value === null || value === undefined || value === "" ? null : Number(value);
+  }
+  function older(incoming) {
+    var shown = shownRevision();
+    return incoming !== null && shown !== null && !isNaN(incoming) && incoming < shown;
+  }
+  document.body.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "campaign-progress" || !event.detail.fragment) return;
+    var incoming = event.detail.fragment.querySelector("[data-revision]");
+    if (incoming && older(Number(incoming.getAttribute("data-revision")))) {
+      event.detail.shouldSwap = false;
+    }
+  });
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    var match = xhr && /id="campaign-progress"[^>]*data-revision="(\d+)"/.exec(xhr.responseText);
+    if (match && older(Number(match[1]))) event.detail.shouldSwap = false;
+  });
 })();

@@ -1,15 +1,23 @@
 """Live events of campaigns: the rendered partials the pages already show, sent after commit."""
 
+from django.db.models import F
 from django.template.loader import render_to_string
 
 from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group, node_group
 from apps.campaigns.models import Campaign, Node
-from apps.campaigns.selectors import campaign_worker_notice
+from apps.campaigns.selectors import campaign_get, campaign_worker_notice
 from kernelevolve_site.events import send_event_on_commit
 
 
 def campaign_changed(campaign: Campaign) -> None:
-    """Progress, funnel and status of a campaign changed (its page and the list follow)."""
+    """Progress, funnel and status of a campaign changed (its page and the list follow).
+
+    The event carries a new revision, taken with the row's lock in the caller's transaction,
+    and the row as it is now (not the caller's copy, which may be older than a change committed
+    since it was read). A page drops a progress partial older than the one it shows, so a step's
+    event that arrives after the answer to Cancel cannot put "running" back."""
+    Campaign.objects.filter(pk=campaign.pk).update(revision=F("revision") + 1)
+    campaign = campaign_get(pk=campaign.pk)
     context = {
         "campaign": campaign,
         "oob": True,
@@ -21,6 +29,7 @@ def campaign_changed(campaign: Campaign) -> None:
         "status": campaign.status,
         "outcome": campaign.outcome,
         "evaluated": campaign.candidates_evaluated,
+        "revision": campaign.revision,
     }
     send_event_on_commit(campaign_group(campaign.pk), "campaign.progress", html=html, data=data)
     send_event_on_commit(CAMPAIGN_LIST_GROUP, "campaign.listed", data=data)
