@@ -3,8 +3,13 @@
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
@@ -33,3 +38,24 @@ def exception_handler(exc, context):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         exc = RequestTooLarge(f"The request body is larger than {limit} bytes.")
     return drf_exception_handler(exc, context)
+
+
+class ApiRootView(APIView):
+    """`/api/`: where to start (the schema, its docs, the main collections) instead of a 404."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        links = {
+            "docs": "api:docs",
+            "schema": "api:schema",
+            "me": "api:me",
+            "problems": "api:problems",
+            "campaigns": "api:campaigns",
+            "inbox": "api:inbox",
+            "registry_artifacts": "api:registry-artifacts",
+            "registry_regions": "api:registry-regions",
+            "knowledge_entries": "api:knowledge-entries",
+        }
+        return Response(
+            {name: request.build_absolute_uri(reverse(url)) for name, url in links.items()}
+        )

@@ -8,8 +8,10 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from kernelevolve_site import views
+from kernelevolve_site.api import ApiRootView
 
 api_patterns = [
+    path("", ApiRootView.as_view(), name="root"),
     path("", include("apps.accounts.api_urls")),
     path("", include("apps.campaigns.api_urls")),
     path("", include("apps.registry.api_urls")),
@@ -44,3 +46,4 @@ urlpatterns = [
 ]
 
 handler403 = "kernelevolve_site.errors.permission_denied"
+handler404 = "kernelevolve_site.errors.page_not_found"

@@ -73,6 +73,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Under DEBUG (`make run`) a 404 is the portal's page (JSON under /api/), not Django's
+    # technical page listing every route. https://docs.djangoproject.com/en/5.2/ref/views/#the-404-page-not-found-view
+    "kernelevolve_site.errors.NotFoundPageMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Anonymous users see only the login page: every view needs a login unless marked
