@@ -121,3 +121,11 @@ class CommentForm(forms.Form):
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=10_000)
     line = forms.IntegerField(required=False, min_value=1)
     parent = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+class ContinueForm(forms.Form):
+    """A new campaign warm-started from a candidate: its budget and platform, asked (and so
+    confirmed) before it starts."""
+
+    budget_candidates = forms.IntegerField(min_value=1, max_value=5000, label="Budget (candidates)")
+    platform = forms.ChoiceField(choices=Platform.choices)

@@ -115,7 +115,10 @@ class NodeDetailSerializer(NodeSerializer):
 
 
 class ContinueSerializer(serializers.Serializer):
+    """The new campaign's budget and platform (by default those of the candidate's campaign)."""
+
     budget_candidates = serializers.IntegerField(min_value=1, max_value=5000, required=False)
+    platform = serializers.ChoiceField(choices=Platform.choices, required=False)
 
 
 class ProblemUploadSerializer(serializers.Serializer):

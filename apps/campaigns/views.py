@@ -14,7 +14,7 @@ from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
 from apps.campaigns import charts, selectors
-from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm
+from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm, ContinueForm
 from apps.campaigns.models import Campaign, Comment, Node
 from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
@@ -289,6 +289,12 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             "node": review.node,
             "campaign": review.campaign,
             **_comments_context(request, node=review.node, pk=pk, threads=review.threads),
+            "continue_form": ContinueForm(
+                initial={
+                    "budget_candidates": review.campaign.budget_candidates,
+                    "platform": review.campaign.platform,
+                }
+            ),
             "latency_box": charts.latency_box_figure(review.latency),
             "latency_ecdf": charts.latency_ecdf_figure(review.latency),
             "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
@@ -450,9 +456,14 @@ class NodeContinueView(PortalPermissionRequiredMixin, View):
 
     def post(self, request, pk: int, key: str):
         node = selectors.node_get(campaign_id=pk, key=key)
+        form = ContinueForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            messages.error(request, f"Not continued: {errors}")
+            return redirect("campaigns:node", pk=pk, key=key)
         try:
             campaign = campaign_services.campaign_continue_from_node(
-                node=node, created_by=request.user
+                node=node, created_by=request.user, **form.cleaned_data
             )
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))

@@ -183,19 +183,30 @@ def campaign_cancel(*, campaign: Campaign, by=None) -> Campaign:
 
 
 @transaction.atomic
-def campaign_continue_from_node(*, node: Node, created_by, budget_candidates: int | None = None):
-    """Warm-start a new campaign for the same operator and platform from an earlier node."""
+def campaign_continue_from_node(
+    *,
+    node: Node,
+    created_by,
+    budget_candidates: int | None = None,
+    platform: str | None = None,
+):
+    """Warm-start a new campaign for the same operator from an earlier node, on the same
+    platform unless told another (then with that platform's default workload: the smoke shapes
+    on the interpreter, the production ones elsewhere)."""
     if node.status != NodeStatus.ACCEPTED:
         raise ValidationError("only an accepted candidate can seed a new campaign")
     source = node.campaign
+    platform = platform or source.platform
+    if platform not in Platform.values:
+        raise ValidationError({"platform": f"unknown platform {platform!r}"})
     campaign = campaign_create(
         problem=source.problem,
         created_by=created_by,
-        name=f"{source.problem.name} on {source.platform} (from {source.pk}/{node.key})",
-        platform=source.platform,
+        name=f"{source.problem.name} on {platform} (from {source.pk}/{node.key})",
+        platform=platform,
         generators=source.generators,
         policy=source.policy,
-        workload=source.workload,
+        workload=source.workload if platform == source.platform else None,
         budget_candidates=budget_candidates or source.budget_candidates,
         budget_device_seconds=source.budget_device_seconds,
         budget_wall_seconds=source.budget_wall_seconds,

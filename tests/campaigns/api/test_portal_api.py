@@ -204,3 +204,19 @@ def test_comment_threads_through_the_api(users, big):
     assert eng.get(url).json()["results"] == []
     line = eng.post(url, {"body": "x", "line": 10_000}, format="json")
     assert line.status_code == 400 and "the source has lines 1 to" in line.json()["line"][0]
+
+
+def test_continue_through_the_api_takes_budget_and_platform(users, big):
+    node = big.best_node
+    created = api(users["engineer"]).post(
+        f"/api/campaigns/{big.pk}/nodes/{node.key}/continue/",
+        {"budget_candidates": 2, "platform": "interpret"},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    campaign = Campaign.objects.get(pk=created.json()["id"])
+    assert (campaign.platform, campaign.budget_candidates) == ("interpret", 2)
+    refused = api(users["engineer"]).post(
+        f"/api/campaigns/{big.pk}/nodes/{node.key}/continue/", {"platform": "rocm"}, format="json"
+    )
+    assert refused.status_code == 400 and "platform" in refused.json()

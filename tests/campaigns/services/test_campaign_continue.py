@@ -68,3 +68,23 @@ def test_continuing_a_cuda_candidate_with_no_gpu_worker_shows_the_seed_and_says_
     finally:
         campaign_cancel(campaign=campaign)
         redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(eval_queue("cuda"), "control")
+
+
+def test_continue_on_another_platform_takes_that_platforms_workload():
+    demo_users_seed()
+    engineer = User.objects.get(username="engineer")
+    earlier = build_campaign(nodes=6, user=engineer, timed=True)
+    problem = earlier.problem
+    problem.smoke_workload = {"cases": [{"name": "smoke", "weight": 1.0}]}
+    problem.save(update_fields=["smoke_workload"])
+    seed = earlier.nodes.filter(status=NodeStatus.ACCEPTED).first()
+
+    campaign = campaign_continue_from_node(
+        node=seed, created_by=engineer, budget_candidates=2, platform="interpret"
+    )
+    assert (campaign.platform, campaign.budget_candidates) == ("interpret", 2)
+    cases = [c["name"] for c in campaign.workload["cases"]]
+    assert cases == ["smoke"], "the interpreter's smoke shapes, not the cuda campaign's"
+    assert campaign.name.startswith(f"{problem.name} on interpret (from {earlier.pk}/")
+    with pytest.raises(ValidationError, match="unknown platform"):
+        campaign_continue_from_node(node=seed, created_by=engineer, platform="rocm")
