@@ -258,6 +258,110 @@ def campaign_worker_notice(
     )
 
 
+BEST_CONTENDERS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class BestContender:
+    key: str
+    fitness: float | None
+    ci_low: float | None
+    ci_high: float | None
+    # Why it is not the best (empty for the best itself), with the numbers compared.
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class BestRule:
+    """Why the campaign's best is that candidate: the rule that picks it (the search engine's,
+    workers/search/engine.py `_update_best`) and the numbers of the strongest other accepted
+    candidates it was applied to."""
+
+    rule: str
+    best: BestContender
+    contenders: list[BestContender]
+    # False when replaying the rule over the rows does not give the recorded best (rows from
+    # before the rule, or results recorded in another order): then only the rule is stated.
+    replayed: bool = True
+
+
+def _x(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}×"
+
+
+def campaign_best_rule(*, campaign: Campaign) -> BestRule | None:
+    """The rule that named the campaign's best, replayed over its accepted candidates in the
+    order their results were recorded: the first accepted candidate is the best; a later one
+    replaces it only when the lower bound of its 95% CI is above the best's speedup. A candidate
+    whose interval reaches down to the best's speedup (the two overlap there) does not replace
+    it, whatever its own point estimate, and an exact tie keeps the earlier one. Without timing
+    (the interpreter) the first correct candidate stays the best."""
+    if campaign.best_node_id is None:
+        return None
+    rows = Node.objects.filter(campaign=campaign, status=NodeStatus.ACCEPTED)
+    accepted = list(
+        rows.order_by("evaluated_at", "id").values_list(
+            "id", "key", "fitness", "fitness_ci_low", "fitness_ci_high"
+        )
+    )
+    nodes = {pk: BestContender(key, fit, low, high) for pk, key, fit, low, high in accepted}
+    best_id, compared_with, replaced_by = None, {}, {}
+    for pk, _key, fit, low, _high in accepted:
+        if best_id is None:
+            best_id = pk
+            continue
+        incumbent = nodes[best_id]
+        if fit is None or incumbent.fitness is None:
+            compared_with[pk] = best_id
+        elif (low or 0.0) > incumbent.fitness:
+            replaced_by[best_id] = pk
+            best_id = pk
+        else:
+            compared_with[pk] = best_id
+    timed = any(c.fitness is not None for c in nodes.values())
+    if timed:
+        rule = (
+            "The first accepted candidate is the best; a later accepted one replaces it only "
+            "when the lower bound of its 95% CI is above the best's speedup. A candidate whose "
+            "interval reaches down to the best's speedup (they overlap) does not replace it, "
+            "even with a higher point estimate; an exact tie keeps the earlier one."
+        )
+    else:
+        rule = (
+            f"No timing on {campaign.platform}: accepted means correct, so the first correct "
+            "candidate stays the best and later ones are not compared."
+        )
+    best = nodes.get(campaign.best_node_id)
+    if best is None or best_id != campaign.best_node_id:
+        fallback = BestContender(
+            campaign.best_node.key if campaign.best_node else "",
+            campaign.best_fitness,
+            None,
+            None,
+        )
+        return BestRule(rule=rule, best=best or fallback, contenders=[], replayed=False)
+    others = [pk for pk in nodes if pk != best_id]
+    if timed:
+        others.sort(key=lambda pk: -(nodes[pk].fitness or 0.0))
+    contenders = []
+    for pk in others[:BEST_CONTENDERS_SHOWN]:
+        node = nodes[pk]
+        if pk in replaced_by:
+            winner = nodes[replaced_by[pk]]
+            why = (
+                f"was the best until {winner.key}: its CI lower bound {_x(winner.ci_low)} is "
+                f"above {node.key}'s {_x(node.fitness)}"
+            )
+        elif not timed or node.fitness is None:
+            why = f"correct too, but recorded after {nodes[compared_with[pk]].key}"
+        else:
+            then = nodes[compared_with[pk]]
+            label = f"{then.key}'s" if then.key == best.key else f"{then.key}'s (the best then)"
+            why = f"its CI lower bound {_x(node.ci_low)} is not above {label} {_x(then.fitness)}"
+        contenders.append(BestContender(node.key, node.fitness, node.ci_low, node.ci_high, why=why))
+    return BestRule(rule=rule, best=best, contenders=contenders)
+
+
 @dataclass
 class CandidateReview:
     node: Node

@@ -176,6 +176,7 @@ class CampaignDetailView(PortalPermissionRequiredMixin, View):
         context = {
             "campaign": campaign,
             "worker_notice": selectors.campaign_worker_notice(campaign=campaign),
+            "best_rule": selectors.campaign_best_rule(campaign=campaign),
             **selectors.campaign_node_table(campaign=campaign),
         }
         if request.htmx:
@@ -236,6 +237,7 @@ class CampaignActionView(PortalPermissionRequiredMixin, View):
                 "campaign": campaign,
                 "action_error": error,
                 "worker_notice": selectors.campaign_worker_notice(campaign=campaign),
+                "best_rule": selectors.campaign_best_rule(campaign=campaign),
             }
             return render(request, "campaigns/partials/progress.html", context)
         if error:

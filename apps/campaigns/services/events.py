@@ -5,7 +5,7 @@ from django.template.loader import render_to_string
 
 from apps.campaigns.consumers import CAMPAIGN_LIST_GROUP, campaign_group, node_group
 from apps.campaigns.models import Campaign, Node
-from apps.campaigns.selectors import campaign_get, campaign_worker_notice
+from apps.campaigns.selectors import campaign_best_rule, campaign_get, campaign_worker_notice
 from kernelevolve_site.events import send_event_on_commit
 
 
@@ -22,6 +22,7 @@ def campaign_changed(campaign: Campaign) -> None:
         "campaign": campaign,
         "oob": True,
         "worker_notice": campaign_worker_notice(campaign=campaign),
+        "best_rule": campaign_best_rule(campaign=campaign),
     }
     html = render_to_string("campaigns/partials/progress.html", context)
     data = {
