@@ -251,15 +251,28 @@ _IDENTITY = {"sum": "0.0", "mean": "0.0", "max": '-float("inf")', "min": 'float(
 # --------------------------------------------------------------------------------- row kernels
 
 
+_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V"]
+
+
+def _row_tiles(body: list[str]) -> list[str]:
+    """The row kernels' program body over its tiles of ROWS rows: one tile per program, or
+    (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles."""
+    out = ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
+    out += ["    " + line for line in body]
+    out += ["else:", "    for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):"]
+    return out + ["        " + line for line in body]
+
+
 def _row_one_pass(plan: Plan) -> str:
+    # EV_T / EV_V: eviction hints for the tile (read once) and the row-vector (weights, read by
+    # every row) loads; "" leaves the default.
     em = _Emitter(
         plan,
-        "tl.load({ptr} + roff + cols, mask=mask, other=0.0)",
-        "tl.load({ptr} + cols, mask=cmask, other=0.0)",
+        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
     )
     lines = [
-        "pid = tl.program_id(0)",
-        "rows = pid * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
         "roff = rows.to(tl.int64) * N",
         "cols = tl.arange(0, BLOCK_N)[None, :]",
@@ -279,7 +292,7 @@ def _row_one_pass(plan: Plan) -> str:
             if s:
                 lines.append(s)
     lines += _row_stores(plan, em, "roff + cols", "mask")
-    return _kernel("_ke_row_one_pass", plan, ["ROWS", "BLOCK_N"], lines)
+    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
 
 
 def _row_stores(
@@ -298,10 +311,12 @@ def _row_stores(
 
 
 def _row_looped(plan: Plan) -> str:
+    # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
+    # reads it for good (EV_T).
     em = _Emitter(
         plan,
-        "tl.load({ptr} + roff + cols, mask=mask, other=0.0)",
-        "tl.load({ptr} + cols, mask=cmask, other=0.0)",
+        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_K)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
     )
     nodes = plan.nodes
     # Reduction level: 1 + the deepest reduction its input depends on.
@@ -312,13 +327,12 @@ def _row_looped(plan: Plan) -> str:
             level[node.id] = 1 + max(below, default=0)
     done: set[int] = set()  # emitted in the row scope (reductions, row scalars)
     lines = [
-        "pid = tl.program_id(0)",
-        "rows = pid * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
         "roff = rows.to(tl.int64) * N",
     ]
 
-    def emit_pass(targets: list[int], body_tail) -> None:
+    def emit_pass(targets: list[int], body_tail, last: bool = False) -> None:
         need = em.deps(targets, done)
         outer = [i for i in need if nodes[i].cat == "rowscalar" and nodes[i].kind == "pw"]
         for i in outer:
@@ -336,7 +350,10 @@ def _row_looped(plan: Plan) -> str:
             if s:
                 loop.append(s)
         loop += body_tail
-        lines.extend("    " + s for s in loop)
+        ev = "EV_T" if last else "EV_V"
+        lines.extend(
+            "    " + s.replace("eviction_policy=EV_K", f"eviction_policy={ev}") for s in loop
+        )
 
     for lvl in sorted(set(level.values())):
         reds = [i for i, v in level.items() if v == lvl]
@@ -362,7 +379,7 @@ def _row_looped(plan: Plan) -> str:
         o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k == "tile"
     ]
     if tile_outs:
-        emit_pass(tile_outs, [])
+        emit_pass(tile_outs, [], last=True)
         lines.extend("    " + s for s in _row_stores(plan, em, "roff + cols", "mask", ("tile",)))
     scal = [o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k != "tile"]
     for i in em.deps(scal, done):
@@ -370,7 +387,7 @@ def _row_looped(plan: Plan) -> str:
             lines.append(em.stmt(nodes[i]))
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
-    return _kernel("_ke_row_looped", plan, ["ROWS", "BLOCK_N"], lines)
+    return _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
 
 
 def _kernel(name: str, plan: Plan, constexprs: list[str], body: list[str], extra_args=()) -> str:
@@ -591,6 +608,12 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
     )
 
 
+def _table_literal(table: dict | None) -> str:
+    """A per-shape launch table as a Python literal (integers only: it is written into code)."""
+    rows = {str(k): [int(x) for x in v] for k, v in (table or {}).items()}
+    return json.dumps(rows, sort_keys=True)
+
+
 def _source_row(plan: Plan, p: dict) -> str:
     tiles = [r for r in _refs(plan, "tile")]
     refs = _refs(plan)
@@ -617,11 +640,25 @@ def _source_row(plan: Plan, p: dict) -> str:
         + _row_looped(plan)
         + f"""
 
-_PARAMS = {json.dumps(p, sort_keys=True)}
+_PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=True)}
+# Launch configurations tuned per shape ("M,N,dtype" -> [one_pass, ROWS, BLOCK_N, warps,
+# stages, programs (0: one per tile; else a persistent launch), eviction hints (0/1)]); any
+# other shape takes the policy in _PARAMS.
+_TABLE = {_table_literal(p.get("table"))}
+_CONFIGS = {{}}
 
 
-def _ke_config(M, N):
-    \"\"\"(one_pass, ROWS, BLOCK_N, num_warps, num_stages) for rows of length N.\"\"\"
+def _ke_config(M, N, dtype):
+    \"\"\"(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints) for M rows of N (cached).\"\"\"
+    key = (M, N, dtype)
+    hit = _CONFIGS.get(key)
+    if hit is None:
+        tuned = _TABLE.get(f"{{M}},{{N}},{{str(dtype).removeprefix('torch.')}}")
+        hit = _CONFIGS[key] = (tuple(tuned) + (0, 0))[:7] if tuned else _ke_policy(M, N)
+    return hit
+
+
+def _ke_policy(M, N):
     p = _PARAMS
     full = {_pow2("N")}
     one_pass = p["strategy"] == "one_pass" or (
@@ -634,7 +671,7 @@ def _ke_config(M, N):
         block_n = min(p["block_n"], full)
         rows = 1
     warps = max(1, min(16, {_pow2("max(1, rows * block_n // (32 * p['vec']))")}))
-    return one_pass, rows, block_n, warps, p["stages"]
+    return one_pass, rows, block_n, warps, p["stages"], 0, 0
 
 
 class ModelNew(nn.Module):
@@ -644,14 +681,16 @@ class ModelNew(nn.Module):
         M = {ref0}.numel() // N if N else 0
         if M == 0 or N == 0:
             return {ret}
-        one_pass, rows, block_n, warps, stages = _ke_config(M, N)
-        grid = (triton.cdiv(M, rows),)
+        one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, {ref0}.dtype)
+        tiles = triton.cdiv(M, rows)
+        grid = (min(tiles, programs) if programs else tiles,)
+        ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         if one_pass:
-            _ke_row_one_pass[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n,
-                                   num_warps=warps, num_stages=stages)
+            _ke_row_one_pass[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                   EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
         else:
-            _ke_row_looped[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n,
-                                 num_warps=warps, num_stages=stages)
+            _ke_row_looped[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                 EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
         return {ret}
 """
     )

@@ -1,0 +1,345 @@
+"""Per-case launch tuning for template candidates (issue 11: "per-case specialisation").
+
+A template candidate of the ``row`` family picks its launch configuration (one pass or looped,
+rows per program, block, warps, stages) from a policy over the shape; a config table keyed by
+shape overrides the policy. This module finds, for each case of a workload, the configuration
+that is fastest on the device, so that one candidate can carry the best configuration of every
+case it serves (the way Inductor's and Liger's autotuning keys do).
+
+It times configurations of the generator's own kernels (code this project writes, not a user's
+candidate) in one process on the GPU, with the performance gate's graph-replay device time;
+what it finds is a *proposal*: the specialised candidate then goes through every gate like any
+other. Compilation of the configurations is spread over several processes first (they fill
+Triton's cache), so the timing process only loads binaries.
+
+    python -m workers.search.tune --problem P.py --workload P.json --out DIR [--jobs 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import types
+
+# One configuration: (one_pass, ROWS, BLOCK_N, num_warps, num_stages), as the row template's
+# ``_ke_config`` returns it.
+Config = tuple[int, int, int, int, int]
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def row_space(m: int, n: int, *, max_per_thread: int = 64) -> list[Config]:
+    """The launch configurations worth timing for ``m`` rows of length ``n``."""
+    full = _pow2(n)
+    out: list[Config] = []
+    rows_max = min(64, _pow2(m))
+    if full <= 65536:
+        rows = 1
+        while rows <= rows_max and rows * full <= 65536:
+            for warps in (1, 2, 4, 8, 16, 32):
+                per_thread = rows * full // (32 * warps)
+                if 1 <= per_thread <= max_per_thread:
+                    out.append((1, rows, full, warps, 1))
+            rows *= 2
+    for block in (256, 512, 1024, 2048, 4096, 8192):
+        if block >= full:
+            break
+        for warps in (2, 4, 8, 16):
+            per_thread = block // (32 * warps)
+            if not 1 <= per_thread <= 32:
+                continue
+            for stages in (1, 2, 3):
+                out.append((0, 1, block, warps, stages))
+    return out
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _load(problem_path: str, workload_path: str, folder: str):
+    from workers.contract import problem as P
+    from workers.contract.workload import load_workload_text
+    from workers.search.generators.template import DEFAULTS, render
+    from workers.search.trace import trace_problem
+
+    src = open(problem_path).read()
+    problem = P.load_module(src, "tune_problem", folder)
+    workload = load_workload_text(open(workload_path).read())
+    plan = trace_problem(src)
+    if plan.family != "row":
+        raise SystemExit(f"tune: only the row family is tuned here (this is {plan.family})")
+    cand = P.load_module(render(plan, DEFAULTS["row"]), "tune_candidate", folder)
+    return problem, workload, cand
+
+
+def _cases(workload) -> list[dict]:
+    return [
+        {"name": c.name, "overrides": dict(c.overrides), "dtype": c.dtype, "weight": c.weight}
+        for c in workload.cases
+    ]
+
+
+def _key_of(problem, cand, case, device="cuda"):
+    """The (M, N, dtype) the candidate computes for the case (recorded from a real call)."""
+    import torch
+
+    from workers.contract import problem as P
+
+    dtype = P.DTYPES.get(case["dtype"]) if case["dtype"] else None
+    _, _, model = P.make_models(problem, cand, case["overrides"], dtype, 0, device, None)
+    inputs = P.make_inputs(problem, case["overrides"], dtype, 0, device)
+    seen = []
+    original = cand._ke_config
+
+    def spy(m, n, dt):
+        seen.append((m, n, dt))
+        return original(m, n, dt)
+
+    cand._ke_config = spy
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        cand._ke_config = original
+    return seen[0], model, inputs
+
+
+def _compile_worker(args) -> None:
+    """Child: call the candidate once per (case, config) given on stdin, to fill the cache."""
+    import torch
+
+    with tempfile.TemporaryDirectory() as folder:
+        problem, workload, cand = _load(args.problem, args.workload, folder)
+        cases = {c["name"]: c for c in _cases(workload)}
+        todo = json.loads(sys.stdin.read())
+        for name, cfgs in todo.items():
+            key, model, inputs = _key_of(problem, cand, cases[name])
+            for cfg in cfgs:
+                cand._CONFIGS[key] = tuple(cfg)
+                try:
+                    with torch.no_grad():
+                        model(*inputs)
+                    torch.cuda.synchronize()
+                except Exception as exc:  # noqa: BLE001 - a config that does not compile
+                    print(json.dumps({"case": name, "config": cfg, "error": repr(exc)[:300]}))
+
+
+def _device_ms(side, samples: int) -> float:
+    import numpy as np
+    import torch
+
+    from workers import constants as C
+
+    out = []
+    for _ in range(samples):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(C.SPIN_CYCLES)
+        s.record()
+        side.graph.replay()
+        e.record()
+        torch.cuda.synchronize()
+        out.append(s.elapsed_time(e) / side.calls)
+    return float(np.median(out))
+
+
+def _compile_all(args, spaces: dict[str, list]) -> list[dict]:
+    """Compile every (case, configuration) in ``args.jobs`` processes sharing Triton's cache;
+    return the ones that failed."""
+    import subprocess
+
+    jobs: list[dict] = [dict() for _ in range(args.jobs)]
+    i = 0
+    for name, space in spaces.items():
+        for cfg in space:
+            jobs[i % args.jobs].setdefault(name, []).append(list(cfg))
+            i += 1
+    procs = []
+    for todo in jobs:
+        if not todo:
+            continue
+        p = subprocess.Popen(
+            [sys.executable, "-m", "workers.search.tune", "--compile-worker",
+             "--problem", args.problem, "--workload", args.workload, "--out", args.out],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        p.stdin.write(json.dumps(todo))
+        p.stdin.close()
+        procs.append(p)
+    failures = []
+    for p in procs:
+        failures += [json.loads(line) for line in p.stdout.read().splitlines() if line]
+        p.wait()
+    return failures
+
+
+def variants(best: list[Config], tiles: int, sms: int) -> list[tuple]:
+    """Second stage around the leaders: eviction hints, persistent launches, pipelining."""
+    out = []
+    for cfg in best:
+        base = tuple(cfg[:5])
+        for hints in (0, 1):
+            out.append(base + (0, hints))
+            for k in (1, 2, 4):
+                if sms * k < tiles:
+                    for stages in (1, 3):
+                        out.append(base[:4] + (stages, sms * k, hints))
+    return list(dict.fromkeys(out))
+
+
+class _Tuner:
+    def __init__(self, args):
+        import torch
+
+        from workers.gates import performance as G
+
+        self.args, self.G, self.torch = args, G, torch
+        self.policy = types.SimpleNamespace(enforcing=False)
+        self.folder = tempfile.mkdtemp(prefix="ke-tune-")
+        self.problem, self.workload, self.cand = _load(args.problem, args.workload, self.folder)
+        self.cases = _cases(self.workload)
+        self.job = types.SimpleNamespace(
+            problem=self.problem, device="cuda", state=types.SimpleNamespace(), problem_hash="t"
+        )
+        self.flush = None
+        self.keys = {c["name"]: _key_of(self.problem, self.cand, c)[0] for c in self.cases}
+
+    def _sides(self, case):
+        G = self.G
+        sets = G._input_sets(self.job, {**case, "kind": "workload"}, 1)
+        key, model, _ = _key_of(self.problem, self.cand, case)
+        _, ref, _ = G.P.make_models(
+            self.problem, None, case["overrides"], G.P.DTYPES.get(case["dtype"]), 0, "cuda", None
+        )
+        compiled = G._compiled(self.job.state, (case["name"],), ref, None)
+        return key, model, compiled, sets
+
+    def sweep(self, spaces: dict[str, list], samples: int = 8) -> dict[str, list]:
+        """{case: [(ms, config)] fastest first} over every configuration that compiled."""
+        failures = _compile_all(self.args, spaces)
+        bad = {(f["case"], tuple(f["config"])) for f in failures}
+        if self.flush is None:
+            self.flush = self.G._flush_buffer()
+            self.clocks = self.G.steady_clocks(self.flush)
+        out = {}
+        for case in self.cases:
+            key, model, _, sets = self._sides(case)
+            timed = []
+            for cfg in spaces[case["name"]]:
+                if (case["name"], tuple(cfg)) in bad:
+                    continue
+                self.cand._CONFIGS[key] = tuple(cfg)
+                side = self.G.Side("candidate", model, sets, self.flush, "graph", self.policy)
+                try:
+                    side.prepare()
+                    timed.append((_device_ms(side, samples), tuple(cfg)))
+                except Exception as exc:  # noqa: BLE001 - a configuration that fails to run
+                    print(f"{case['name']} {cfg}: {exc!r}"[:300], file=sys.stderr)
+                del side
+            timed.sort()
+            out[case["name"]] = timed
+            del sets
+            self.torch.cuda.empty_cache()
+        return out
+
+    def finals(self, case, leaders: list[tuple]) -> list[dict]:
+        """The leaders against compile in the performance gate's own paired rounds."""
+        key, model, compiled, sets = self._sides(case)
+        rows = []
+        for cfg in leaders:
+            self.cand._CONFIGS[key] = tuple(cfg)
+            sides = {
+                "candidate": self.G.Side(
+                    "candidate", model, sets, self.flush, "graph", self.policy
+                ),
+                "compile": self.G.Side("compile", compiled, sets, self.flush, "graph", self.policy),
+            }
+            timings, paired = self.G.time_sides(sides, 0)
+            rows.append(
+                {
+                    "config": list(cfg),
+                    "device_us": 1e3 * timings["candidate"]["device_median_ms"],
+                    "compile_us": 1e3 * timings["compile"]["device_median_ms"],
+                    "speedup": paired["compile"]["speedup"],
+                    "ci95": paired["compile"]["ci95"],
+                }
+            )
+        rows.sort(key=lambda r: -r["speedup"])
+        return rows
+
+
+def tune(args) -> dict:
+    import torch
+
+    from workers.search.generators.template import DEFAULTS, render
+    from workers.search.trace import trace_problem
+
+    os.makedirs(args.out, exist_ok=True)
+    t = _Tuner(args)
+    start = time.perf_counter()
+    first = {c["name"]: row_space(*t.keys[c["name"]][:2]) for c in t.cases}
+    one = t.sweep({k: [cfg + (0, 0) for cfg in v] for k, v in first.items()})
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    second = {}
+    for c in t.cases:
+        m, n = t.keys[c["name"]][:2]
+        rows_best = [cfg for _, cfg in one[c["name"]][: args.leaders]]
+        tiles = max(1, m // max(1, rows_best[0][1])) if rows_best else 1
+        second[c["name"]] = variants(rows_best, tiles, sms)
+    two = t.sweep(second)
+    report: dict = {"problem": args.problem, "clocks": t.clocks, "sms": sms, "cases": []}
+    table = {}
+    for case in t.cases:
+        merged = sorted(one[case["name"]] + two[case["name"]])
+        leaders = list(dict.fromkeys(cfg for _, cfg in merged))[:3]
+        finals = t.finals(case, leaders)
+        key = t.keys[case["name"]]
+        label = f"{key[0]},{key[1]},{_dtype_name(key[2])}"
+        table[label] = finals[0]["config"]
+        entry = {
+            "name": case["name"],
+            "key": label,
+            "stage1_best": [[1e3 * ms, list(c)] for ms, c in one[case["name"]][:5]],
+            "stage2_best": [[1e3 * ms, list(c)] for ms, c in two[case["name"]][:5]],
+            "finals": finals,
+        }
+        report["cases"].append(entry)
+        print(json.dumps({"case": case["name"], "finals": finals[:2]}), flush=True)
+    report["wall_s"] = time.perf_counter() - start
+    report["table"] = table
+    src = open(args.problem).read()
+    plan = trace_problem(src)
+    report["candidate"] = render(plan, {**DEFAULTS["row"], "table": table})
+    return report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problem", required=True)
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--jobs", type=int, default=12)
+    ap.add_argument("--leaders", type=int, default=4, help="stage-1 leaders varied in stage 2")
+    ap.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.compile_worker:
+        _compile_worker(args)
+        return 0
+    report = tune(args)
+    name = os.path.splitext(os.path.basename(args.problem))[0]
+    with open(os.path.join(args.out, f"tune-{name}.json"), "w") as fh:
+        json.dump(report, fh, indent=1)
+    with open(os.path.join(args.out, f"{name}.tuned.py"), "w") as fh:
+        fh.write(report["candidate"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
