@@ -93,3 +93,15 @@ def test_reply_resolve_edit_delete_in_the_page(asgi_server, demo_users, page):
     page.wait_for_selector(f"#comment-{reply.pk}", state="detached")
     assert not Comment.objects.filter(pk=reply.pk).exists()
     assert page.evaluate("window.__marker") == "no reload"
+
+
+def test_a_line_comment_from_another_reader_shows_under_its_line_live(
+    asgi_server, demo_users, page
+):
+    node = _open(page, asgi_server, demo_users, username="reviewer")
+    page.wait_for_timeout(800)  # the websocket is open
+    engineer = User.objects.get(username="engineer")
+    off_loop(comment_create, node=node, author=engineer, body="BLOCK too small here", line=7)
+    row = page.wait_for_selector("#line-comments-7:has-text('BLOCK too small')", timeout=15_000)
+    assert row.evaluate("r => r.previousElementSibling.id") == "L7"
+    assert page.evaluate("window.__marker") == "no reload"
