@@ -283,19 +283,22 @@ class BestRule:
     # False when replaying the rule over the rows does not give the recorded best (rows from
     # before the rule, or results recorded in another order): then only the rule is stated.
     replayed: bool = True
+    # The candidate asked `about` (when accepted and not the best), with its own reason.
+    subject: BestContender | None = None
 
 
 def _x(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}×"
 
 
-def campaign_best_rule(*, campaign: Campaign) -> BestRule | None:
+def campaign_best_rule(*, campaign: Campaign, about: str | None = None) -> BestRule | None:
     """The rule that named the campaign's best, replayed over its accepted candidates in the
     order their results were recorded: the first accepted candidate is the best; a later one
     replaces it only when the lower bound of its 95% CI is above the best's speedup. A candidate
     whose interval reaches down to the best's speedup (the two overlap there) does not replace
     it, whatever its own point estimate, and an exact tie keeps the earlier one. Without timing
-    (the interpreter) the first correct candidate stays the best."""
+    (the interpreter) the first correct candidate stays the best. `about` names a candidate
+    whose reason is wanted too (the candidate page)."""
     if campaign.best_node_id is None:
         return None
     rows = Node.objects.filter(campaign=campaign, status=NodeStatus.ACCEPTED)
@@ -340,11 +343,8 @@ def campaign_best_rule(*, campaign: Campaign) -> BestRule | None:
             None,
         )
         return BestRule(rule=rule, best=best or fallback, contenders=[], replayed=False)
-    others = [pk for pk in nodes if pk != best_id]
-    if timed:
-        others.sort(key=lambda pk: -(nodes[pk].fitness or 0.0))
-    contenders = []
-    for pk in others[:BEST_CONTENDERS_SHOWN]:
+
+    def explained(pk: int) -> BestContender:
         node = nodes[pk]
         if pk in replaced_by:
             winner = nodes[replaced_by[pk]]
@@ -358,8 +358,19 @@ def campaign_best_rule(*, campaign: Campaign) -> BestRule | None:
             then = nodes[compared_with[pk]]
             label = f"{then.key}'s" if then.key == best.key else f"{then.key}'s (the best then)"
             why = f"its CI lower bound {_x(node.ci_low)} is not above {label} {_x(then.fitness)}"
-        contenders.append(BestContender(node.key, node.fitness, node.ci_low, node.ci_high, why=why))
-    return BestRule(rule=rule, best=best, contenders=contenders)
+        return BestContender(node.key, node.fitness, node.ci_low, node.ci_high, why=why)
+
+    others = [pk for pk in nodes if pk != best_id]
+    if timed:
+        others.sort(key=lambda pk: -(nodes[pk].fitness or 0.0))
+    by_key = {node.key: pk for pk, node in nodes.items()}
+    subject = by_key.get(about) if about else None
+    return BestRule(
+        rule=rule,
+        best=best,
+        contenders=[explained(pk) for pk in others[:BEST_CONTENDERS_SHOWN]],
+        subject=explained(subject) if subject is not None and subject != best_id else None,
+    )
 
 
 @dataclass

@@ -14,6 +14,7 @@ from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
 from apps.campaigns import charts, selectors
+from apps.campaigns.constants import NodeStatus
 from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm, ContinueForm
 from apps.campaigns.models import Campaign, Comment, Node
 from apps.campaigns.review import pygments_css
@@ -300,6 +301,10 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             "latency_box": charts.latency_box_figure(review.latency),
             "latency_ecdf": charts.latency_ecdf_figure(review.latency),
             "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
+            # An accepted candidate says why it is, or is not, the campaign's best.
+            "best_rule": selectors.campaign_best_rule(campaign=review.campaign, about=key)
+            if review.node.status == NodeStatus.ACCEPTED
+            else None,
             # What the generator was given, as far as this user may see it (visibility rules).
             "knowledge": entries_visible(user=request.user).filter(
                 pk__in=review.node.retrieved_knowledge or []

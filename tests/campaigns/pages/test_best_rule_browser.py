@@ -47,3 +47,11 @@ def test_the_best_comes_with_its_rule_and_numbers(asgi_server, demo_users, page,
     assert "its CI lower bound 7.400× is not above n1's 7.520×" in rows.nth(1).inner_text()
     assert rows.nth(1).inner_text().startswith("n5")
     page.locator("#best-rule").screenshot(path=str(artifacts_dir / "campaign-best-rule.png"))
+
+    # The candidate with the higher estimate says why it is not the best.
+    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/nodes/n5/")
+    why = page.inner_text("#node-best-why")
+    assert "Not the campaign's best (n1 7.520×)" in why
+    assert "its CI lower bound 7.400× is not above n1's 7.520×" in why
+    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/nodes/n1/")
+    assert page.inner_text("#node-best-why").startswith("The campaign's best.")
