@@ -43,6 +43,9 @@ def test_a_higher_estimate_whose_interval_overlaps_does_not_replace_the_best(use
     assert "lower bound of its 95% CI is above the best's speedup" in rule.rule
     assert [c.key for c in rule.contenders] == ["n5", "n3"]
     assert rule.contenders[0].why == "its CI lower bound 7.400× is not above n1's 7.520×"
+    about = campaign_best_rule(campaign=campaign, about="n3").subject
+    assert (about.key, about.why) == ("n3", "its CI lower bound 5.800× is not above n1's 7.520×")
+    assert campaign_best_rule(campaign=campaign, about="n1").subject is None, "n1 is the best"
 
 
 def test_a_replaced_best_and_one_compared_with_an_earlier_best(users):
