@@ -7,8 +7,9 @@ wall timeout, so an upload's import-time code never runs in the portal's process
 rights. The child reads ``{"source", "case"}`` as JSON on stdin, imports the problem under the
 audit hook (the second layer, which names the rule broken), builds ``Model(*get_init_inputs())``
 on the CPU for the case (scaled down the way the interpreter platform scales it) and runs one
-forward pass. It prints one JSON line: ``{"ok": true, ...}`` or
-``{"ok": false, "field": "source"|"workload", "error": "..."}``.
+forward pass. With ``scale_cases`` it also says, for every case, the smaller shapes the
+``interpret`` platform checks instead of those asked (``interpret_cases``). It prints one JSON
+line: ``{"ok": true, ...}`` or ``{"ok": false, "field": "source"|"workload", "error": "..."}``.
 """
 
 import os
@@ -29,7 +30,21 @@ def _fail(field: str, error: str) -> dict:
     return {"ok": False, "field": field, "error": error}
 
 
-def check(source: str, case: dict) -> dict:
+def _interpret_cases(module, cases: list[dict]) -> list[dict]:
+    """Per case: the overrides the interpreter runs, and what was scaled down from what."""
+    from workers.contract import problem as P
+
+    found = []
+    for case in cases:
+        try:
+            used, scaled = P.scale_for_interpreter(module, dict(case.get("overrides") or {}))
+        except Exception:  # noqa: BLE001 - the heaviest case's run reports the real error
+            used, scaled = dict(case.get("overrides") or {}), None
+        found.append({"name": case.get("name", "default"), "overrides": used, "scaled": scaled})
+    return found
+
+
+def check(source: str, case: dict, scale_cases: list[dict] | None = None) -> dict:
     t0 = time.perf_counter()
     import torch
 
@@ -78,7 +93,7 @@ def check(source: str, case: dict) -> dict:
         outputs = out if isinstance(out, tuple | list) else [out]
         if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
             return _fail("source", "Model.forward must return a tensor (or a tuple of tensors)")
-        return {
+        answer = {
             "ok": True,
             "case": case.get("name", "default"),
             "overrides": used,
@@ -86,16 +101,25 @@ def check(source: str, case: dict) -> dict:
             "outputs": [list(o.shape) for o in outputs],
             "seconds": round(time.perf_counter() - t0, 3),
         }
+        if scale_cases:
+            answer["interpret_cases"] = _interpret_cases(module, scale_cases)
+        return answer
 
 
-def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) -> dict:
+def reference_check(
+    *,
+    source: str,
+    case: dict,
+    timeout_s: float = TIMEOUT_S,
+    scale_cases: list[dict] | None = None,
+) -> dict:
     """Run ``check`` on an untrusted reference in a confined child; never raises for what the
     reference does. Returns the child's answer, or ``{"ok": false, "field": "source", ...}`` for
     a timeout or crash, or ``{"ok": false, "field": None, ...}`` when the sandbox is missing."""
     try:
         answer = run_confined(
             "workers.reference_check",
-            {"source": source, "case": case},
+            {"source": source, "case": case, "scale_cases": scale_cases or []},
             timeout_s=timeout_s,
             cpu_s=CPU_S,
             memory_bytes=MEMORY_BYTES,
@@ -105,7 +129,12 @@ def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) ->
         return {"ok": False, "field": None, "error": str(exc)}
     except ConfinedFailure as exc:
         if "ran past" in str(exc):
-            return _fail("source", f"the reference {exc} on one case")
+            return _fail(
+                "source",
+                f"the reference did not return within {timeout_s:g} s on case "
+                f"{case.get('name', 'default')!r} in the sandbox (an endless loop or wait, or a "
+                "case too large to run once on a CPU); nothing was saved",
+            )
         return _fail("source", f"the reference check {exc}")
     if answer.get("field") not in (None, "source", "workload") or not isinstance(
         answer.get("ok"), bool
@@ -117,7 +146,13 @@ def reference_check(*, source: str, case: dict, timeout_s: float = TIMEOUT_S) ->
 
 
 def main() -> None:
-    serve_json(lambda request: check(request["source"], request.get("case") or {"name": "default"}))
+    serve_json(
+        lambda request: check(
+            request["source"],
+            request.get("case") or {"name": "default"},
+            request.get("scale_cases") or None,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Forms for campaign pages: they validate input; services do the work."""
 
+import json
+
 from django import forms
 
 from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
@@ -23,8 +25,10 @@ def _read_text(upload, field: str) -> str:
 class CampaignForm(forms.Form):
     """Author a campaign: a catalog problem, or an uploaded one with its workload or trace.
 
-    After a preview the uploads travel on as text (`problem_source`, `workload_json`), so the
-    user does not pick the files again.
+    After a preview or any error the uploads travel on as text in hidden fields
+    (`problem_source`, `workload_json`, with their file names), so the user does not pick the
+    files again; an upload that was itself in error is dropped, and a workload given once is
+    never silently replaced by none (`workload_expected`, `no_workload`).
     """
 
     problem = forms.ModelChoiceField(
@@ -40,6 +44,7 @@ class CampaignForm(forms.Form):
     )
     problem_name = forms.SlugField(required=False, max_length=100, label="Problem name")
     problem_source = forms.CharField(required=False, widget=forms.HiddenInput)
+    problem_filename = forms.CharField(required=False, widget=forms.HiddenInput)
     workload_file = forms.FileField(
         required=False,
         label="Workload JSON",
@@ -51,6 +56,13 @@ class CampaignForm(forms.Form):
         help_text="Rows of module constants (e.g. batch_size, dim), dtype and a call count.",
     )
     workload_json = forms.CharField(required=False, widget=forms.HiddenInput)
+    workload_filename = forms.CharField(required=False, widget=forms.HiddenInput)
+    workload_expected = forms.CharField(required=False, widget=forms.HiddenInput)
+    no_workload = forms.BooleanField(
+        required=False,
+        label="Run without a workload",
+        help_text="Drop the workload given before and run the module's own sizes (one case).",
+    )
     name = forms.CharField(required=False, max_length=200)
     platform = forms.ChoiceField(choices=Platform.choices, initial=Platform.INTERPRET)
     generators = forms.MultipleChoiceField(
@@ -69,10 +81,12 @@ class CampaignForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        source = _read_text(data.get("problem_file"), "problem_file") or data.get(
-            "problem_source", ""
-        )
+        problem_upload = data.get("problem_file")
+        source = _read_text(problem_upload, "problem_file") or data.get("problem_source", "")
         data["upload_source"] = source
+        data["upload_filename"] = (
+            problem_upload.name if problem_upload else data.get("problem_filename", "")
+        )
         data["workload_text"] = _read_text(data.get("workload_file"), "workload_file")
         if data["workload_text"].strip():
             try:
@@ -83,23 +97,89 @@ class CampaignForm(forms.Form):
             except JSONBoundsError:
                 pass
         data["trace_text"] = _read_text(data.get("trace_file"), "trace_file")
+        picked = data.get("trace_file") or data.get("workload_file")
+        data["workload_given"] = bool(data["workload_text"].strip() or data["trace_text"].strip())
+        data["workload_filename"] = (
+            picked.name if picked and data["workload_given"] else data.get("workload_filename", "")
+        )
         if data.get("problem") and source:
             self.add_error("problem_file", "pick a catalog problem or upload one, not both")
         elif not data.get("problem") and not source:
             self.add_error("problem", "pick a catalog problem or upload a problem file")
         if source and not data.get("problem_name"):
-            upload = data.get("problem_file")
-            stem = upload.name.rsplit(".", 1)[0] if upload else ""
+            stem = data["upload_filename"].rsplit(".", 1)[0]
             if not stem:
                 self.add_error("problem_name", "name the uploaded problem")
             data["problem_name"] = stem.replace("_", "-").lower()
         carried = data.get("workload_json") or ""
-        if carried and not (data["workload_text"] or data["trace_text"]):
+        if data.get("no_workload"):
+            carried = ""
+        if carried and not data["workload_given"]:
             try:
                 data["carried_workload"] = json_loads_bounded(carried)
             except JSONBoundsError:
                 self.add_error("workload_file", "the previewed workload was damaged; upload again")
+        expected = data.get("workload_expected") or ""
+        if (
+            not data.get("problem")
+            and expected
+            and not data["workload_given"]
+            and not carried
+            and not data.get("no_workload")
+        ):
+            # A workload was given before but could not be kept: never run without it silently.
+            self.add_error(
+                "workload_file",
+                f"the workload or trace you gave before ({expected}) was not kept: pick it again, "
+                "or tick “Run without a workload”",
+            )
         return data
+
+    def carry_uploads(self, *, workload: dict | None = None) -> None:
+        """Keep what was uploaded for the next submit (after a preview or an error).
+
+        The problem travels as text unless it was itself in error; the workload travels as the
+        validated workload (`workload`, from the view's call to the upload service). A workload
+        that was given but is in error cannot travel: it is remembered by name, so a start
+        without it is refused until it is picked again or dropped on purpose.
+        """
+        cleaned = getattr(self, "cleaned_data", {}) or {}
+        data = self.data.copy()
+        source = cleaned.get("upload_source", "")
+        keep_source = source and not cleaned.get("problem") and not self.has_error("problem_file")
+        data["problem_source"] = source if keep_source else ""
+        data["problem_filename"] = cleaned.get("upload_filename", "") if keep_source else ""
+        if keep_source and not data.get("problem_name"):
+            data["problem_name"] = cleaned.get("problem_name", "")
+        if cleaned.get("no_workload") and not cleaned.get("workload_given"):
+            workload = None
+        elif workload is None and not cleaned.get("workload_given"):
+            workload = cleaned.get("carried_workload")
+        name = cleaned.get("workload_filename", "")
+        in_error = self.has_error("workload_file") or self.has_error("trace_file")
+        data["workload_json"] = json.dumps(workload) if workload and not in_error else ""
+        data["workload_filename"] = name if workload and not in_error else ""
+        data["workload_expected"] = (
+            name or data.get("workload_expected") or "your workload"
+            if (cleaned.get("workload_given") or data.get("workload_expected"))
+            and not data["workload_json"]
+            and not cleaned.get("no_workload")
+            else ""
+        )
+        if "no_workload" in data and data["workload_json"]:
+            del data["no_workload"]
+        self.data = data
+
+    @property
+    def carried(self) -> dict:
+        """What the page says is kept from the last submit."""
+        return {
+            "problem": self["problem_source"].value()
+            and (self["problem_filename"].value() or "the uploaded problem"),
+            "workload": self["workload_json"].value()
+            and (self["workload_filename"].value() or "its workload"),
+            "expected": self["workload_expected"].value(),
+        }
 
 
 class CampaignFilterForm(forms.Form):

@@ -2,7 +2,6 @@
 comments, inbox, portfolio and exports. Views validate, call one service or selector, render."""
 
 import csv
-import json
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -20,7 +19,8 @@ from apps.campaigns.models import Campaign, Comment, Node
 from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
-from apps.campaigns.services.problems import problem_reference_check, workload_from_upload
+from apps.campaigns.services.previews import REFERENCE_TIMEOUT_S, campaign_preview
+from apps.campaigns.services.problems import workload_from_upload
 from apps.knowledge.selectors.entries import entries_visible
 
 LIST_PAGE_SIZE = 25
@@ -105,52 +105,62 @@ class CampaignCreateView(PortalPermissionRequiredMixin, View):
     )
 
     def get(self, request):
-        return render(request, "campaigns/create.html", {"form": CampaignForm()})
+        context = {"form": CampaignForm(), "reference_timeout_s": REFERENCE_TIMEOUT_S}
+        return render(request, "campaigns/create.html", context)
 
     def post(self, request):
         form = CampaignForm(request.POST, request.FILES)
-        context = {"form": form}
+        context = {"form": form, "reference_timeout_s": REFERENCE_TIMEOUT_S}
+        workload = None
         if form.is_valid():
             data = form.cleaned_data
             try:
-                result = self._author(request, data, context)
+                workload = self._workload(data)
+                result = self._author(request, data, workload, context)
             except ValidationError as exc:
                 _form_errors(form, exc)
             else:
                 if result is not None:
                     return redirect("campaigns:detail", pk=result.pk)
+                # A preview: the uploads travel on as text, the files need not be picked again.
+                form.carry_uploads(workload=workload)
                 return render(request, "campaigns/create.html", context)
+        elif not any(form.has_error(f) for f in ("problem", "workload_file", "trace_file")):
+            # Another field is in error: a good workload still travels, a bad one says why.
+            try:
+                workload = self._workload(form.cleaned_data)
+            except ValidationError as exc:
+                _form_errors(form, exc)
+        form.carry_uploads(workload=workload)
         return render(request, "campaigns/create.html", context, status=400)
 
-    def _author(self, request, data: dict, context: dict) -> Campaign | None:
-        kwargs = {k: data[k] for k in self.CAMPAIGN_FIELDS}
+    @staticmethod
+    def _workload(data: dict) -> dict | None:
+        """The uploaded workload or trace, else the one carried from the last submit."""
         if data.get("problem"):
-            if "preview" in request.POST:
-                context["preview"] = self._preview(data["problem"].workload, checked=None)
-                return None
+            return None
+        workload = workload_from_upload(
+            workload_text=data.get("workload_text", ""), trace_text=data.get("trace_text", "")
+        )
+        return workload if workload is not None else data.get("carried_workload")
+
+    def _author(self, request, data: dict, workload, context: dict) -> Campaign | None:
+        kwargs = {k: data[k] for k in self.CAMPAIGN_FIELDS}
+        field = "trace_file" if data["trace_text"] else "workload_file"
+        if "preview" in request.POST:
+            preview = campaign_preview(
+                platform=data["platform"],
+                problem=data.get("problem"),
+                source=data["upload_source"],
+                workload=workload,
+                workload_field=field,
+            )
+            context["preview"] = {**preview, "figure": charts.weights_figure(preview["cases"])}
+            return None
+        if data.get("problem"):
             return campaign_services.campaign_create(
                 problem=data["problem"], created_by=request.user, **kwargs
             )
-        field = "trace_file" if data["trace_text"] else "workload_file"
-        workload = workload_from_upload(
-            workload_text=data["workload_text"], trace_text=data["trace_text"]
-        )
-        if workload is None:
-            workload = data.get("carried_workload")
-        if "preview" in request.POST:
-            checked = problem_reference_check(
-                source=data["upload_source"], workload=workload, workload_field=field
-            )
-            # The uploads travel on as text: the user does not pick the files again.
-            context["form"] = CampaignForm(
-                initial={
-                    **{k: v for k, v in data.items() if k in context["form"].fields},
-                    "problem_source": data["upload_source"],
-                    "workload_json": json.dumps(workload) if workload else "",
-                }
-            )
-            context["preview"] = self._preview(workload, checked=checked)
-            return None
         return campaign_services.campaign_create_from_upload(
             created_by=request.user,
             problem_name=data["problem_name"],
@@ -159,16 +169,6 @@ class CampaignCreateView(PortalPermissionRequiredMixin, View):
             workload_field=field,
             **kwargs,
         )
-
-    @staticmethod
-    def _preview(workload: dict | None, *, checked: dict | None) -> dict:
-        cases = (workload or {}).get("cases") or [{"name": "default", "weight": 1.0}]
-        total = sum(float(c.get("weight") or 0) for c in cases) or 1.0
-        return {
-            "cases": [{**c, "share": float(c.get("weight") or 0) / total} for c in cases],
-            "figure": charts.weights_figure(cases),
-            "checked": checked,
-        }
 
 
 class CampaignDetailView(PortalPermissionRequiredMixin, View):

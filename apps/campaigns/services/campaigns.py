@@ -44,6 +44,17 @@ def _engine_state(campaign: Campaign) -> dict:
     )
 
 
+def campaign_workload(*, problem: Problem, platform: str) -> tuple[dict | None, str]:
+    """The workload a campaign on `problem` runs when none is given, and which one it is:
+    ``smoke`` on the interpreter (the production shapes would take hours there), else
+    ``production``; ``module`` when the problem has none (one case: the module as written)."""
+    if platform == Platform.INTERPRET and problem.smoke_workload:
+        return problem.smoke_workload, "smoke"
+    if problem.workload:
+        return problem.workload, "production"
+    return None, "module"
+
+
 @transaction.atomic
 def campaign_create(
     *,
@@ -72,9 +83,7 @@ def campaign_create(
     if budget_candidates < 1:
         raise ValidationError({"budget_candidates": "must be at least 1"})
     if workload is None:
-        # On the interpreter the production shapes would take hours: use the smoke shapes.
-        workload = problem.smoke_workload if platform == Platform.INTERPRET else problem.workload
-        workload = workload or problem.workload
+        workload, _ = campaign_workload(problem=problem, platform=platform)
     campaign = Campaign.objects.create(
         name=name or f"{problem.name} on {platform}",
         problem=problem,

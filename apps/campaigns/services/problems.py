@@ -128,17 +128,24 @@ def workload_from_upload(
 
 
 def problem_reference_check(
-    *, source: str, workload: dict | None, workload_field: str = "workload"
+    *,
+    source: str,
+    workload: dict | None,
+    workload_field: str = "workload",
+    interpret_shapes: bool = False,
 ) -> dict:
     """Import the reference and run its heaviest case once behind the sandbox boundary
     (``workers.reference_check``: never in the portal's process, never with its rights).
+    With `interpret_shapes`, the answer's ``interpret_cases`` says for every case the smaller
+    shapes the interpret platform checks instead of those asked.
 
     Raises ValidationError naming `source` or `workload_field`; returns what the run saw.
     """
     problem_source_check(source)
     cases = parse_workload(workload).cases
     case = max(cases, key=lambda c: c.weight).to_dict()
-    result = reference_check(source=source, case=case)
+    scale_cases = [c.to_dict() for c in cases] if interpret_shapes else None
+    result = reference_check(source=source, case=case, scale_cases=scale_cases)
     if not result.get("ok"):
         if result.get("field") is None:
             reason = result.get("error") or "the sandbox is unavailable"
