@@ -103,6 +103,19 @@ class Campaign(models.Model):
         }
         return actions.get(self.status, [])
 
+    @property
+    def correct_untimed(self) -> bool:
+        """An interpret campaign that found correct candidates: the interpreter times nothing,
+        so its "no safe improvement" means correctness established, not timed (no failure)."""
+        return self.platform == Platform.INTERPRET and self.outcome == Outcome.NO_SAFE_IMPROVEMENT
+
+    @property
+    def outcome_label(self) -> str:
+        """The outcome as a reader should take it (the list's and the page's badge)."""
+        if self.correct_untimed:
+            return "Correctness established, not timed"
+        return self.get_outcome_display() if self.outcome else ""
+
 
 class Node(models.Model):
     """A candidate kernel in a campaign's search graph, with its measured state."""

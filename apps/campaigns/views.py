@@ -105,7 +105,12 @@ class CampaignCreateView(PortalPermissionRequiredMixin, View):
     )
 
     def get(self, request):
-        context = {"form": CampaignForm(), "reference_timeout_s": REFERENCE_TIMEOUT_S}
+        # A link may preset the problem and platform (an interpret campaign's "time it on cuda").
+        initial = {k: request.GET[k] for k in ("problem", "platform") if request.GET.get(k)}
+        context = {
+            "form": CampaignForm(initial=initial),
+            "reference_timeout_s": REFERENCE_TIMEOUT_S,
+        }
         return render(request, "campaigns/create.html", context)
 
     def post(self, request):
