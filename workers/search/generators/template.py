@@ -310,6 +310,45 @@ def _row_stores(
     return out
 
 
+def _moment_pairs(plan: Plan) -> dict[int, int]:
+    """Centred second moments: {r2: r1} where r2 = sum or mean of (x - r1)**2 and r1 = mean(x).
+
+    The looped kernel computes such a pair in one pass (Welford's update per lane, Chan's
+    combination across lanes, as Inductor does for a variance) instead of one pass per level.
+    """
+    nodes = plan.nodes
+    pairs = {}
+    for r2 in nodes:
+        if r2.kind != "reduce" or r2.op not in ("sum", "mean"):
+            continue
+        sq = nodes[r2.args[0]]
+        if sq.kind != "pw":
+            continue
+        if sq.op == "mul" and len(sq.args) == 2 and sq.args[0] == sq.args[1]:
+            d = nodes[sq.args[0]]
+        elif sq.op == "pow" and nodes[sq.args[1]].kind == "const" and nodes[sq.args[1]].value == 2:
+            d = nodes[sq.args[0]]
+        else:
+            continue
+        if d.kind != "pw" or d.op != "sub" or len(d.args) != 2:
+            continue
+        x, r1 = d.args
+        if nodes[r1].kind == "reduce" and nodes[r1].op == "mean" and nodes[r1].args[0] == x:
+            pairs[r2.id] = r1
+    return pairs
+
+
+_WELFORD_COMBINE = """@triton.jit
+def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
+    w = w_a + w_b
+    frac = tl.where(w == 0.0, 0.0, w_b / tl.maximum(w, 1.0))
+    delta = mean_b - mean_a
+    return mean_a + delta * frac, m2_a + m2_b + delta * delta * w_a * frac, w
+
+
+"""
+
+
 def _row_looped(plan: Plan) -> str:
     # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
     # reads it for good (EV_T).
@@ -321,8 +360,12 @@ def _row_looped(plan: Plan) -> str:
     nodes = plan.nodes
     # Reduction level: 1 + the deepest reduction its input depends on.
     level: dict[int, int] = {}
+    pairs = _moment_pairs(plan)
     for node in nodes:
         if node.kind == "reduce":
+            if node.id in pairs:  # computed beside its mean
+                level[node.id] = level[pairs[node.id]]
+                continue
             below = [level[d] for d in em.deps([node.args[0]], set()) if d in level]
             level[node.id] = 1 + max(below, default=0)
     done: set[int] = set()  # emitted in the row scope (reductions, row scalars)
@@ -355,21 +398,48 @@ def _row_looped(plan: Plan) -> str:
             "    " + s.replace("eviction_policy=EV_K", f"eviction_policy={ev}") for s in loop
         )
 
+    welford = {r1: r2 for r2, r1 in pairs.items()}
     for lvl in sorted(set(level.values())):
         reds = [i for i, v in level.items() if v == lvl]
         for r in reds:
             lines.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
+            if r in welford:
+                lines.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
         tail = []
         for r in reds:
+            if r in pairs:
+                continue
             src = em.name(nodes[nodes[r].args[0]])
+            if r in welford:  # Welford's update of the lane's mean (acc) and M2
+                m2 = f"acc{welford[r]}"
+                tail += [
+                    f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
+                    f"delta = {src} - acc{r}",
+                    f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
+                    f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
+                    f"w{r} = wn",
+                ]
+                continue
             masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
             if nodes[r].op in ("sum", "mean"):
                 tail.append(f"acc{r} = acc{r} + {masked}")
             else:
                 fn = "tl.maximum" if nodes[r].op == "max" else "tl.minimum"
                 tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
-        emit_pass([nodes[r].args[0] for r in reds], tail)
+        emit_pass([nodes[r].args[0] for r in reds if r not in pairs], tail)
         for r in reds:
+            if r in pairs:
+                continue
+            if r in welford:
+                r2 = welford[r]
+                lines.append(
+                    f"v{r}, v{r2}, _ = tl.reduce((acc{r}, acc{r2}, w{r}), 1, "
+                    "_ke_welford_combine, keep_dims=True)"
+                )
+                if nodes[r2].op == "mean":
+                    lines.append(f"v{r2} = v{r2} / N")
+                done.update((r, r2))
+                continue
             expr = _reduce_expr(nodes[r].op, f"acc{r}")
             if nodes[r].op == "mean":
                 expr += " / N"
@@ -387,7 +457,8 @@ def _row_looped(plan: Plan) -> str:
             lines.append(em.stmt(nodes[i]))
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
-    return _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
+    helper = _WELFORD_COMBINE if pairs else ""
+    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
 
 
 def _kernel(name: str, plan: Plan, constexprs: list[str], body: list[str], extra_args=()) -> str:

@@ -1,0 +1,156 @@
+"""Per-case launch tables for the row template (issue 11): a tuned configuration is used for
+its shape and only there, every configuration the tuner may pick computes the same result on
+the interpreter, and the candidate still passes the static gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.catalog import catalog_get
+from workers.gates.static import check_static
+from workers.search.generators.template import DEFAULTS, _moment_pairs, render
+from workers.search.trace import trace_problem
+from workers.search.tune import row_space, variants
+
+ROOT = Path(__file__).resolve().parents[3]
+
+VARIANCE = """
+import torch
+import torch.nn as nn
+
+M = 7
+N = 50
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        m = x.mean(-1, keepdim=True)
+        v = (x - m).pow(2).sum(-1, keepdim=True)
+        return (x - m) / torch.sqrt(v + 1.0), x.var(-1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(M, N) * 3 + 100]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# (one_pass, ROWS, BLOCK_N, warps, stages, programs, hints): one pass, one pass over several
+# rows, looped, looped persistent with hints, one pass persistent.
+CONFIGS = [
+    [1, 1, 64, 2, 1, 0, 0],
+    [1, 4, 64, 4, 1, 0, 1],
+    [0, 1, 16, 2, 2, 0, 0],
+    [0, 2, 16, 1, 3, 3, 1],
+    [1, 2, 64, 2, 1, 2, 0],
+]
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, configs = sys.argv[1], json.loads(sys.argv[2])
+plan = trace_problem(src)
+out = []
+for i, cfg in enumerate(configs):
+    table = {"7,50,float32": cfg}
+    cand = P.load_module(render(plan, {**DEFAULTS["row"], "table": table}), f"c{i}", sys.argv[3])
+    prob = P.load_module(src, f"p{i}", sys.argv[3])
+    sizes = {"M": 7, "N": 50, "num_tokens": 7, "hidden_size": 50, "batch_size": 7, "dim": 50}
+    overrides = {k: v for k, v in sizes.items() if hasattr(prob, k)}
+    _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+    x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+    got, want = new(*x), ref(*x)
+    got = [got] if isinstance(got, torch.Tensor) else list(got)
+    want = [want] if isinstance(want, torch.Tensor) else list(want)
+    err = max(float((g - w).abs().max()) for g, w in zip(got, want))
+    used = [list(v) for k, v in cand._CONFIGS.items()]
+    out.append({"config": cfg, "err": err, "used": used})
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def _interpret(src: str, tmp_path) -> list[dict]:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHECK, src, json.dumps(CONFIGS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
+    assert line, proc.stderr[-3000:]
+    return json.loads(line[len("RESULTS") :])
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "softmax"])
+def test_every_tuned_configuration_computes_the_reference(name, tmp_path):
+    """Whatever configuration the tuner picks for a shape, the kernel is still the operator;
+    and the table's entry is the one the candidate launches for that shape."""
+    results = _interpret(catalog_get(name).problem_source(), tmp_path)
+    for r in results:
+        assert r["err"] < 1e-4, r
+        assert r["used"] == [r["config"]], r
+
+
+def test_variance_is_one_pass_with_its_mean_and_stays_correct(tmp_path):
+    """A centred second moment (LayerNorm's variance, ``var``, ``(x - m).pow(2).sum()``) is
+    computed beside its mean in the looped kernel: one read of the row fewer, same numbers,
+    on data whose mean is far larger than its spread."""
+    plan = trace_problem(VARIANCE)
+    assert len(_moment_pairs(plan)) == 2
+    assert len(_moment_pairs(trace_problem(catalog_get("layer_norm").problem_source()))) == 1
+    assert _moment_pairs(trace_problem(catalog_get("rms_norm").problem_source())) == {}
+    source = render(plan, {**DEFAULTS["row"], "strategy": "looped", "block_n": 16})
+    looped = source[source.index("def _ke_row_looped") :]
+    assert looped.count("for start in range(0, N, BLOCK_N)") == 2 * 2  # two passes, twice
+    for r in _interpret(VARIANCE, tmp_path):
+        assert r["err"] < 1e-4, r
+
+
+def test_a_tuned_candidate_passes_the_static_gate():
+    for name in ("layer_norm", "softmax"):
+        src = catalog_get(name).problem_source()
+        table = {"4096,4096,bfloat16": CONFIGS[3], "1,4096,bfloat16": CONFIGS[0]}
+        result = check_static(render(trace_problem(src), {**DEFAULTS["row"], "table": table}), src)
+        assert result.passed, result.findings
+
+
+def test_other_shapes_keep_the_policy():
+    src = catalog_get("rms_norm").problem_source()
+    plan = trace_problem(src)
+    table = {"4096,4096,bfloat16": [0, 1, 1024, 8, 2, 264, 1]}
+    tuned = render(plan, {**DEFAULTS["row"], "table": table})
+    assert '"4096,4096,bfloat16": [0, 1, 1024, 8, 2, 264, 1]' in tuned
+    plain = render(plan, DEFAULTS["row"])
+    # The policy is the same code in both: only the table differs.
+    cut = tuned.index("def _ke_policy")
+    assert tuned[cut:] == plain[plain.index("def _ke_policy") :]
+
+
+def test_search_space_respects_registers_and_row_length():
+    for m, n in [(1, 4096), (4096, 5120), (512, 32768), (7, 50)]:
+        space = row_space(m, n)
+        assert space, (m, n)
+        full = 1 << (n - 1).bit_length()
+        for one_pass, rows, block, warps, _stages in space:
+            per_thread = rows * block // (32 * warps)
+            if one_pass:
+                assert block == full and 1 <= per_thread <= 64
+            else:
+                assert block < full and rows == 1 and 1 <= per_thread <= 32
+    # Persistent launches only where there are more tiles than programs.
+    assert all(v[5] == 0 for v in variants([(1, 1, 4096, 8, 1)], tiles=100, sms=132))
+    assert any(v[5] == 132 for v in variants([(1, 1, 4096, 8, 1)], tiles=4096, sms=132))
