@@ -16,6 +16,8 @@ from pygments.lexers import PythonLexer
 from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES
 
+from apps.campaigns.text import IR_STAGES, gpu_target, specialisation_labels
+
 _FORMATTER = HtmlFormatter(nowrap=True)
 # Pygments' default style is made for a light page (names and imports in #0000FF); on the dark
 # theme's code background that is unreadable, so the dark theme gets a style made for it.
@@ -181,20 +183,28 @@ def evidence_panels(evidence: dict | None) -> list[dict]:
     ):
         if evidence.get(key):
             panels.append({"title": title, "text": str(evidence.pop(key)), "open": key != "log"})
-    for artifact in evidence.pop("artifacts", None) or []:
-        if not isinstance(artifact, dict):
-            continue
-        artifact = dict(artifact)
-        name = artifact.get("kernel", "kernel")
+    artifacts = [dict(a) for a in evidence.pop("artifacts", None) or [] if isinstance(a, dict)]
+    # Several specialisations of one kernel: each label says which (constexprs, options, dtypes).
+    for artifact, name in zip(artifacts, specialisation_labels(artifacts), strict=True):
+        where = ""
+        if evidence.get("mode") == "aot":
+            # Off a GPU (interpret), Triton compiles for a named target only to keep IR and
+            # register use: nothing of it ran.
+            where = f" · compiled ahead of time for {gpu_target(artifact.get('target'))}, not run"
         for kind, text in (artifact.pop("ir", None) or {}).items():
-            panels.append({"title": f"IR · {name} · {kind}", "text": str(text), "open": False})
+            stage = IR_STAGES.get(kind, kind)
+            panels.append({"title": f"{stage} · {name}{where}", "text": str(text), "open": False})
         artifact.pop("cubin_b64", None)
         ptxas = {k: v for k, v in artifact.items() if k.startswith("ptxas") or k in PTXAS_KEYS}
         if ptxas:
             log = ptxas.pop("ptxas_log", "")
             head = "\n".join(f"{k}: {v}" for k, v in ptxas.items())
             panels.append(
-                {"title": f"ptxas · {name}", "text": f"{head}\n\n{log}".strip(), "open": False}
+                {
+                    "title": f"ptxas · {name}{where}",
+                    "text": f"{head}\n\n{log}".strip(),
+                    "open": False,
+                }
             )
         evidence.setdefault("kernels", []).append(
             {k: v for k, v in artifact.items() if k not in ptxas and k != "ptxas_log"}

@@ -96,6 +96,7 @@ class ArtifactView(PortalPermissionRequiredMixin, View):
                 "artifact": artifact,
                 "target": target,
                 "gates": selectors.artifact_gates(artifact=artifact),
+                "binaries": selectors.artifact_binaries(artifact=artifact),
                 "approvals": [(a, a.pk in current) for a in approvals],
                 "needed": selectors.approvals_needed(artifact=artifact, stage=target)
                 if target

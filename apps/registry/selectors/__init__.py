@@ -1,6 +1,7 @@
 """Reads of the registry: regions and artifacts, gate states, the signed manifest, runtime
 metrics (coverage, mismatches, latency), the coverage matrix and alarms."""
 
+from apps.registry.selectors.binaries import artifact_binaries
 from apps.registry.selectors.gates import (
     GateState,
     approvals_needed,
@@ -34,6 +35,7 @@ __all__ = [
     "accepted_nodes_unfrozen",
     "alarm_open_list",
     "approvals_needed",
+    "artifact_binaries",
     "artifact_gates",
     "artifact_get",
     "artifact_list",
