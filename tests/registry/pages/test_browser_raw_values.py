@@ -40,7 +40,7 @@ def test_no_raw_values_on_artifact_and_candidate_pages(
     login(page, asgi_server, "reviewer", demo_users["reviewer"])
 
     page.goto(f"{asgi_server}/registry/artifacts/{artifact.pk}/")
-    serves = page.inner_text("#artifact-scope")
+    serves = page.locator(".kv span.muted:text-is('Serves') + span").inner_text()
     assert "{" not in serves and "'" not in serves, serves
     assert "input 1:" in serves and "×" in serves
     note = page.inner_text("#binaries-not-run")
