@@ -51,7 +51,7 @@ from workers.search.generators.base import (
     GenerationContext,
 )
 from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph, Node
-from workers.search.policies import make_policy, parent_pool, quality
+from workers.search.policies import make_policy, parent_pool, per_case_winners, quality
 
 OUTCOME_IMPROVED = "improved"
 OUTCOME_NO_SAFE_IMPROVEMENT = "no_safe_improvement"
@@ -267,6 +267,13 @@ class SearchEngine:
                 jobs.append((EDGE_REPAIR, [node], fb))
         if not graph.nodes or not accepted:
             jobs.append((EDGE_SEED, [], None))
+        winners = per_case_winners(pool)
+        contributors = sorted(
+            {n.id: n for n in winners.values()}.values(), key=lambda n: (-quality(n), n.id)
+        )
+        if len(contributors) >= 2:  # no one candidate is fastest everywhere: combine them
+            per_case = {case: node.id for case, node in winners.items()}
+            jobs.append((EDGE_CROSSOVER, contributors, {"per_case": per_case}))
         if graph.nodes:
             parents = self.policy.select(graph, cfg["branches"], state) if pool else []
             for i, parent in enumerate(parents):

@@ -43,6 +43,20 @@ def parent_pool(graph: Graph) -> list[Node]:
     return [n for n in graph.nodes.values() if quality(n) > -math.inf]
 
 
+def per_case_winners(pool: list[Node]) -> dict[str, Node]:
+    """For each case, the node of ``pool`` measured fastest on it (relative to the campaign's
+    baseline); only nodes whose fitness has per-case speedups take part."""
+    best: dict[str, Node] = {}
+    for node in sorted(pool, key=lambda n: n.id):
+        for case, speedup in ((node.fitness or {}).get("per_case") or {}).items():
+            if not isinstance(speedup, (int, float)):
+                continue
+            held = best.get(case)
+            if held is None or speedup > held.fitness["per_case"][case]:
+                best[case] = node
+    return best
+
+
 def _param_distance(a: dict, b: dict) -> float:
     keys = set(a) | set(b)
     if not keys:

@@ -743,7 +743,68 @@ def trace_problem_confined(source: str) -> Plan:
     return plan_from_dict(answer["plan"])
 
 
+def case_rows(source: str, arg_index: int, cases: list[dict]) -> dict[str, list]:
+    """{case name: [M, N, dtype]}: the rows a row-family candidate sees in each case, from the
+    shape of forward argument ``arg_index`` (M rows of its last dimension N) under the case's
+    overrides; shapes only (fake tensors), nothing is allocated."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    ns = load_problem(source)
+    keys = {k for case in cases for k in (case.get("overrides") or {})}
+    base = {k: ns[k] for k in keys if k in ns}
+    out = {}
+    for case in cases:
+        ns.update(base)
+        ns.update(case.get("overrides") or {})
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            inputs = list(ns["get_inputs"]())
+        t = inputs[arg_index]
+        n = int(t.shape[-1]) if t.dim() else 1
+        m = int(t.numel()) // n if n else 0
+        dtype = case.get("dtype") if t.is_floating_point() and case.get("dtype") else None
+        out[str(case["name"])] = [m, n, dtype or str(t.dtype).removeprefix("torch.")]
+    return out
+
+
+def case_rows_confined(source: str, arg_index: int, cases: list[dict]) -> dict[str, list]:
+    """:func:`case_rows` behind the sandbox boundary (it runs the problem's ``get_inputs``);
+    {} when it cannot say."""
+    from workers.confined import ConfinedFailure, run_confined
+
+    request = {"source": source, "rows": {"arg_index": arg_index, "cases": cases}}
+    try:
+        answer = run_confined(
+            "workers.search.trace",
+            request,
+            timeout_s=TRACE_TIMEOUT_S,
+            cpu_s=TRACE_TIMEOUT_S,
+            memory_bytes=TRACE_MEMORY_BYTES,
+        )
+    except ConfinedFailure:
+        return {}
+    rows = answer.get("rows")
+    if not isinstance(rows, dict):
+        return {}
+    ok = {}
+    for name, value in rows.items():
+        if (
+            isinstance(value, list)
+            and len(value) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value[:2])
+            and isinstance(value[2], str)
+            and len(value[2]) < 32
+        ):
+            ok[str(name)] = value
+    return ok
+
+
 def _serve(request: dict) -> dict:
+    if isinstance(request.get("rows"), dict):
+        rows = request["rows"]
+        try:
+            return {"rows": case_rows(request["source"], int(rows["arg_index"]), rows["cases"])}
+        except Exception as exc:  # noqa: BLE001 - the problem's own code failed: say so
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     try:
         return {"plan": plan_to_dict(trace_problem(request["source"]))}
     except NoTemplate as exc:
@@ -760,6 +821,8 @@ __all__ = [
     "trace_fits",
     "trace_problem",
     "trace_problem_confined",
+    "case_rows",
+    "case_rows_confined",
 ]
 
 

@@ -154,3 +154,95 @@ def test_search_space_respects_registers_and_row_length():
     # Persistent launches only where there are more tiles than programs.
     assert all(v[5] == 0 for v in variants([(1, 1, 4096, 8, 1)], tiles=100, sms=132))
     assert any(v[5] == 132 for v in variants([(1, 1, 4096, 8, 1)], tiles=4096, sms=132))
+
+
+def test_generated_policy_and_its_python_twin_agree(tmp_path):
+    """The search reads a parent's configuration per case from its parameters (row_config):
+    that must be what the candidate itself launches."""
+    import importlib.util
+    import random
+
+    from workers.search.generators.template import SPACES, row_config
+
+    plan = trace_problem(catalog_get("rms_norm").problem_source())
+    rng = random.Random(0)
+    for i in range(12):
+        params = {**DEFAULTS["row"], **{k: rng.choice(v) for k, v in SPACES["row"].items()}}
+        path = tmp_path / f"cand{i}.py"
+        path.write_text(render(plan, params))
+        spec = importlib.util.spec_from_file_location(f"cand{i}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for m, n in [(1, 4096), (4096, 5120), (7, 50), (8192, 65536)]:
+            assert list(module._ke_policy(m, n)) == row_config(params, m, n, "float32"), params
+
+
+class _PerCaseEvaluator:
+    """Speedups per case from the launch configuration each case gets: short rows gain from
+    many rows per program, long rows from the looped kernel. No single policy wins both."""
+
+    platform = "cuda"
+    rows = {"short": (64, 128), "long": (8, 8192)}
+
+    def __init__(self, report):
+        self.report = report
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def baseline(self, req):
+        return self.report(fitness=None)
+
+    def evaluate(self, req):
+        import math
+        import re
+
+        from workers.search.generators.template import row_config
+
+        params = json.loads(re.search(r"Parameters: (\{.*\})", req.candidate_source).group(1))
+        per_case = {}
+        for case, (m, n) in self.rows.items():
+            cfg = row_config({**DEFAULTS["row"], **params}, m, n, "float32")
+            fast = cfg[1] >= 4 if case == "short" else cfg[0] == 0
+            per_case[case] = 1.5 if fast else 1.0
+        geo = math.exp(sum(math.log(v) for v in per_case.values()) / len(per_case))
+        fit = {
+            "speedup": geo,
+            "ci95": [geo * 0.99, geo * 1.01],
+            "baseline": "compile",
+            "worst_case": {"name": min(per_case, key=per_case.get), "speedup": 1.0},
+            "regresses": False,
+            "per_case": per_case,
+        }
+        return self.report(fitness=fit)
+
+
+def test_search_combines_the_fastest_configuration_of_each_case_into_one_candidate(fake_report):
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+
+    workload = {
+        "cases": [
+            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
+            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
+        ]
+    }
+    state = campaign_new(
+        problem_source=catalog_get("softmax").problem_source(),
+        workload=workload,
+        platform="cuda",
+        max_candidates=12,
+        saturation_rounds=50,
+        generators=["template"],
+    )
+    run_campaign(state, evaluator=_PerCaseEvaluator(fake_report))
+    summary = campaign_summary(state)
+    combined = [n for n in summary["nodes"] if n["note"].startswith("per-case crossover")]
+    assert combined, [n["note"] for n in summary["nodes"]]
+    node = combined[0]
+    assert node["edge"] == "crossover" and len(node["parent_ids"]) >= 2
+    assert node["fitness"]["per_case"] == {"short": 1.5, "long": 1.5}
+    assert set(node["params"]["table"]) == {"64,128,float32", "8,8192,float32"}
+    assert summary["best"]["fitness"]["speedup"] == 1.5

@@ -35,7 +35,13 @@ from workers.search.generators.base import (
     GenerationContext,
     Proposal,
 )
-from workers.search.trace import IRNode, NoTemplate, Plan, trace_problem_confined
+from workers.search.trace import (
+    IRNode,
+    NoTemplate,
+    Plan,
+    case_rows_confined,
+    trace_problem_confined,
+)
 
 # The values each parameter may take, in order (mutation moves to a neighbour).
 SPACES: dict[str, dict[str, list]] = {
@@ -870,6 +876,32 @@ def render(plan: Plan, params: dict) -> str:
 # ------------------------------------------------------------------------------- the generator
 
 
+def _np2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def row_policy(p: dict, m: int, n: int) -> list[int]:
+    """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer)."""
+    full = _np2(n)
+    one_pass = p["strategy"] == "one_pass" or (
+        p["strategy"] == "auto" and full <= p["max_one_pass"]
+    )
+    if one_pass:
+        block_n = full
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
+    else:
+        block_n = min(p["block_n"], full)
+        rows = 1
+    warps = max(1, min(16, _np2(max(1, rows * block_n // (32 * p["vec"])))))
+    return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
+
+
+def row_config(p: dict, m: int, n: int, dtype: str) -> list[int]:
+    """The launch configuration a row candidate with parameters ``p`` uses for M x N rows."""
+    tuned = (p.get("table") or {}).get(f"{m},{n},{dtype}")
+    return (list(tuned) + [0, 0])[:7] if tuned else row_policy(p, m, n)
+
+
 def _valid(family: str, p: dict) -> bool:
     if family == "matmul":
         smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * 2 * p["stages"]
@@ -894,6 +926,7 @@ class TemplateGenerator:
     def __init__(self) -> None:
         self._plans: dict[str, Plan | NoTemplate] = {}
         self._counts = {"proposed": 0, "no_template": 0}
+        self._rows: dict[str, dict] = {}
 
     def plan(self, problem_source: str) -> Plan:
         key = hashlib.sha256(problem_source.encode()).hexdigest()
@@ -936,6 +969,8 @@ class TemplateGenerator:
             out = [(c, EDGE_SEED, "seed") for c in cands]
         elif ctx.mode == EDGE_REPAIR:
             out = [(c, EDGE_REPAIR, note) for c, note in self._repair(fam, parents[0], ctx, rng, n)]
+        elif ctx.mode == EDGE_CROSSOVER and (ctx.feedback or {}).get("per_case"):
+            out = self._per_case(plan, ctx, parents)
         elif ctx.mode == EDGE_CROSSOVER and len(parents) >= 2:
             for _ in range(n * 4):
                 a, b = parents[0]["params"], parents[1]["params"]
@@ -968,6 +1003,52 @@ class TemplateGenerator:
                 break
         self._counts["proposed"] += len(proposals)
         return proposals
+
+    def case_rows(self, plan: Plan, ctx: GenerationContext) -> dict[str, list]:
+        """{case: [M, N, dtype]} for the workload's cases (from the problem's own
+        ``get_inputs``, behind the sandbox); {} when they cannot be known."""
+        cases = [
+            {"name": c.get("name"), "overrides": c.get("overrides") or {}, "dtype": c.get("dtype")}
+            for c in (ctx.workload or {}).get("cases") or []
+        ]
+        tiles = _refs(plan, "tile")
+        if not cases or not tiles or tiles[0] not in plan.forward_args:
+            return {}
+        key = hashlib.sha256(
+            (ctx.problem_source + json.dumps(cases, sort_keys=True)).encode()
+        ).hexdigest()
+        if key not in self._rows:
+            from workers.boundary import BoundaryUnavailable
+
+            try:
+                index = plan.forward_args.index(tiles[0])
+                self._rows[key] = case_rows_confined(ctx.problem_source, index, cases)
+            except BoundaryUnavailable:
+                self._rows[key] = {}
+        return self._rows[key]
+
+    def _per_case(self, plan: Plan, ctx: GenerationContext, parents: list[dict]):
+        """One candidate that launches, for each case, the configuration of the parent that
+        was fastest on it (``ctx.feedback["per_case"]``: {case: parent id}); other shapes keep
+        the best parent's policy. Row family only: its launch is a pure function of shape."""
+        if plan.family != "row" or not parents:
+            return []
+        rows = self.case_rows(plan, ctx)
+        by_id = {p.get("id"): p for p in parents}
+        base = {**DEFAULTS["row"], **parents[0]["params"]}
+        table = dict(base.get("table") or {})
+        taken = []
+        for case, pid in sorted(ctx.feedback["per_case"].items()):
+            if case not in rows or pid not in by_id:
+                continue
+            m, n, dtype = rows[case]
+            params = {**DEFAULTS["row"], **by_id[pid]["params"]}
+            table[f"{m},{n},{dtype}"] = row_config(params, m, n, dtype)
+            taken.append(f"{case} from {pid}")
+        if not taken:
+            return []
+        note = "per-case crossover: " + ", ".join(taken)
+        return [({**base, "table": table}, EDGE_CROSSOVER, note)]
 
     def _mutate(self, fam: str, base: dict, rng: random.Random, k: int, structural=True) -> dict:
         child = dict(base)
