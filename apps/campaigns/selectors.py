@@ -38,6 +38,7 @@ from apps.campaigns.models import (
     NodeReview,
     Problem,
 )
+from apps.campaigns.text import scaled_text
 from kernelevolve_site.caching import cached, content_key
 
 # Sort keys the list accepts (the URL's `sort`; a leading "-" reverses).
@@ -516,11 +517,14 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     measurements = list(node.measurements.all())
     baseline_names = sorted({b for m in measurements for b in (m.baselines or {})})
     report_cases = node.report_cases if isinstance(node.report_cases, list) else []
-    timed = {c.get("name"): c for c in report_cases if isinstance(c, dict) and c.get("timing")}
+    by_name = {c.get("name"): c for c in report_cases if isinstance(c, dict)}
+    timed = {name: c for name, c in by_name.items() if c.get("timing")}
     cases = [
         {
             **_timing_columns(timed.get(m.case), campaign.baseline),
             "case": m.case,
+            # On interpret, a case too large for the interpreter runs at smaller shapes.
+            "scaled": scaled_text((by_name.get(m.case) or {}).get("scaled_for_interpreter")),
             "kind": m.kind,
             "weight": m.weight,
             "status": m.status,

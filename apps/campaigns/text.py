@@ -90,3 +90,12 @@ def specialisation_labels(artifacts: list[dict]) -> list[str]:
             label += f" #{twins.index(i) + 1} of {len(twins)}"
         labels.append(label)
     return labels
+
+
+def scaled_text(scaled: dict | None) -> str:
+    """What the interpreter shrank in a case (``{"orig": ..., "used": ...}``), e.g.
+    ``dim 4096 → 1024``; "" when it ran the shapes asked."""
+    if not isinstance(scaled, dict):
+        return ""
+    orig, used = scaled.get("orig") or {}, scaled.get("used") or {}
+    return ", ".join(f"{k} {v} → {used.get(k)}" for k, v in orig.items() if k in used)
