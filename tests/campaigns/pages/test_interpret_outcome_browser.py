@@ -45,6 +45,8 @@ def test_interpret_campaign_reads_as_correct_not_timed(
     time_it = page.inner_text("#campaign-time-it")
     assert f"manage.py create_campaign --problem {campaign.problem.name} --platform cuda" in time_it
     page.screenshot(path=str(artifacts_dir / "campaign-detail-interpret.png"), full_page=True)
+    page.click("[data-theme-toggle]")
+    page.screenshot(path=str(artifacts_dir / "campaign-detail-interpret-dark.png"), full_page=True)
     # The link opens the form on the same problem, on cuda.
     page.click("#campaign-time-it a")
     page.wait_for_selector("#campaign-form")

@@ -129,7 +129,14 @@ def test_interpret_preview_says_which_smaller_shapes_it_checks(
     big, small = page.locator("#workload-cases tbody tr td.checked-at").all_inner_texts()
     assert "dim 4096 → 1024" in big and "batch_size=64 dim=1024" in big
     assert small == "as asked"
+    ran = page.inner_text("#reference-check")
+    assert "(batch_size=64 dim=1024)" in ran and "output shape 64×1024." in ran
+    assert "{" not in ran and "[" not in ran
     page.screenshot(path=str(artifacts_dir / "upload-preview-interpret-shapes.png"), full_page=True)
+    page.click("[data-theme-toggle]")
+    page.screenshot(
+        path=str(artifacts_dir / "upload-preview-interpret-shapes-dark.png"), full_page=True
+    )
 
 
 def test_a_slow_reference_check_shows_progress(asgi_server, demo_users, page, tmp_path):

@@ -52,6 +52,10 @@ def test_no_raw_values_on_artifact_and_candidate_pages(
     labels = rows.locator("td:nth-child(1)").all_inner_texts()
     assert len(set(labels)) == len(labels), labels
     page.screenshot(path=str(artifacts_dir / "artifact-interpret-binaries.png"), full_page=True)
+    page.click("[data-theme-toggle]")
+    page.screenshot(
+        path=str(artifacts_dir / "artifact-interpret-binaries-dark.png"), full_page=True
+    )
 
     page.goto(f"{asgi_server}/campaigns/{node.campaign_id}/nodes/{node.key}/")
     titles = page.locator("#gate-compile details.evidence > summary").all_text_contents()
