@@ -81,6 +81,7 @@ def test_pause_resume_cancel_buttons(asgi_server, demo_users, page):
         while not held and time.monotonic() < deadline:
             engineer_page.wait_for_timeout(50)
         assert held, "the page asks for a catch-up when its websocket opens"
+        engineer_page.once("dialog", lambda dialog: dialog.accept())  # Cancel asks first
         engineer_page.click("#campaign-actions >> text=Cancel")
         engineer_page.wait_for_selector("#campaign-status.cancelled")
         route, stale = held[0]
