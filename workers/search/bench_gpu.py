@@ -54,6 +54,7 @@ def bench_problem(name: str, args) -> dict:
         saturation_rounds=3,
         trials=args.trials,
         problem_name=name,
+        baseline=args.baseline,
     )
     t0 = time.time()
     with Evaluator() as ev:
@@ -107,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--wall-s", type=float, default=100.0)
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--platform", default="cuda")
+    parser.add_argument("--baseline", default="compile", help="the peer a kernel must beat")
     parser.add_argument("--smoke", action="store_true", help="the catalog's tiny workloads")
     args = parser.parse_args(argv)
     rows = []

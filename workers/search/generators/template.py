@@ -896,6 +896,52 @@ def row_policy(p: dict, m: int, n: int) -> list[int]:
     return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
 
 
+def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
+    """Whether a row launch configuration fits the registers and the row (as the tuner's space
+    in :mod:`workers.search.tune` does)."""
+    one_pass, rows, block, warps, stages = cfg[:5]
+    if warps not in (1, 2, 4, 8, 16, 32) or not 1 <= stages <= 4 or rows < 1:
+        return False
+    full = _np2(n)
+    if one_pass:
+        per_thread = rows * full // (32 * warps)
+        return (
+            block == full
+            and rows <= max(1, _np2(m))
+            and rows * full <= 65536
+            and (1 <= per_thread <= 64)
+        )
+    return 256 <= block < full and rows == 1 and 1 <= block // (32 * warps) <= 32
+
+
+def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[int]:
+    """One step from ``cfg`` in the launch space of M x N rows: warps, rows per program, block,
+    stages, eviction hints, or one pass <-> looped; ``cfg`` itself if no step fits."""
+    full = _np2(n)
+    for _ in range(20):
+        new = list(cfg[:5]) + [0, cfg[6] if len(cfg) > 6 else 0]
+        move = rng.choice(["warps", "warps", "rows", "block", "stages", "hints", "strategy"])
+        up = rng.random() < 0.5
+        if move == "warps":
+            new[3] = new[3] * 2 if up else new[3] // 2
+        elif move == "rows":
+            new[1] = new[1] * 2 if up else new[1] // 2
+        elif move == "block":
+            new[2] = new[2] * 2 if up else new[2] // 2
+        elif move == "stages":
+            new[4] += 1 if up else -1
+        elif move == "hints":
+            new[6] = 1 - new[6]
+        elif new[0]:  # one pass -> looped
+            new[:3] = [0, 1, max(256, min(2048, full // 2))]
+        else:  # looped -> one pass
+            new[:3] = [1, 1, full]
+            new[3] = max(1, min(32, _np2(max(1, full // (32 * 16)))))
+        if new != list(cfg) and row_launch_ok(new, m, n):
+            return new
+    return list(cfg)
+
+
 def row_config(p: dict, m: int, n: int, dtype: str) -> list[int]:
     """The launch configuration a row candidate with parameters ``p`` uses for M x N rows."""
     tuned = (p.get("table") or {}).get(f"{m},{n},{dtype}")
@@ -987,7 +1033,20 @@ class TemplateGenerator:
             rng.shuffle(out)
         else:
             base = {**DEFAULTS[fam], **parents[0]["params"]}
-            for _ in range(n * 6):
+            rows = self.case_rows(plan, ctx) if fam == "row" and ctx.platform == "cuda" else {}
+            # Once the table covers every case, the policy no longer decides any of them.
+            keys = {f"{m},{nn},{dtype}" for m, nn, dtype in rows.values()}
+            covered = bool(rows) and keys <= set(base.get("table") or {})
+            for i in range(n * 6):
+                if rows and (i % 2 == 0 or covered):
+                    # Every case's launch moves one step at once: one evaluation measures a
+                    # neighbour per case, and the per-case crossover keeps each case's winner.
+                    table = dict(base.get("table") or {})
+                    for m, nn, dtype in rows.values():
+                        cfg = row_config(base, m, nn, dtype)
+                        table[f"{m},{nn},{dtype}"] = row_neighbour(cfg, m, nn, rng)
+                    out.append(({**base, "table": table}, EDGE_MUTATION, "per-case mutation"))
+                    continue
                 child = self._mutate(fam, base, rng, k=rng.choice([1, 1, 2]), structural=False)
                 out.append((child, EDGE_MUTATION, "mutation"))
         proposals, seen = [], set()
