@@ -92,10 +92,11 @@ def _dispatch(campaign: Campaign, engine: SearchEngine, nodes: list[Node]) -> No
     graph = engine.graph(campaign.engine_state)
     for node in nodes:
         request = engine.request_kwargs(campaign.engine_state, node.key, graph)
-        node.evaluation_key = f"{node.pk}:{campaign.platform}:{harness}"
         node.status = NodeStatus.EVALUATING
         node.dispatched_at = now
         node.dispatch_count += 1
+        # One key per dispatch: a report of an earlier dispatch of this node is stale.
+        node.evaluation_key = f"{node.pk}:{node.dispatch_count}:{campaign.platform}:{harness}"
         node.task_id = uuid()
         jobs.append((node, request))
         node.save(
@@ -359,6 +360,16 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
         node_changed(node)
         campaign_changed(campaign)
         return True
+    if evaluation_key != node.evaluation_key:
+        # Superseded: the node was dispatched again (watchdog, restart) after this evaluation
+        # started, or the key is not one this campaign gave out. The current dispatch decides.
+        logger.warning(
+            "refused a stale report for node %s (key %r, current %r)",
+            node_id,
+            evaluation_key,
+            node.evaluation_key,
+        )
+        return False
     if not node_record_report(node=node, report=report):
         return False
     state = campaign.engine_state

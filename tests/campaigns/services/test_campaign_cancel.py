@@ -148,3 +148,30 @@ def test_the_page_shows_no_node_evaluating_and_states_the_rule(mid_round):
     assert "<th>cancelled</th>" in html
     assert "after 2 evaluations" in html
     assert "A result that arrives after cancel is kept on its candidate" in html
+
+
+def test_a_report_from_a_superseded_dispatch_is_refused(mid_round):
+    """A node dispatched again (the watchdog, a restart) takes only its current evaluation's
+    report: a late one from the earlier dispatch is refused and changes nothing."""
+    campaign, nodes, _ = mid_round
+    node = nodes[2]
+    old_key = node.evaluation_key
+    campaign.refresh_from_db()
+    search._dispatch(campaign, search._engine(campaign), [node])  # dispatched again
+    node.refresh_from_db()
+    assert node.evaluation_key != old_key and node.dispatch_count == 2
+
+    stale = search.evaluation_record(
+        node_id=node.pk, evaluation_key=old_key, report=_report("accepted")
+    )
+    assert stale is False
+    node.refresh_from_db()
+    assert node.status == NodeStatus.EVALUATING and not node.report
+
+    assert search.evaluation_record(
+        node_id=node.pk,
+        evaluation_key=node.evaluation_key,
+        report=_report("rejected", failed_gate="correctness"),
+    )
+    node.refresh_from_db()
+    assert node.status == NodeStatus.REJECTED
