@@ -362,6 +362,7 @@ def _comments_answer(request, *, node: Node, pk: int, form=None, error="", notic
         context = _comments_context(
             request, node=node, pk=pk, form=form if error else None, error=error, notice=notice
         )
+        context["notice_oob"] = True
         return render(
             request, "campaigns/partials/comments.html", context, status=422 if error else 200
         )
