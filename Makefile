@@ -25,6 +25,7 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) scripts/check_imports.py
 
 format: setup
 	$(VENV)/bin/ruff format .

@@ -42,14 +42,15 @@ class ControlPeriodicTasks(bootsteps.StartStopStep):
         super().__init__(c, **kwargs)
 
     def start(self, c):
-        from apps.campaigns.constants import CONTROL_QUEUE, QUEUE_WATCH_S, WATCHDOG_SWEEP_S
+        from apps.campaigns.constants import QUEUE_WATCH_S, WATCHDOG_SWEEP_S
+        from workers.contract.tasks import CONTROL_QUEUE, QUEUES_WATCH_TASK, WATCHDOG_TASK
 
         consumed = {q.name for q in c.app.amqp.queues.consume_from.values()}
         if CONTROL_QUEUE not in consumed or self.timers:
             return
         periodic = (
-            ("campaigns.watchdog", WATCHDOG_SWEEP_S),
-            ("campaigns.eval_queues_watch", QUEUE_WATCH_S),
+            (WATCHDOG_TASK, WATCHDOG_SWEEP_S),
+            (QUEUES_WATCH_TASK, QUEUE_WATCH_S),
         )
         for name, every_s in periodic:
             self.timers.append(

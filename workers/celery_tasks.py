@@ -11,9 +11,15 @@ import atexit
 from celery import current_app, shared_task
 from celery.signals import worker_process_shutdown
 
-RECORD_TASK = "campaigns.record_evaluation"
-RECORD_RECHECK_TASK = "registry.record_recheck"
-CONTROL_QUEUE = "control"
+from workers.contract.tasks import (
+    BASELINE_TASK,
+    CONTROL_QUEUE,
+    EVALUATE_TASK,
+    RECHECK_TASK,
+    RECORD_BASELINE_TASK,
+    RECORD_RECHECK_TASK,
+    RECORD_TASK,
+)
 
 _evaluator_holder: list = []
 
@@ -46,7 +52,7 @@ def _close_evaluator(**_):
         _evaluator_holder.pop().close()
 
 
-@shared_task(name="workers.evaluate_candidate", acks_late=True, soft_time_limit=840)
+@shared_task(name=EVALUATE_TASK, acks_late=True, soft_time_limit=840)
 def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict:
     """Evaluate one candidate and send `(node_id, key, report)` to the control queue."""
     report = _evaluator().evaluate(_request(request)).to_dict()
@@ -54,17 +60,15 @@ def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict
     return {"node_id": node_id, "verdict": report["verdict"], "failed_gate": report["failed_gate"]}
 
 
-@shared_task(name="workers.baseline_problem", acks_late=True, soft_time_limit=840)
+@shared_task(name=BASELINE_TASK, acks_late=True, soft_time_limit=840)
 def baseline_problem(campaign_id: int, request: dict) -> dict:
     """Time the reference (and incumbent) once per campaign; send it to the control queue."""
     report = _evaluator().baseline(_request(request)).to_dict()
-    current_app.send_task(
-        "campaigns.record_baseline", args=[campaign_id, report], queue=CONTROL_QUEUE
-    )
+    current_app.send_task(RECORD_BASELINE_TASK, args=[campaign_id, report], queue=CONTROL_QUEUE)
     return {"campaign_id": campaign_id}
 
 
-@shared_task(name="workers.recheck_artifact", acks_late=True, soft_time_limit=840)
+@shared_task(name=RECHECK_TASK, acks_late=True, soft_time_limit=840)
 def recheck_artifact(check_id: int, request: dict) -> dict:
     """Re-run a registry artifact's evaluation on this host's toolchain (a toolchain gate).
 

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from workers.contract import tasks as contract
+
 
 class Platform(models.TextChoices):
     INTERPRET = "interpret", "Triton interpreter (CPU, correctness only)"
@@ -67,12 +69,9 @@ class ProblemOrigin(models.TextChoices):
     UPLOAD = "upload", "Upload"
 
 
-CONTROL_QUEUE = "control"
-
-
-def eval_queue(platform: str) -> str:
-    """The Celery queue evaluations for a platform go to (one per platform)."""
-    return {"interpret": "eval.interpret", "cuda": "eval.cuda.sm90"}[platform]
+# Queue and task names: the contract both sides of Celery import (workers.contract.tasks).
+CONTROL_QUEUE = contract.CONTROL_QUEUE
+eval_queue = contract.eval_queue
 
 
 # An evaluation whose task no worker holds after this long is dispatched again (idempotent).

@@ -8,7 +8,15 @@ from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError
 
-from apps.campaigns.constants import CONTROL_QUEUE
+from workers.contract.tasks import (
+    CONTROL_QUEUE,
+    QUEUES_WATCH_TASK,
+    RECORD_BASELINE_TASK,
+    RECORD_TASK,
+    STEP_TASK,
+    WATCHDOG_TASK,
+    WORKER_INFO_TASK,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +48,7 @@ class CampaignStepTask(Task):
             logger.exception("campaign %s: could not record the step's error", campaign_id)
 
 
-@shared_task(name="campaigns.worker_info", soft_time_limit=30, time_limit=60)
+@shared_task(name=WORKER_INFO_TASK, soft_time_limit=30, time_limit=60)
 def worker_info() -> dict:
     """What this worker is: host, Python, torch and triton versions, whether it sees a GPU."""
     import torch
@@ -56,7 +64,7 @@ def worker_info() -> dict:
 
 
 @shared_task(
-    name="campaigns.step",
+    name=STEP_TASK,
     base=CampaignStepTask,
     acks_late=True,
     soft_time_limit=120,
@@ -69,7 +77,7 @@ def campaign_step(campaign_id: int, watchdog: bool = False) -> str:
     return step(campaign_id=campaign_id, watchdog=watchdog)
 
 
-@shared_task(name="campaigns.watchdog", acks_late=True, soft_time_limit=60, time_limit=90)
+@shared_task(name=WATCHDOG_TASK, acks_late=True, soft_time_limit=60, time_limit=90)
 def campaigns_watchdog() -> dict[int, str]:
     """Sent every WATCHDOG_SWEEP_S by each control worker (kernelevolve_site.celery)."""
     from apps.campaigns.services.watchdog import campaigns_watchdog as sweep
@@ -77,7 +85,7 @@ def campaigns_watchdog() -> dict[int, str]:
     return sweep()
 
 
-@shared_task(name="campaigns.eval_queues_watch", soft_time_limit=30, time_limit=60)
+@shared_task(name=QUEUES_WATCH_TASK, soft_time_limit=30, time_limit=60)
 def eval_queues_watch() -> dict[str, list[str]]:
     """Sent every QUEUE_WATCH_S by each control worker (kernelevolve_site.celery)."""
     from apps.campaigns.services.queues import eval_queues_watch as watch
@@ -86,7 +94,7 @@ def eval_queues_watch() -> dict[str, list[str]]:
 
 
 @shared_task(
-    name="campaigns.record_evaluation",
+    name=RECORD_TASK,
     acks_late=True,
     soft_time_limit=60,
     time_limit=90,
@@ -99,7 +107,7 @@ def record_evaluation(node_id: int, evaluation_key: str, report: dict) -> bool:
 
 
 @shared_task(
-    name="campaigns.record_baseline",
+    name=RECORD_BASELINE_TASK,
     acks_late=True,
     soft_time_limit=60,
     time_limit=90,

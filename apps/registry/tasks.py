@@ -2,8 +2,10 @@
 
 from celery import shared_task
 
+from workers.contract.tasks import RECORD_RECHECK_TASK
 
-@shared_task(name="registry.record_recheck", acks_late=True, soft_time_limit=60, time_limit=90)
+
+@shared_task(name=RECORD_RECHECK_TASK, acks_late=True, soft_time_limit=60, time_limit=90)
 def record_recheck(check_id: int, report: dict) -> bool:
     from apps.registry.services.promotion import artifact_recheck_record
 

@@ -18,6 +18,7 @@ from apps.campaigns.services.problems import (
     problem_upload,
     workload_check,
 )
+from apps.campaigns.services.schedule import campaign_step_send
 from apps.campaigns.services.search import campaign_nodes_settle
 from workers.search.engine import campaign_new
 from workers.search.generators.llm import NOT_CONFIGURED, llm_configured
@@ -106,9 +107,7 @@ def campaign_create(
 
 
 def _enqueue_step(campaign: Campaign, countdown: float = 0) -> None:
-    from apps.campaigns.tasks import campaign_step
-
-    transaction.on_commit(lambda: campaign_step.apply_async([campaign.pk], countdown=countdown))
+    transaction.on_commit(lambda: campaign_step_send(campaign.pk, countdown=countdown))
 
 
 @transaction.atomic

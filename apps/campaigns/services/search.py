@@ -29,6 +29,7 @@ from apps.campaigns.constants import (
 from apps.campaigns.models import Campaign, Edge, Node
 from apps.campaigns.services.evaluations import node_record_late_report, node_record_report
 from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
+from apps.campaigns.services.schedule import campaign_step_send
 from workers.fingerprint import harness_hash
 from workers.search.engine import _GATE_TO_STAGE, FUNNEL_STAGES, SearchEngine, baseline_request
 from workers.search.engine import funnel as engine_funnel
@@ -296,8 +297,6 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
 
 def _schedule_watchdog(campaign: Campaign) -> None:
     """One pending watchdog step per running campaign, so re-dispatch happens without events."""
-    from apps.campaigns.tasks import campaign_step as step_task
-
     if campaign.status != CampaignStatus.RUNNING:
         return
     now = timezone.now()
@@ -306,9 +305,7 @@ def _schedule_watchdog(campaign: Campaign) -> None:
     campaign.watchdog_at = now + timedelta(seconds=EVALUATION_LEASE_S)
     campaign_id = campaign.pk
     transaction.on_commit(
-        lambda: step_task.apply_async(
-            [campaign_id], {"watchdog": True}, countdown=EVALUATION_LEASE_S
-        )
+        lambda: campaign_step_send(campaign_id, watchdog=True, countdown=EVALUATION_LEASE_S)
     )
 
 
@@ -329,8 +326,6 @@ def _ensure_baseline(campaign: Campaign, state: dict) -> str:
 
 @transaction.atomic
 def baseline_record(*, campaign_id: int, report: dict) -> bool:
-    from apps.campaigns.tasks import campaign_step as step_task
-
     campaign = Campaign.objects.select_for_update().get(pk=campaign_id)
     state = campaign.engine_state
     if state.get("baseline") is not None:
@@ -339,15 +334,13 @@ def baseline_record(*, campaign_id: int, report: dict) -> bool:
     _engine(campaign).record_baseline(state, report, times)
     campaign.engine_state = state
     campaign.save(update_fields=["engine_state"])
-    transaction.on_commit(lambda: step_task.delay(campaign_id))
+    transaction.on_commit(lambda: campaign_step_send(campaign_id))
     return True
 
 
 @transaction.atomic
 def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> bool:
     """Record one evaluation; False for a duplicate (redelivered) or superseded report."""
-    from apps.campaigns.tasks import campaign_step as step_task
-
     node = Node.objects.defer("source", "report").get(pk=node_id)
     campaign = Campaign.objects.select_for_update().get(pk=node.campaign_id)
     if Node.objects.filter(pk=node_id, status=NodeStatus.CANCELLED).exists():
@@ -382,16 +375,14 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
     node_changed(node)
     campaign_changed(campaign)
     if not engine.graph(state).pending() and campaign.status == CampaignStatus.RUNNING:
-        transaction.on_commit(lambda: step_task.delay(campaign.pk))
+        transaction.on_commit(lambda: campaign_step_send(campaign.pk))
     return True
 
 
 def campaigns_resume_all() -> list[int]:
     """After a restart: step every running campaign (orphaned evaluations get re-dispatched)."""
-    from apps.campaigns.tasks import campaign_step as step_task
-
     ids = list(Campaign.objects.filter(status=CampaignStatus.RUNNING).values_list("pk", flat=True))
     Campaign.objects.filter(pk__in=ids).update(watchdog_at=None)
     for campaign_id in ids:
-        step_task.delay(campaign_id)
+        campaign_step_send(campaign_id)
     return ids

@@ -25,6 +25,7 @@ from apps.campaigns.constants import (
 )
 from apps.campaigns.models import Campaign
 from apps.campaigns.services.events import campaign_changed
+from apps.campaigns.services.schedule import campaign_step_send
 from apps.campaigns.services.search import campaign_nodes_settle
 
 logger = logging.getLogger(__name__)
@@ -64,8 +65,6 @@ def campaign_stall_check(
     max_restarts: int = CAMPAIGN_STALL_RESTARTS,
 ) -> str:
     """Restart one campaign's step when it is due, or fail it; "" when nothing is due."""
-    from apps.campaigns.tasks import campaign_step
-
     now = now or timezone.now()
     campaign = Campaign.objects.select_for_update().get(pk=campaign_id)
     if campaign.status != CampaignStatus.RUNNING:
@@ -90,7 +89,7 @@ def campaign_stall_check(
         campaign.stall_restarts,
         max_restarts,
     )
-    transaction.on_commit(lambda: campaign_step.apply_async([campaign_id], {"watchdog": True}))
+    transaction.on_commit(lambda: campaign_step_send(campaign_id, watchdog=True))
     return f"restarted ({campaign.stall_restarts}/{max_restarts})"
 
 

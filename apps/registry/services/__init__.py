@@ -1,6 +1,7 @@
 """Writes of the registry: freeze and sign artifacts, approve, promote, abort, roll back,
 re-run correctness, ingest runtime reports, raise alarms, issue the signed manifest."""
 
+from apps.registry.services.alarms import alarm_raise, alarm_resolve
 from apps.registry.services.artifacts import artifact_create, artifact_narrow
 from apps.registry.services.common import RegistryError
 from apps.registry.services.promotion import (
@@ -11,12 +12,7 @@ from apps.registry.services.promotion import (
     artifact_recheck,
     region_rollback,
 )
-from apps.registry.services.runtime import (
-    alarm_raise,
-    alarm_resolve,
-    manifest_issue,
-    runtime_report_ingest,
-)
+from apps.registry.services.runtime import manifest_issue, runtime_report_ingest
 
 __all__ = [
     "PromotionBlocked",

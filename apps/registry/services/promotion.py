@@ -24,6 +24,7 @@ from apps.registry.constants import (
 from apps.registry.models import Approval, Artifact, GateCheck, Region
 from apps.registry.selectors import gates as G
 from apps.registry.selectors.registry import previous_default
+from apps.registry.services.alarms import alarm_raise
 from apps.registry.services.common import RegistryError, event_add, notify_region, require
 
 
@@ -139,8 +140,6 @@ def _abort(artifact: Artifact, *, by, reason: str, gates=None, kind=None) -> Art
             evidence=evidence,
         )
         if kind:
-            from apps.registry.services.runtime import alarm_raise
-
             alarm_raise(kind=kind, artifact=artifact, message=reason, evidence=evidence)
     return artifact
 
@@ -283,8 +282,6 @@ def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
 
 
 def _recheck_failed(check: GateCheck) -> None:
-    from apps.registry.services.runtime import alarm_raise
-
     artifact = _fresh(check.artifact)
     gates = [g for g in G.artifact_gates(artifact=artifact) if g.gate == Gate.TOOLCHAIN]
     if artifact.stage in ABORTABLE:

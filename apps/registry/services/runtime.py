@@ -1,5 +1,5 @@
 """The runtime side of the registry: issue the signed manifest, ingest clients' metric batches
-(and run the shadow and canary gates on them), raise and resolve alarms."""
+(and run the shadow and canary gates on them). Alarms live in ``services.alarms``."""
 
 import datetime as dt
 
@@ -16,49 +16,11 @@ from apps.registry.constants import (
     Path,
     Stage,
 )
-from apps.registry.consumers import registry_group
-from apps.registry.models import Alarm, Artifact, Region, RuntimeCount, RuntimeReport, ShadowResult
+from apps.registry.models import Artifact, Region, RuntimeCount, RuntimeReport, ShadowResult
 from apps.registry.selectors import gates as G
 from apps.registry.selectors.manifest import manifest_build
-from apps.registry.services.common import require
-from kernelevolve_site.events import send_event_on_commit
+from apps.registry.services.alarms import alarm_raise
 from workers.runtime.signing import SignatureError, digest
-
-
-def alarm_raise(
-    *, kind: str, message: str, artifact=None, region=None, operator="", platform="", evidence=None
-) -> Alarm:
-    """Open an alarm unless the same kind is already open for the same artifact/region."""
-    region = region or (artifact.region if artifact is not None else None)
-    operator = operator or (region.operator if region else "")
-    platform = platform or (region.platform if region else "")
-    open_same = Alarm.objects.filter(
-        kind=kind, artifact=artifact, region=region, operator=operator, resolved_at__isnull=True
-    ).first()
-    if open_same is not None:
-        return open_same
-    alarm = Alarm.objects.create(
-        kind=kind,
-        message=message,
-        artifact=artifact,
-        region=region,
-        operator=operator,
-        platform=platform,
-        evidence=evidence or {},
-    )
-    send_event_on_commit(
-        registry_group(operator), "registry.alarm", data={"alarm": alarm.pk, "kind": kind}
-    )
-    return alarm
-
-
-def alarm_resolve(*, alarm: Alarm, by) -> Alarm:
-    require(by, "approve_promotion")
-    if alarm.resolved_at is None:
-        alarm.resolved_at = timezone.now()
-        alarm.resolved_by = by
-        alarm.save(update_fields=["resolved_at", "resolved_by"])
-    return alarm
 
 
 def manifest_issue(*, platform: str) -> tuple[dict, str]:

@@ -11,7 +11,6 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from apps.campaigns import tasks
 from apps.campaigns.constants import (
     CAMPAIGN_STALL_RESTARTS,
     CAMPAIGN_STALL_S,
@@ -21,6 +20,7 @@ from apps.campaigns.constants import (
     eval_queue,
 )
 from apps.campaigns.models import Campaign
+from apps.campaigns.services import watchdog
 from apps.campaigns.services.campaigns import campaign_cancel, campaign_create
 from apps.campaigns.services.problems import catalog_sync
 from apps.campaigns.services.watchdog import campaign_step_error_record, campaigns_watchdog
@@ -53,9 +53,7 @@ def test_a_stalled_campaign_is_restarted_once_per_period_then_failed_with_the_re
     stalled, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(
-        tasks.campaign_step, "apply_async", lambda args, kwargs=None, **_: sent.append(args)
-    )
+    monkeypatch.setattr(watchdog, "campaign_step_send", lambda cid, **_: sent.append([cid]))
     campaign_step_error_record(campaign_id=stalled.pk, error="OperationalError: database is locked")
     quiet_since = stalled.heartbeat_at
     period = timedelta(seconds=CAMPAIGN_STALL_S)
@@ -88,7 +86,7 @@ def test_a_stalled_campaign_is_restarted_once_per_period_then_failed_with_the_re
 
 def test_a_campaign_with_a_fresh_heartbeat_is_left_alone(stalled, monkeypatch):
     sent = []
-    monkeypatch.setattr(tasks.campaign_step, "apply_async", lambda *a, **k: sent.append(a))
+    monkeypatch.setattr(watchdog, "campaign_step_send", lambda *a, **k: sent.append(a))
     Campaign.objects.filter(pk=stalled.pk).update(heartbeat_at=timezone.now())
     assert campaigns_watchdog() == {}
     assert sent == []

@@ -2,7 +2,7 @@
 good candidates against eager and torch.compile, a handful of adversarial candidates on cuda,
 and the harness's own overhead (evaluation wall/device time per candidate and per case).
 
-    python3 -m workers.bench.eval_gpu --out $OUT
+    python3 scripts/bench_eval_gpu.py --out $OUT
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "tests", "workers", "fixtures")
 
 WORKLOADS = {
