@@ -1,7 +1,8 @@
 // Live sections: an element with data-live-section inside an htmx websocket (ws-connect)
 // is re-fetched in place when a message arrives or the socket (re)opens, debounced, from
-// data-live-url (default: this page). While the reader is typing in one of its fields, or has
-// left unsent text in one, the refresh waits, so nothing they wrote is lost.
+// data-live-url (default: this page). While the reader is typing in one of its fields, has left
+// unsent text in one, or has a reply or edit box open, the refresh waits, so nothing they wrote
+// is lost.
 (function () {
   var timers = {};
   function busy(section) {
@@ -9,8 +10,13 @@
     if (active && section.contains(active) && /INPUT|TEXTAREA|SELECT/.test(active.tagName)) {
       return true;
     }
+    // A reply or edit box the reader opened (a refresh would close it under them).
+    if (section.querySelector("details[open] textarea, details[open] input:not([type=hidden])")) {
+      return true;
+    }
     // Anything the reader typed and has not sent yet (a draft comment, a rollback reason).
-    var fields = section.querySelectorAll("textarea, input:not([type]), input[type=text]");
+    var fields = section.querySelectorAll(
+      "textarea, input:not([type]), input[type=text], input[type=number]");
     return Array.prototype.some.call(fields, function (field) {
       return field.value !== field.defaultValue;
     });
@@ -23,8 +29,24 @@
       return;
     }
     var url = section.dataset.liveUrl || window.location.pathname + window.location.search;
-    htmx.ajax("GET", url, { target: "#" + id, select: "#" + id, swap: "outerHTML" });
+    var headers = {};
+    headers[HEADER] = id;
+    htmx.ajax("GET", url, { target: "#" + id, select: "#" + id, swap: "outerHTML", headers: headers });
   }
+  // The reader may have started writing while the refresh was on its way (a line number
+  // clicked, a reply box opened): then its answer is not swapped in, and it is asked for again.
+  var HEADER = "X-KE-Live-Section";
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var config = event.detail.requestConfig || {};
+    var id = config.headers && config.headers[HEADER];
+    if (!id) return;
+    var section = document.getElementById(id);
+    if (section && busy(section)) {
+      event.detail.shouldSwap = false;
+      clearTimeout(timers[id]);
+      timers[id] = setTimeout(function () { refresh(id); }, 2000);
+    }
+  });
   function schedule(event) {
     document.querySelectorAll("[data-live-section]").forEach(function (section) {
       if (event.target && event.target.contains && !event.target.contains(section)) return;

@@ -108,3 +108,17 @@ def test_a_line_comment_from_another_reader_shows_under_its_line_live(
     row = page.wait_for_selector("#line-comments-7:has-text('BLOCK too small')", timeout=15_000)
     assert row.evaluate("r => r.previousElementSibling.id") == "L7"
     assert page.evaluate("window.__marker") == "no reload"
+
+
+def test_an_open_reply_box_is_not_closed_by_a_live_refresh(asgi_server, demo_users, page):
+    node = _open(page, asgi_server, demo_users)
+    reviewer = User.objects.get(username="reviewer")
+    thread = off_loop(comment_create, node=node, author=reviewer, body="first", line=2)
+    page.wait_for_selector(f"#comment-{thread.pk}", timeout=15_000)
+    page.click(f"#comment-{thread.pk} .reply-box summary")
+    off_loop(comment_create, node=node, author=reviewer, body="second thought", line=4)
+    page.wait_for_timeout(1_500)  # the event arrived; the refresh waits for the open box
+    assert page.locator(f"#comment-{thread.pk} .reply-box textarea").is_visible()
+    page.click(f"#comment-{thread.pk} .reply-box summary")  # closed: the refresh goes ahead
+    page.wait_for_selector("#comment-list:has-text('second thought')", timeout=10_000)
+    page.wait_for_selector("#line-comments-4:has-text('second thought')")
