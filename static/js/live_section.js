@@ -4,6 +4,7 @@
 // unsent text in one, or has a reply or edit box open, the refresh waits, so nothing they wrote
 // is lost.
 (function () {
+  var HEADER = "X-KE-Live-Section"; // marks a refresh's request, to find its answer
   var timers = {};
   function busy(section) {
     var active = document.activeElement;
@@ -35,7 +36,6 @@
   }
   // The reader may have started writing while the refresh was on its way (a line number
   // clicked, a reply box opened): then its answer is not swapped in, and it is asked for again.
-  var HEADER = "X-KE-Live-Section";
   document.body.addEventListener("htmx:beforeSwap", function (event) {
     var config = event.detail.requestConfig || {};
     var id = config.headers && config.headers[HEADER];
