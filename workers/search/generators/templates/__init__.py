@@ -1,0 +1,1 @@
+"""One module per template family, and what they share (``common``)."""

@@ -1,0 +1,203 @@
+"""Shared pieces of the template families: expression emission, kernel signatures, the header
+every candidate starts with."""
+
+from __future__ import annotations
+
+import json
+
+from workers.search.trace import IRNode, NoTemplate, Plan
+
+
+def _literal(value: float) -> str:
+    if value != value:
+        return 'float("nan")'
+    if value in (float("inf"), float("-inf")):
+        return ("-" if value < 0 else "") + 'float("inf")'
+    return f"({float(value)!r})"
+
+
+def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
+    x = a[0] if a else ""
+    table = {
+        "add": lambda: f"{a[0]} + {a[1]}",
+        "sub": lambda: f"{a[0]} - {a[1]}",
+        "mul": lambda: f"{a[0]} * {a[1]}",
+        "div": lambda: f"{a[0]} / {a[1]}",
+        "div_n": lambda: f"{a[0]} / (N - {a[1]})",
+        "neg": lambda: f"-{x}",
+        "exp": lambda: f"tl.exp({x})",
+        "exp2": lambda: f"tl.exp2({x})",
+        "expm1": lambda: f"tl.exp({x}) - 1.0",
+        "log": lambda: f"tl.log({x})",
+        "log2": lambda: f"tl.log2({x})",
+        "log1p": lambda: f"tl.log(1.0 + {x})",
+        "sqrt": lambda: f"tl.sqrt({x})",
+        "rsqrt": lambda: f"tl.rsqrt({x})",
+        "abs": lambda: f"tl.abs({x})",
+        "sigmoid": lambda: f"tl.sigmoid({x})",
+        "tanh": lambda: f"2.0 * tl.sigmoid(2.0 * {x}) - 1.0",
+        "relu": lambda: f"tl.maximum({x}, 0.0)",
+        "silu": lambda: f"{x} * tl.sigmoid({x})",
+        "gelu": lambda: f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))",
+        # 0.5 * (1 + tanh(z)) == sigmoid(2 z)
+        "gelu_tanh": lambda: (
+            f"{x} * tl.sigmoid(1.5957691216057308 * ({x} + 0.044715 * {x} * {x} * {x}))"
+        ),
+        "erf": lambda: f"tl.erf({x})",
+        "sin": lambda: f"tl.sin({x})",
+        "cos": lambda: f"tl.cos({x})",
+        "reciprocal": lambda: f"1.0 / {x}",
+        "maximum": lambda: f"tl.maximum({a[0]}, {a[1]})",
+        "minimum": lambda: f"tl.minimum({a[0]}, {a[1]})",
+        "leaky_relu": lambda: f"tl.where({x} > 0.0, {x}, {x} * {a[1]})",
+        "elu": lambda: (
+            f"tl.where({x} > 0.0, {a[2]} * {x}, {a[2]} * {a[1]} * (tl.exp({x} * {a[3]}) - 1.0))"
+        ),
+        "softplus": lambda: (
+            f"tl.where({x} * {a[1]} > {a[2]}, {x}, tl.log(1.0 + tl.exp({x} * {a[1]})) / {a[1]})"
+        ),
+        "hardsigmoid": lambda: f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
+        "hardswish": lambda: f"{x} * tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
+        "mish": lambda: (
+            f"{x} * (2.0 * tl.sigmoid(2.0 * tl.where({x} > 20.0, {x}, "
+            f"tl.log(1.0 + tl.exp({x})))) - 1.0)"
+        ),
+        "sign": lambda: f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, 0.0))",
+        "where": lambda: f"tl.where({a[0]}, {a[1]}, {a[2]})",
+        "gt": lambda: f"{a[0]} > {a[1]}",
+        "lt": lambda: f"{a[0]} < {a[1]}",
+        "ge": lambda: f"{a[0]} >= {a[1]}",
+        "le": lambda: f"{a[0]} <= {a[1]}",
+    }
+    if op == "pow":
+        e = consts[1]
+        if e is not None:
+            powers = {
+                1.0: f"{x}",
+                2.0: f"{x} * {x}",
+                3.0: f"{x} * {x} * {x}",
+                4.0: f"({x} * {x}) * ({x} * {x})",
+                0.5: f"tl.sqrt({x})",
+                -0.5: f"tl.rsqrt({x})",
+                -1.0: f"1.0 / {x}",
+                0.0: "1.0",
+            }
+            if e in powers:
+                return powers[e]
+        return f"tl.exp2({a[1]} * tl.log2({x}))"
+    if op not in table:
+        raise NoTemplate(f"no Triton expression for pointwise op {op}")
+    return table[op]()
+
+
+class _Emitter:
+    """Writes the Triton statements that evaluate IR nodes."""
+
+    def __init__(self, plan: Plan, load_tile: str, load_vec: str) -> None:
+        self.plan = plan
+        self.load_tile = load_tile  # e.g. "tl.load({ptr} + roff + cols, mask=mask, other=0.0)"
+        self.load_vec = load_vec
+        self.ptr = {}
+        real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
+        for i, n in enumerate(real):
+            self.ptr[n.id] = f"in{i}_ptr"
+
+    def name(self, node: IRNode) -> str:
+        return _literal(node.value) if node.kind == "const" else f"v{node.id}"
+
+    def stmt(self, node: IRNode) -> str | None:
+        nodes = self.plan.nodes
+        if node.kind == "const":
+            return None
+        if node.kind == "input":
+            if node.attrs["ref"] == "acc":
+                return f"v{node.id} = acc"
+            tmpl = self.load_vec if node.attrs["role"] == "vec" else self.load_tile
+            return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}.to(tl.float32)"
+        if node.kind == "pw":
+            args = [self.name(nodes[a]) for a in node.args]
+            consts = [nodes[a].value if nodes[a].kind == "const" else None for a in node.args]
+            return f"v{node.id} = {_pw_expr(node.op, args, consts)}"
+        raise AssertionError(node.kind)
+
+    def deps(self, ids, stop) -> list[int]:
+        """Transitive dependencies of ``ids`` (themselves included), not crossing ``stop``."""
+        seen: set[int] = set()
+        stack = list(ids)
+        while stack:
+            i = stack.pop()
+            if i in seen or i in stop:
+                continue
+            seen.add(i)
+            node = self.plan.nodes[i]
+            if node.kind != "reduce" or i in ids:
+                stack.extend(node.args)
+        return sorted(seen)
+
+
+def _reduce_expr(op: str, val: str, axis: int = 1, keep: bool = True) -> str:
+    red = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[op]
+    out = f"{red}({val}, axis={axis})"
+    return out + ("[:, None]" if keep else "")
+
+
+_IDENTITY = {"sum": "0.0", "mean": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
+
+
+def _kernel(name: str, plan: Plan, constexprs: list[str], body: list[str], extra_args=()) -> str:
+    ins = [f"in{i}_ptr" for i in range(len(plan.inputs()) - _n_acc(plan))]
+    outs = [f"out{j}_ptr" for j in range(len(plan.outputs))]
+    sig = ", ".join(
+        ins + outs + list(extra_args or ["M", "N"]) + [f"{c}: tl.constexpr" for c in constexprs]
+    )
+    text = f"@triton.jit\ndef {name}({sig}):\n"
+    return text + "".join(f"    {line}\n" for line in body)
+
+
+def _n_acc(plan: Plan) -> int:
+    return sum(1 for n in plan.inputs() if n.attrs["ref"] == "acc")
+
+
+HEADER_IMPORTS = (
+    "import math",
+    "",
+    "import torch",
+    "import torch.nn as nn",
+    "import triton",
+    "import triton.language as tl",
+)
+
+
+def _header(plan: Plan, params: dict) -> str:
+    # The problem's own imports and constants follow, minus imports the header already has.
+    lines = [line for line in plan.preamble.splitlines() if line not in HEADER_IMPORTS]
+    imports = [line for line in lines if line.startswith(("import ", "from "))]
+    constants = [line for line in lines if line not in imports]
+    blocks = ["\n".join(HEADER_IMPORTS), "\n".join(imports), "\n".join(constants)]
+    return (
+        f'"""KernelEvolve template candidate ({plan.family}).\n\n'
+        f"Operator (traced): {plan.summary}\n"
+        f"Parameters: {json.dumps(params, sort_keys=True)}\n"
+        '"""\n\n' + "\n\n".join(block for block in blocks if block) + "\n\n\n"
+    )
+
+
+def _pow2(n: int) -> str:
+    return f"triton.next_power_of_2({n})"
+
+
+def _refs(plan: Plan, role: str | None = None) -> list[str]:
+    return [n.attrs["ref"] for n in plan.inputs(role) if n.attrs["ref"] != "acc"]
+
+
+def _dtype_line(refs: list[str]) -> str:
+    items = ", ".join(f"{r}.dtype" for r in refs)
+    return (
+        f"        odt = [{items}][0]\n"
+        f"        for dt in [{items}]:\n"
+        "            odt = torch.promote_types(odt, dt)\n"
+    )
+
+
+def _np2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())

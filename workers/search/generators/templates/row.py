@@ -1,0 +1,390 @@
+"""The ``row`` family: reductions and normalisations over the last dimension (softmax, norms,
+their fused forms). Kernels (one pass, looped with a centred second moment beside its mean),
+the candidate's source with its per-shape launch table, and the launch space the search moves
+in (policy, neighbours, configuration per shape)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from workers.search.generators.templates.common import (
+    _IDENTITY,
+    _dtype_line,
+    _Emitter,
+    _header,
+    _kernel,
+    _np2,
+    _pow2,
+    _reduce_expr,
+    _refs,
+)
+from workers.search.trace import Plan
+
+# --------------------------------------------------------------------------------- row kernels
+
+
+_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V"]
+
+
+def _row_tiles(body: list[str]) -> list[str]:
+    """The row kernels' program body over its tiles of ROWS rows: one tile per program, or
+    (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles."""
+    out = ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
+    out += ["    " + line for line in body]
+    out += ["else:", "    for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):"]
+    return out + ["        " + line for line in body]
+
+
+def _row_one_pass(plan: Plan) -> str:
+    # EV_T / EV_V: eviction hints for the tile (read once) and the row-vector (weights, read by
+    # every row) loads; "" leaves the default.
+    em = _Emitter(
+        plan,
+        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+    )
+    lines = [
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rmask = rows < M",
+        "roff = rows.to(tl.int64) * N",
+        "cols = tl.arange(0, BLOCK_N)[None, :]",
+        "cmask = cols < N",
+        "mask = rmask & cmask",
+    ]
+    for node in plan.nodes:
+        if node.kind == "reduce":
+            src = em.name(plan.nodes[node.args[0]])
+            masked = f"tl.where(mask, {src}, {_IDENTITY[node.op]})"
+            expr = _reduce_expr(node.op, masked)
+            if node.op == "mean":
+                expr += " / N"
+            lines.append(f"v{node.id} = {expr}")
+        else:
+            s = em.stmt(node)
+            if s:
+                lines.append(s)
+    lines += _row_stores(plan, em, "roff + cols", "mask")
+    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
+
+
+def _row_stores(
+    plan: Plan, em: _Emitter, tile_off: str, tile_mask: str, kinds=("tile", "rowscalar")
+):
+    out = []
+    for j, (o, kind) in enumerate(zip(plan.outputs, plan.extra["output_kinds"], strict=True)):
+        if kind not in kinds:
+            continue
+        val = em.name(plan.nodes[o])
+        if kind == "tile":
+            out.append(f"tl.store(out{j}_ptr + {tile_off}, {val}, mask={tile_mask})")
+        else:
+            out.append(f"tl.store(out{j}_ptr + rows, {val}, mask=rmask)")
+    return out
+
+
+def _moment_pairs(plan: Plan) -> dict[int, int]:
+    """Centred second moments: {r2: r1} where r2 = sum or mean of (x - r1)**2 and r1 = mean(x).
+
+    The looped kernel computes such a pair in one pass (Welford's update per lane, Chan's
+    combination across lanes, as Inductor does for a variance) instead of one pass per level.
+    """
+    nodes = plan.nodes
+    pairs = {}
+    for r2 in nodes:
+        if r2.kind != "reduce" or r2.op not in ("sum", "mean"):
+            continue
+        sq = nodes[r2.args[0]]
+        if sq.kind != "pw":
+            continue
+        if sq.op == "mul" and len(sq.args) == 2 and sq.args[0] == sq.args[1]:
+            d = nodes[sq.args[0]]
+        elif sq.op == "pow" and nodes[sq.args[1]].kind == "const" and nodes[sq.args[1]].value == 2:
+            d = nodes[sq.args[0]]
+        else:
+            continue
+        if d.kind != "pw" or d.op != "sub" or len(d.args) != 2:
+            continue
+        x, r1 = d.args
+        if nodes[r1].kind == "reduce" and nodes[r1].op == "mean" and nodes[r1].args[0] == x:
+            pairs[r2.id] = r1
+    return pairs
+
+
+_WELFORD_COMBINE = """@triton.jit
+def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
+    w = w_a + w_b
+    frac = tl.where(w == 0.0, 0.0, w_b / tl.maximum(w, 1.0))
+    delta = mean_b - mean_a
+    return mean_a + delta * frac, m2_a + m2_b + delta * delta * w_a * frac, w
+
+
+"""
+
+
+def _row_looped(plan: Plan) -> str:
+    # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
+    # reads it for good (EV_T).
+    em = _Emitter(
+        plan,
+        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_K)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+    )
+    nodes = plan.nodes
+    # Reduction level: 1 + the deepest reduction its input depends on.
+    level: dict[int, int] = {}
+    pairs = _moment_pairs(plan)
+    for node in nodes:
+        if node.kind == "reduce":
+            if node.id in pairs:  # computed beside its mean
+                level[node.id] = level[pairs[node.id]]
+                continue
+            below = [level[d] for d in em.deps([node.args[0]], set()) if d in level]
+            level[node.id] = 1 + max(below, default=0)
+    done: set[int] = set()  # emitted in the row scope (reductions, row scalars)
+    lines = [
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rmask = rows < M",
+        "roff = rows.to(tl.int64) * N",
+    ]
+
+    def emit_pass(targets: list[int], body_tail, last: bool = False) -> None:
+        need = em.deps(targets, done)
+        outer = [i for i in need if nodes[i].cat == "rowscalar" and nodes[i].kind == "pw"]
+        for i in outer:
+            lines.append(em.stmt(nodes[i]))
+            done.add(i)
+        inner = [i for i in need if i not in done and nodes[i].cat == "tile"]
+        lines.append("for start in range(0, N, BLOCK_N):")
+        loop = [
+            "cols = start + tl.arange(0, BLOCK_N)[None, :]",
+            "cmask = cols < N",
+            "mask = rmask & cmask",
+        ]
+        for i in inner:
+            s = em.stmt(nodes[i])
+            if s:
+                loop.append(s)
+        loop += body_tail
+        ev = "EV_T" if last else "EV_V"
+        lines.extend(
+            "    " + s.replace("eviction_policy=EV_K", f"eviction_policy={ev}") for s in loop
+        )
+
+    welford = {r1: r2 for r2, r1 in pairs.items()}
+    for lvl in sorted(set(level.values())):
+        reds = [i for i, v in level.items() if v == lvl]
+        for r in reds:
+            lines.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
+            if r in welford:
+                lines.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
+        tail = []
+        for r in reds:
+            if r in pairs:
+                continue
+            src = em.name(nodes[nodes[r].args[0]])
+            if r in welford:  # Welford's update of the lane's mean (acc) and M2
+                m2 = f"acc{welford[r]}"
+                tail += [
+                    f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
+                    f"delta = {src} - acc{r}",
+                    f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
+                    f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
+                    f"w{r} = wn",
+                ]
+                continue
+            masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
+            if nodes[r].op in ("sum", "mean"):
+                tail.append(f"acc{r} = acc{r} + {masked}")
+            else:
+                fn = "tl.maximum" if nodes[r].op == "max" else "tl.minimum"
+                tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
+        emit_pass([nodes[r].args[0] for r in reds if r not in pairs], tail)
+        for r in reds:
+            if r in pairs:
+                continue
+            if r in welford:
+                r2 = welford[r]
+                lines.append(
+                    f"v{r}, v{r2}, _ = tl.reduce((acc{r}, acc{r2}, w{r}), 1, "
+                    "_ke_welford_combine, keep_dims=True)"
+                )
+                if nodes[r2].op == "mean":
+                    lines.append(f"v{r2} = v{r2} / N")
+                done.update((r, r2))
+                continue
+            expr = _reduce_expr(nodes[r].op, f"acc{r}")
+            if nodes[r].op == "mean":
+                expr += " / N"
+            lines.append(f"v{r} = {expr}")
+            done.add(r)
+    tile_outs = [
+        o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k == "tile"
+    ]
+    if tile_outs:
+        emit_pass(tile_outs, [], last=True)
+        lines.extend("    " + s for s in _row_stores(plan, em, "roff + cols", "mask", ("tile",)))
+    scal = [o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k != "tile"]
+    for i in em.deps(scal, done):
+        if nodes[i].kind == "pw":
+            lines.append(em.stmt(nodes[i]))
+            done.add(i)
+    lines += _row_stores(plan, em, "", "", ("rowscalar",))
+    helper = _WELFORD_COMBINE if pairs else ""
+    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
+
+
+def _table_literal(table: dict | None) -> str:
+    """A per-shape launch table as a Python literal (integers only: it is written into code)."""
+    rows = {str(k): [int(x) for x in v] for k, v in (table or {}).items()}
+    return json.dumps(rows, sort_keys=True)
+
+
+def _source_row(plan: Plan, p: dict) -> str:
+    tiles = [r for r in _refs(plan, "tile")]
+    refs = _refs(plan)
+    ref0 = tiles[0]
+    loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
+    outs = ""
+    for j, (kind, keep) in enumerate(
+        zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
+    ):
+        shape = (
+            f"{ref0}.shape"
+            if kind == "tile"
+            else (f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]")
+        )
+        outs += f"        out{j} = torch.empty({shape}, dtype=odt, device={ref0}.device)\n"
+    ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
+    args = ", ".join(
+        [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
+    )
+    return (
+        _header(plan, p)
+        + _row_one_pass(plan)
+        + "\n\n"
+        + _row_looped(plan)
+        + f"""
+
+_PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=True)}
+# Launch configurations tuned per shape ("M,N,dtype" -> [one_pass, ROWS, BLOCK_N, warps,
+# stages, programs (0: one per tile; else a persistent launch), eviction hints (0/1)]); any
+# other shape takes the policy in _PARAMS.
+_TABLE = {_table_literal(p.get("table"))}
+_CONFIGS = {{}}
+
+
+def _ke_config(M, N, dtype):
+    \"\"\"(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints) for M rows of N (cached).\"\"\"
+    key = (M, N, dtype)
+    hit = _CONFIGS.get(key)
+    if hit is None:
+        tuned = _TABLE.get(f"{{M}},{{N}},{{str(dtype).removeprefix('torch.')}}")
+        hit = _CONFIGS[key] = (tuple(tuned) + (0, 0))[:7] if tuned else _ke_policy(M, N)
+    return hit
+
+
+def _ke_policy(M, N):
+    p = _PARAMS
+    full = {_pow2("N")}
+    one_pass = p["strategy"] == "one_pass" or (
+        p["strategy"] == "auto" and full <= p["max_one_pass"]
+    )
+    if one_pass:
+        block_n = full
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, {_pow2("M")}))
+    else:
+        block_n = min(p["block_n"], full)
+        rows = 1
+    warps = max(1, min(16, {_pow2("max(1, rows * block_n // (32 * p['vec']))")}))
+    return one_pass, rows, block_n, warps, p["stages"], 0, 0
+
+
+class ModelNew(nn.Module):
+{plan.init_source}
+    def forward(self, {", ".join(plan.forward_args)}):
+{_dtype_line(refs)}{loads}{outs}        N = {ref0}.shape[-1]
+        M = {ref0}.numel() // N if N else 0
+        if M == 0 or N == 0:
+            return {ret}
+        one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, {ref0}.dtype)
+        tiles = triton.cdiv(M, rows)
+        grid = (min(tiles, programs) if programs else tiles,)
+        ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
+        if one_pass:
+            _ke_row_one_pass[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                   EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+        else:
+            _ke_row_looped[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                 EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+        return {ret}
+"""
+    )
+
+
+def row_policy(p: dict, m: int, n: int) -> list[int]:
+    """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer)."""
+    full = _np2(n)
+    one_pass = p["strategy"] == "one_pass" or (
+        p["strategy"] == "auto" and full <= p["max_one_pass"]
+    )
+    if one_pass:
+        block_n = full
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
+    else:
+        block_n = min(p["block_n"], full)
+        rows = 1
+    warps = max(1, min(16, _np2(max(1, rows * block_n // (32 * p["vec"])))))
+    return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
+
+
+def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
+    """Whether a row launch configuration fits the registers and the row (as the tuner's space
+    in :mod:`workers.search.tune` does)."""
+    one_pass, rows, block, warps, stages = cfg[:5]
+    if warps not in (1, 2, 4, 8, 16, 32) or not 1 <= stages <= 4 or rows < 1:
+        return False
+    full = _np2(n)
+    if one_pass:
+        per_thread = rows * full // (32 * warps)
+        return (
+            block == full
+            and rows <= max(1, _np2(m))
+            and rows * full <= 65536
+            and (1 <= per_thread <= 64)
+        )
+    return 256 <= block < full and rows == 1 and 1 <= block // (32 * warps) <= 32
+
+
+def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[int]:
+    """One step from ``cfg`` in the launch space of M x N rows: warps, rows per program, block,
+    stages, eviction hints, or one pass <-> looped; ``cfg`` itself if no step fits."""
+    full = _np2(n)
+    for _ in range(20):
+        new = list(cfg[:5]) + [0, cfg[6] if len(cfg) > 6 else 0]
+        move = rng.choice(["warps", "warps", "rows", "block", "stages", "hints", "strategy"])
+        up = rng.random() < 0.5
+        if move == "warps":
+            new[3] = new[3] * 2 if up else new[3] // 2
+        elif move == "rows":
+            new[1] = new[1] * 2 if up else new[1] // 2
+        elif move == "block":
+            new[2] = new[2] * 2 if up else new[2] // 2
+        elif move == "stages":
+            new[4] += 1 if up else -1
+        elif move == "hints":
+            new[6] = 1 - new[6]
+        elif new[0]:  # one pass -> looped
+            new[:3] = [0, 1, max(256, min(2048, full // 2))]
+        else:  # looped -> one pass
+            new[:3] = [1, 1, full]
+            new[3] = max(1, min(32, _np2(max(1, full // (32 * 16)))))
+        if new != list(cfg) and row_launch_ok(new, m, n):
+            return new
+    return list(cfg)
+
+
+def row_config(p: dict, m: int, n: int, dtype: str) -> list[int]:
+    """The launch configuration a row candidate with parameters ``p`` uses for M x N rows."""
+    tuned = (p.get("table") or {}).get(f"{m},{n},{dtype}")
+    return (list(tuned) + [0, 0])[:7] if tuned else row_policy(p, m, n)
