@@ -14,7 +14,7 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def test_database_url() -> str:
+def database_url_for_tests() -> str:
     """The URL of the database the tests run on (pytest-django's test database)."""
     s = connection.settings_dict
     if connection.vendor == "sqlite":
@@ -30,7 +30,7 @@ def service_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="kernelevolve_site.settings.test",
-        DATABASE_URL=test_database_url(),
+        DATABASE_URL=database_url_for_tests(),
         REDIS_URL=settings.REDIS_URL,
         PYTHONUNBUFFERED="1",
     )
