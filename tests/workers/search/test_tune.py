@@ -177,6 +177,43 @@ def test_generated_policy_and_its_python_twin_agree(tmp_path):
             assert list(module._ke_policy(m, n)) == row_config(params, m, n, "float32"), params
 
 
+def _fitness(per_case: dict) -> dict:
+    """A fitness as the gate writes it, from per-case speedups over compile."""
+    import math
+
+    geo = math.exp(sum(math.log(v) for v in per_case.values()) / len(per_case))
+    return {
+        "speedup": geo,
+        "ci95": [geo * 0.995, geo * 1.005],
+        "baseline": "compile",
+        "worst_case": {"name": min(per_case, key=per_case.get), "speedup": min(per_case.values())},
+        "regresses": min(per_case.values()) < 0.98,
+        "per_case": per_case,
+    }
+
+
+def _campaign(evaluator, budget: int) -> dict:
+    """A cuda template campaign over softmax with a short-row and a long-row case."""
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+
+    workload = {
+        "cases": [
+            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
+            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
+        ]
+    }
+    state = campaign_new(
+        problem_source=catalog_get("softmax").problem_source(),
+        workload=workload,
+        platform="cuda",
+        max_candidates=budget,
+        saturation_rounds=50,
+        generators=["template"],
+    )
+    run_campaign(state, evaluator=evaluator)
+    return campaign_summary(state)
+
+
 class _PerCaseEvaluator:
     """Speedups per case from the launch configuration each case gets: short rows gain from
     many rows per program, long rows from the looped kernel. No single policy wins both."""
@@ -197,7 +234,6 @@ class _PerCaseEvaluator:
         return self.report(fitness=None)
 
     def evaluate(self, req):
-        import math
         import re
 
         from workers.search.generators.template import row_config
@@ -208,37 +244,11 @@ class _PerCaseEvaluator:
             cfg = row_config({**DEFAULTS["row"], **params}, m, n, "float32")
             fast = cfg[1] >= 4 if case == "short" else cfg[0] == 0
             per_case[case] = 1.5 if fast else 1.0
-        geo = math.exp(sum(math.log(v) for v in per_case.values()) / len(per_case))
-        fit = {
-            "speedup": geo,
-            "ci95": [geo * 0.99, geo * 1.01],
-            "baseline": "compile",
-            "worst_case": {"name": min(per_case, key=per_case.get), "speedup": 1.0},
-            "regresses": False,
-            "per_case": per_case,
-        }
-        return self.report(fitness=fit)
+        return self.report(fitness=_fitness(per_case))
 
 
 def test_search_combines_the_fastest_configuration_of_each_case_into_one_candidate(fake_report):
-    from workers.search.engine import campaign_new, campaign_summary, run_campaign
-
-    workload = {
-        "cases": [
-            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
-            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
-        ]
-    }
-    state = campaign_new(
-        problem_source=catalog_get("softmax").problem_source(),
-        workload=workload,
-        platform="cuda",
-        max_candidates=12,
-        saturation_rounds=50,
-        generators=["template"],
-    )
-    run_campaign(state, evaluator=_PerCaseEvaluator(fake_report))
-    summary = campaign_summary(state)
+    summary = _campaign(_PerCaseEvaluator(fake_report), budget=12)
     combined = [n for n in summary["nodes"] if n["note"].startswith("per-case crossover")]
     assert combined, [n["note"] for n in summary["nodes"]]
     node = combined[0]
@@ -267,39 +277,13 @@ class _LandscapeEvaluator(_PerCaseEvaluator):
             steps = 3 * abs(cfg[0] - want[0]) + abs(cfg[4] - want[4]) + abs(cfg[6] - want[6])
             steps += sum(abs(math.log2(cfg[i]) - math.log2(want[i])) for i in (1, 2, 3))
             per_case[case] = round(1.6 * 0.9**steps, 6)
-        geo = math.exp(sum(math.log(v) for v in per_case.values()) / len(per_case))
-        fit = {
-            "speedup": geo,
-            "ci95": [geo * 0.995, geo * 1.005],
-            "baseline": "compile",
-            "worst_case": {"name": min(per_case, key=per_case.get), "speedup": 1.0},
-            "regresses": min(per_case.values()) < 0.98,
-            "per_case": per_case,
-        }
-        return self.report(fitness=fit)
+        return self.report(fitness=_fitness(per_case))
 
 
 def test_per_case_mutation_walks_every_case_to_its_own_best(fake_report):
     """Cases do not share a best launch: the search moves each case's configuration on its own
     (one evaluation measures a step for every case) and combines the winners."""
-    from workers.search.engine import campaign_new, campaign_summary, run_campaign
-
-    workload = {
-        "cases": [
-            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
-            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
-        ]
-    }
-    state = campaign_new(
-        problem_source=catalog_get("softmax").problem_source(),
-        workload=workload,
-        platform="cuda",
-        max_candidates=40,
-        saturation_rounds=50,
-        generators=["template"],
-    )
-    run_campaign(state, evaluator=_LandscapeEvaluator(fake_report))
-    summary = campaign_summary(state)
+    summary = _campaign(_LandscapeEvaluator(fake_report), budget=40)
     nodes = summary["nodes"]
     seeds = [n for n in nodes if n["edge"] == "seed"]
     best_seed = max(n["fitness"]["speedup"] for n in seeds)
