@@ -82,10 +82,13 @@ class CampaignForm(forms.Form):
     def clean(self):
         data = super().clean()
         problem_upload = data.get("problem_file")
-        source = _read_text(problem_upload, "problem_file") or data.get("problem_source", "")
+        source = _read_text(problem_upload, "problem_file")
+        if not source and not data.get("problem"):
+            # A kept upload stands until a file replaces it; picking a catalog problem drops it.
+            source = data.get("problem_source", "")
         data["upload_source"] = source
         data["upload_filename"] = (
-            problem_upload.name if problem_upload else data.get("problem_filename", "")
+            problem_upload.name if problem_upload else source and data.get("problem_filename", "")
         )
         data["workload_text"] = _read_text(data.get("workload_file"), "workload_file")
         if data["workload_text"].strip():
@@ -151,7 +154,10 @@ class CampaignForm(forms.Form):
         data["problem_filename"] = cleaned.get("upload_filename", "") if keep_source else ""
         if keep_source and not data.get("problem_name"):
             data["problem_name"] = cleaned.get("problem_name", "")
-        if cleaned.get("no_workload") and not cleaned.get("workload_given"):
+        if cleaned.get("problem") or (
+            cleaned.get("no_workload") and not cleaned.get("workload_given")
+        ):
+            # A catalog problem runs its own workload: nothing uploaded is kept for it.
             workload = None
         elif workload is None and not cleaned.get("workload_given"):
             workload = cleaned.get("carried_workload")
@@ -159,11 +165,11 @@ class CampaignForm(forms.Form):
         in_error = self.has_error("workload_file") or self.has_error("trace_file")
         data["workload_json"] = json.dumps(workload) if workload and not in_error else ""
         data["workload_filename"] = name if workload and not in_error else ""
+        given_before = cleaned.get("workload_given") or data.get("workload_expected")
+        dropped = cleaned.get("problem") or cleaned.get("no_workload")
         data["workload_expected"] = (
             name or data.get("workload_expected") or "your workload"
-            if (cleaned.get("workload_given") or data.get("workload_expected"))
-            and not data["workload_json"]
-            and not cleaned.get("no_workload")
+            if given_before and not data["workload_json"] and not dropped
             else ""
         )
         if "no_workload" in data and data["workload_json"]:

@@ -164,3 +164,23 @@ def test_a_slow_reference_check_shows_progress(asgi_server, demo_users, page, tm
     assert "1 s so far" in later
     page.wait_for_selector("#workload-cases", timeout=60_000)
     assert "ran case" in page.inner_text("#reference-check")
+
+
+def test_picking_a_catalog_problem_drops_the_kept_upload(asgi_server, demo_users, page, tmp_path):
+    from apps.campaigns.services.problems import catalog_sync
+
+    softmax = next(p for p in catalog_sync() if p.name == "softmax")
+    login(page, asgi_server, "engineer", demo_users["engineer"])
+    page.goto(asgi_server + "/campaigns/new/")
+    page.set_input_files("#id_problem_file", _write(tmp_path, "row_softmax.py", PROBLEM_SOURCE))
+    page.set_input_files("#id_trace_file", _write(tmp_path, "trace.csv", TRACE))
+    page.click("#preview-button")
+    page.wait_for_selector("#kept-files")
+    # The kept upload gives way to a catalog problem picked after it (no "not both" error).
+    page.select_option("#id_problem", str(softmax.pk))
+    page.fill("#id_budget_candidates", "2")
+    _start(page)
+    page.wait_for_url("**/campaigns/*/")
+    campaign = Campaign.objects.get()
+    assert campaign.problem_id == softmax.pk
+    assert campaign.workload == softmax.smoke_workload
