@@ -261,6 +261,11 @@ class _Lowerer:
         self.nodes: list[IRNode] = []
         self.env: dict = {}
         self.row_shape: tuple | None = None
+        # The dimension every reduction runs over (None until the first one; the last if none).
+        self.red_dim: int | None = None
+        # Row-vector inputs (weights): their length and the dimension they vary along.
+        self.vec_pos: dict[int, int] = {}
+        self.reshaped = False  # a tile went through a view that changed its shape
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -290,15 +295,32 @@ class _Lowerer:
         raise NoTemplate(f"unsupported argument {a!r}")
 
     def _last_dim(self, node: torch.fx.Node, dims) -> None:
+        """Record the dimension this reduction runs over: one dimension, the same for every
+        reduction of the graph (the last, or any other of an unreshaped input)."""
         ndim = len(node.args[0].meta["val"].shape)
         dims = [dims] if isinstance(dims, int) else list(dims or [])
         if not dims and ndim == 1:
-            return
-        if len(dims) != 1 or dims[0] % max(ndim, 1) != ndim - 1:
+            dims = [0]
+        if len(dims) != 1:
             raise NoTemplate(
-                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates only "
-                "reduce over the last dimension"
+                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
+                "over one dimension"
             )
+        dim = dims[0] % max(ndim, 1)
+        if dim == ndim - 1:  # the last dimension of whatever view: the rows' last
+            dim = len(self.row_shape) - 1
+        elif ndim != len(self.row_shape):
+            raise NoTemplate(f"{node.target} reduces a middle dimension of a reshaped view")
+        if self.red_dim is None:
+            self.red_dim = dim
+        elif self.red_dim != dim:
+            raise NoTemplate(
+                f"reductions over dims {self.red_dim} and {dim}; templates reduce over one"
+            )
+
+    def _n(self) -> int:
+        """The length of a row: the size of the reduced dimension."""
+        return self.row_shape[-1 if self.red_dim is None else self.red_dim]
 
     # -- the walk
     def lower(self) -> Plan:
@@ -336,18 +358,32 @@ class _Lowerer:
         plan.nodes = self.nodes
         plan.outputs = [self.arg(o) for o in outs]
         _categorise(plan)
+        ndim = len(self.row_shape)
+        red = ndim - 1 if self.red_dim is None else self.red_dim
+        used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        for node_id, pos in self.vec_pos.items():
+            length = self.nodes[node_id].attrs.pop("length")
+            if node_id in used and (pos != red or length != self.row_shape[red]):
+                raise NoTemplate(
+                    f"a weight of length {length} varies along dimension {pos}; the rows run "
+                    f"along dimension {red} (size {self.row_shape[red]})"
+                )
+        if red != ndim - 1 and self.reshaped:
+            raise NoTemplate("rows along a middle dimension of a reshaped tensor")
         plan.extra["output_kinds"] = []
         for o, shape in zip(plan.outputs, shapes, strict=True):
             node = plan.nodes[o]
             if node.cat == "tile" and shape == self.row_shape:
                 plan.extra["output_kinds"].append("tile")
-            elif node.cat == "rowscalar" and math.prod(shape) * self.row_shape[-1] == math.prod(
+            elif node.cat == "rowscalar" and math.prod(shape) * self._n() == math.prod(
                 self.row_shape
             ):
                 plan.extra["output_kinds"].append("rowscalar")
             else:
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
+        if red != ndim - 1:  # rows along a middle dimension: as a negative index
+            plan.extra["red_dim"] = red - ndim
         has_vec = bool(plan.inputs("vec"))
         if (
             not plan.reductions()
@@ -358,15 +394,29 @@ class _Lowerer:
             ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
             plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
         else:
-            red = [n.op for n in plan.reductions()]
+            ops = [n.op for n in plan.reductions()]
+            where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
             plan.summary = (
-                f"row-wise over the last dimension: reductions [{', '.join(red)}], "
+                f"row-wise over {where}: reductions [{', '.join(ops)}], "
                 f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
             )
         return plan
 
+    def _place_vec(self, src: int, shape: tuple, n: torch.fx.Node) -> int:
+        """A view of a weight vector: all ones but one dimension, of the rows' rank (or 1-d).
+        The view is its own input node, placed along that dimension."""
+        length = self.nodes[src].attrs["length"]
+        ndim = len(self.row_shape)
+        if len(shape) == 1 and shape[0] == length:
+            return src
+        big = [i for i, v in enumerate(shape) if v != 1]
+        if len(shape) > ndim or len(big) != 1 or shape[big[0]] != length:
+            raise NoTemplate(f"{n.target} puts a weight of length {length} in shape {list(shape)}")
+        placed = self.new("input", attrs=dict(self.nodes[src].attrs))
+        self.vec_pos[placed] = big[0] + ndim - len(shape)  # broadcasting aligns on the right
+        return placed
+
     def _bind_inputs(self, placeholders) -> None:
-        n_last = self.row_shape[-1]
         for p, ref in zip(placeholders, self.refs, strict=True):
             val = p.meta["val"]
             shape = tuple(val.shape)
@@ -374,7 +424,7 @@ class _Lowerer:
                 raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
             if shape == self.row_shape:
                 role = "tile"
-            elif len(shape) == 1 and shape[0] == n_last and len(self.row_shape) > 1:
+            elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
                 role = "vec"
             elif math.prod(shape) == 1 and not shape:
                 raise NoTemplate(f"0-d tensor input {ref} is not supported")
@@ -383,7 +433,12 @@ class _Lowerer:
                     f"input {ref} of shape {list(shape)} neither matches the row shape "
                     f"{list(self.row_shape)} nor broadcasts along its last dimension"
                 )
-            self.env[p] = self.new("input", attrs={"ref": ref, "role": role})
+            attrs = {"ref": ref, "role": role}
+            if role == "vec":
+                attrs["length"] = shape[0]
+            self.env[p] = self.new("input", attrs=attrs)
+            if role == "vec":  # a 1-d weight broadcasts along the last dimension until viewed
+                self.vec_pos[self.env[p]] = len(self.row_shape) - 1
 
     def _lower_call(self, n: torch.fx.Node) -> None:
         t = n.target
@@ -399,11 +454,15 @@ class _Lowerer:
             src = self.arg(a[0])
             shape = tuple(n.meta["val"].shape)
             cat = _cat_of(self.nodes, src)
+            if src in self.vec_pos:  # a weight placed along one dimension: w.view(1, -1, 1, 1)
+                self.env[n] = self._place_vec(src, shape, n)
+                return
             if cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 ok = ok and shape[-1] == self.row_shape[-1]
+                self.reshaped = self.reshaped or shape != self.row_shape
             elif cat == "rowscalar":
-                ok = math.prod(shape) * self.row_shape[-1] == math.prod(self.row_shape)
+                ok = math.prod(shape) * self._n() == math.prod(self.row_shape)
             else:
                 ok = True
             if not ok:
@@ -743,10 +802,10 @@ def trace_problem_confined(source: str) -> Plan:
     return plan_from_dict(answer["plan"])
 
 
-def case_rows(source: str, arg_index: int, cases: list[dict]) -> dict[str, list]:
+def case_rows(source: str, arg_index: int, cases: list[dict], dim: int = -1) -> dict[str, list]:
     """{case name: [M, N, dtype]}: the rows a row-family candidate sees in each case, from the
-    shape of forward argument ``arg_index`` (M rows of its last dimension N) under the case's
-    overrides; shapes only (fake tensors), nothing is allocated."""
+    shape of forward argument ``arg_index`` (M rows of its dimension ``dim``, N long) under the
+    case's overrides; shapes only (fake tensors), nothing is allocated."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     ns = load_problem(source)
@@ -759,19 +818,21 @@ def case_rows(source: str, arg_index: int, cases: list[dict]) -> dict[str, list]
         with FakeTensorMode(allow_non_fake_inputs=True):
             inputs = list(ns["get_inputs"]())
         t = inputs[arg_index]
-        n = int(t.shape[-1]) if t.dim() else 1
+        n = int(t.shape[dim]) if t.dim() else 1
         m = int(t.numel()) // n if n else 0
         dtype = case.get("dtype") if t.is_floating_point() and case.get("dtype") else None
         out[str(case["name"])] = [m, n, dtype or str(t.dtype).removeprefix("torch.")]
     return out
 
 
-def case_rows_confined(source: str, arg_index: int, cases: list[dict]) -> dict[str, list]:
+def case_rows_confined(
+    source: str, arg_index: int, cases: list[dict], dim: int = -1
+) -> dict[str, list]:
     """:func:`case_rows` behind the sandbox boundary (it runs the problem's ``get_inputs``);
     {} when it cannot say."""
     from workers.confined import ConfinedFailure, run_confined
 
-    request = {"source": source, "rows": {"arg_index": arg_index, "cases": cases}}
+    request = {"source": source, "rows": {"arg_index": arg_index, "cases": cases, "dim": dim}}
     try:
         answer = run_confined(
             "workers.search.trace",
@@ -802,7 +863,10 @@ def _serve(request: dict) -> dict:
     if isinstance(request.get("rows"), dict):
         rows = request["rows"]
         try:
-            return {"rows": case_rows(request["source"], int(rows["arg_index"]), rows["cases"])}
+            rows_of = case_rows(
+                request["source"], int(rows["arg_index"]), rows["cases"], int(rows.get("dim", -1))
+            )
+            return {"rows": rows_of}
         except Exception as exc:  # noqa: BLE001 - the problem's own code failed: say so
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     try:

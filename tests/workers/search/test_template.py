@@ -179,18 +179,18 @@ def get_init_inputs():
     return []
 """
 
-COLUMN_SUM = """
+TWO_DIM_SUM = """
 import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        return x.sum(dim=0)
+        return x.sum(dim=(1, 2))
 
 
 def get_inputs():
-    return [torch.randn(64, 32)]
+    return [torch.randn(4, 64, 32)]
 
 
 def get_init_inputs():
@@ -203,8 +203,8 @@ def test_says_clearly_when_no_template_fits():
     conv = gen.describe(CONV)
     assert conv["fits"] is False and "convolution" in conv["summary"]
     assert "no template fits" in conv["summary"]
-    col = gen.describe(COLUMN_SUM)
-    assert col["fits"] is False and "last dimension" in col["summary"]
+    two = gen.describe(TWO_DIM_SUM)
+    assert two["fits"] is False and "reduce over one dimension" in two["summary"]
     assert gen.propose(GenerationContext(problem_source=CONV), 3) == []
 
 

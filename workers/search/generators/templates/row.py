@@ -36,18 +36,36 @@ def _row_tiles(body: list[str]) -> list[str]:
     return out + ["        " + line for line in body]
 
 
+def _strided(plan: Plan) -> bool:
+    """Rows along a middle dimension: row r is (outer r // K, inner r % K) and its elements are
+    K apart, K the product of the dimensions after the reduced one."""
+    return plan.extra.get("red_dim", -1) != -1
+
+
+def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
+    """(row offset statement, column offset, the kernel's size arguments)."""
+    if _strided(plan):
+        return (
+            "roff = (rows // K).to(tl.int64) * N * K + rows % K",
+            "cols * K",
+            ["M", "N", "K"],
+        )
+    return "roff = rows.to(tl.int64) * N", "cols", ["M", "N"]
+
+
 def _row_one_pass(plan: Plan) -> str:
     # EV_T / EV_V: eviction hints for the tile (read once) and the row-vector (weights, read by
     # every row) loads; "" leaves the default.
+    roff, coff, sizes = _geometry(plan)
     em = _Emitter(
         plan,
-        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T)",
+        "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_T)",
         "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
     )
     lines = [
         "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
-        "roff = rows.to(tl.int64) * N",
+        roff,
         "cols = tl.arange(0, BLOCK_N)[None, :]",
         "cmask = cols < N",
         "mask = rmask & cmask",
@@ -64,8 +82,8 @@ def _row_one_pass(plan: Plan) -> str:
             s = em.stmt(node)
             if s:
                 lines.append(s)
-    lines += _row_stores(plan, em, "roff + cols", "mask")
-    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
+    lines += _row_stores(plan, em, f"roff + {coff}", "mask")
+    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
 
 
 def _row_stores(
@@ -125,9 +143,10 @@ def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
 def _row_looped(plan: Plan) -> str:
     # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
     # reads it for good (EV_T).
+    roff, coff, sizes = _geometry(plan)
     em = _Emitter(
         plan,
-        "tl.load({ptr} + roff + cols, mask=mask, other=0.0, eviction_policy=EV_K)",
+        "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
         "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
     )
     nodes = plan.nodes
@@ -145,7 +164,7 @@ def _row_looped(plan: Plan) -> str:
     lines = [
         "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
-        "roff = rows.to(tl.int64) * N",
+        roff,
     ]
 
     def emit_pass(targets: list[int], body_tail, last: bool = False) -> None:
@@ -223,7 +242,8 @@ def _row_looped(plan: Plan) -> str:
     ]
     if tile_outs:
         emit_pass(tile_outs, [], last=True)
-        lines.extend("    " + s for s in _row_stores(plan, em, "roff + cols", "mask", ("tile",)))
+        stores = _row_stores(plan, em, f"roff + {coff}", "mask", ("tile",))
+        lines.extend("    " + s for s in stores)
     scal = [o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k != "tile"]
     for i in em.deps(scal, done):
         if nodes[i].kind == "pw":
@@ -231,7 +251,7 @@ def _row_looped(plan: Plan) -> str:
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
     helper = _WELFORD_COMBINE if pairs else ""
-    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines))
+    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
 
 
 def _table_literal(table: dict | None) -> str:
@@ -246,19 +266,24 @@ def _source_row(plan: Plan, p: dict) -> str:
     ref0 = tiles[0]
     loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
     outs = ""
+    d = plan.extra.get("red_dim", -1)
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
-        shape = (
-            f"{ref0}.shape"
-            if kind == "tile"
-            else (f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]")
-        )
+        if kind == "tile":
+            shape = f"{ref0}.shape"
+        elif d == -1:
+            shape = f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]"
+        else:  # the reduced middle dimension kept as 1, or dropped
+            middle = " + (1,) + " if keep else " + "
+            shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + 1}:])"
         outs += f"        out{j} = torch.empty({shape}, dtype=odt, device={ref0}.device)\n"
     ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
     args = ", ".join(
         [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
     )
+    sizes = ", ".join(_geometry(plan)[2])
+    inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
     return (
         _header(plan, p)
         + _row_one_pass(plan)
@@ -303,8 +328,8 @@ def _ke_policy(M, N):
 class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line(refs)}{loads}{outs}        N = {ref0}.shape[-1]
-        M = {ref0}.numel() // N if N else 0
+{_dtype_line(refs)}{loads}{outs}        N = {ref0}.shape[{d}]
+{inner}        M = {ref0}.numel() // N if N else 0
         if M == 0 or N == 0:
             return {ret}
         one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, {ref0}.dtype)
@@ -312,10 +337,10 @@ class ModelNew(nn.Module):
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         if one_pass:
-            _ke_row_one_pass[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+            _ke_row_one_pass[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
                                    EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
         else:
-            _ke_row_looped[grid]({args}, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+            _ke_row_looped[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
                                  EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
         return {ret}
 """

@@ -1,0 +1,168 @@
+"""Reductions over a dimension other than the last (issue 11, generality): sums and means over
+a middle dimension, a max over the first, a norm over the channels of an NCHW tensor with
+per-channel weights, a softmax over dim 1. Each is a row family candidate whose rows are
+strided; each is correct on the interpreter for every strategy, and a weight that varies along
+another dimension is refused in words."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.search.trace import NoTemplate, trace_problem
+
+ROOT = Path(__file__).resolve().parents[3]
+
+_HEAD = "import torch\nimport torch.nn as nn\n\n\n"
+PROBLEMS = {
+    "sum_dim1_keepdim": _HEAD
+    + """class Model(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.sum(x, dim=self.dim, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7)]
+
+
+def get_init_inputs():
+    return [1]
+""",
+    "mean_dim1": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7)]
+
+
+def get_init_inputs():
+    return []
+""",
+    "amax_dim0": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return x.amax(dim=0)
+
+
+def get_inputs():
+    return [torch.randn(20, 7)]
+
+
+def get_init_inputs():
+    return []
+""",
+    "rms_norm_channels": _HEAD
+    + """class Model(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(c))
+
+    def forward(self, x):
+        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+        return x / rms * self.weight.view(1, -1, 1, 1)
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 5, 4)]
+
+
+def get_init_inputs():
+    return [6]
+""",
+    "softmax_dim1": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(2, 9, 5)]
+
+
+def get_init_inputs():
+    return []
+""",
+}
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+problems, folder = json.loads(sys.argv[1]), sys.argv[2]
+table = {"42,20,float32": [0, 1, 8, 1, 2, 3, 1], "21,20,float32": [1, 2, 32, 1, 1, 0, 0]}
+variants = [{}, {"strategy": "looped", "block_n": 4}, {"max_rows": 4, "tile": 64},
+            {"table": table}]
+out = {}
+for name, src in problems.items():
+    plan = trace_problem(src)
+    errs = []
+    for i, v in enumerate(variants):
+        cand = P.load_module(render(plan, {**DEFAULTS["row"], **v}), f"c_{name}_{i}", folder)
+        prob = P.load_module(src, f"p_{name}_{i}", folder)
+        _, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
+        x = P.make_inputs(prob, {}, torch.float32, 0, "cpu")
+        got, want = new(*x), ref(*x)
+        if got.shape != want.shape:
+            errs.append(f"variant {i}: shape {tuple(got.shape)} != {tuple(want.shape)}")
+        else:
+            errs.append(float((got - want).abs().max()))
+    out[name] = {"family": plan.family, "red_dim": plan.extra.get("red_dim"), "errs": errs}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    folder = str(tmp_path_factory.mktemp("middle"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHECK, json.dumps(PROBLEMS), folder],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
+    assert line, proc.stderr[-3000:]
+    return json.loads(line[len("RESULTS") :])
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, results):
+    got = results[name]
+    assert got["family"] == "row" and got["red_dim"] is not None and got["red_dim"] < -1
+    for err in got["errs"]:
+        assert isinstance(err, float) and err < 1e-5, got
+
+
+def test_the_summary_says_which_dimension():
+    plan = trace_problem(PROBLEMS["rms_norm_channels"])
+    assert "dimension 1 of 4" in plan.summary
+
+
+def test_a_weight_along_another_dimension_is_refused_in_words():
+    src = PROBLEMS["softmax_dim1"].replace(
+        "    def forward(self, x):\n        return torch.softmax(x, dim=1)",
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.weight = nn.Parameter(torch.randn(5))\n\n"
+        "    def forward(self, x):\n        return torch.softmax(x, dim=1) * self.weight",
+    )
+    with pytest.raises(
+        NoTemplate, match="varies along dimension 2; the rows run along dimension 1"
+    ):
+        trace_problem(src)
