@@ -289,6 +289,8 @@ class _Lowerer:
             value = self.env[a]
             if isinstance(value, tuple):
                 raise NoTemplate(f"tuple value {a.name} used as a tensor")
+            if isinstance(value, str):
+                raise NoTemplate(value)
             return value
         if isinstance(a, bool | int | float):
             return self.const(a)
@@ -448,7 +450,7 @@ class _Lowerer:
             src = self.env.get(a[0])
             if not isinstance(src, tuple):
                 raise NoTemplate(f"unsupported getitem on {a[0]}")
-            self.env[n] = src[a[1]]
+            self.env[n] = src[a[1]]  # a str: a part no template computes, refused if used
             return
         if t in _VIEW_OPS:
             src = self.arg(a[0])
@@ -473,6 +475,12 @@ class _Lowerer:
             dims = a[1] if len(a) > 1 else kw.get("dim")
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
+            return
+        if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
+            self._last_dim(n, a[1])
+            op = "max" if t == aten.max.dim else "min"
+            values = self.reduce(op, self.arg(a[0]))
+            self.env[n] = (values, f"the arg{op} indices of torch.{op}(x, dim) are not covered")
             return
         if t in (aten.var.correction, aten.var_mean.correction):
             dims = a[1] if len(a) > 1 else kw.get("dim")

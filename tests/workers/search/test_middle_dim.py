@@ -81,6 +81,19 @@ def get_inputs():
 def get_init_inputs():
     return [6]
 """,
+    "max_values_dim1": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return torch.max(x, dim=1)[0]
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7)]
+
+
+def get_init_inputs():
+    return []
+""",
     "softmax_dim1": _HEAD
     + """class Model(nn.Module):
     def forward(self, x):
@@ -153,6 +166,12 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
 def test_the_summary_says_which_dimension():
     plan = trace_problem(PROBLEMS["rms_norm_channels"])
     assert "dimension 1 of 4" in plan.summary
+
+
+def test_indices_of_a_max_are_refused_in_words():
+    src = PROBLEMS["max_values_dim1"].replace("[0]", "[1].float()")
+    with pytest.raises(NoTemplate, match="argmax indices of torch.max"):
+        trace_problem(src)
 
 
 def test_a_weight_along_another_dimension_is_refused_in_words():
