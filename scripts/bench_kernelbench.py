@@ -1,0 +1,378 @@
+"""KernelBench level 1 on a platform (issue 11): which problems a template claims, and whether
+a small template campaign ends with an accepted (correct) kernel.
+
+The problems are read at run time from a local git copy of ScalingIntelligence/KernelBench
+(never copied into this repository), unmodified. For each one: the template generator says
+which family fits or why none does (it traces behind the sandbox); where one fits, a small
+campaign runs with the engine's own driver. Each problem runs in its own process under a
+timeout, so one crash or hang is recorded and the run goes on; rows are written to ``--out``
+after every problem.
+
+    python scripts/bench_kernelbench.py --out /tmp/kb1.json            # all 100, interpret
+    python scripts/bench_kernelbench.py --out /tmp/kb1.json --only 19_ReLU.py,23_Softmax.py
+    python scripts/bench_kernelbench.py --out /tmp/kb1.json --limit 5
+    python scripts/bench_kernelbench.py --render /tmp/kb1.json  # the Markdown tables
+
+The sandbox is whatever ``KERNELEVOLVE_SANDBOX`` says (the default: the operating-system
+boundary). No Django.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_KERNELBENCH = "/work/.mirror/ScalingIntelligence+KernelBench/repo"
+LEVEL_DIR = "KernelBench/level1"
+
+
+def _git(git_dir: str, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", git_dir, *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def problem_files(git_dir: str, rev: str) -> list[str]:
+    """Level-1 file names in problem-number order (``1_...py`` .. ``100_...py``)."""
+    names = _git(git_dir, "ls-tree", "--name-only", rev, f"{LEVEL_DIR}/").split()
+    names = [Path(n).name for n in names if n.endswith(".py")]
+    return sorted(names, key=lambda n: (int(re.match(r"(\d+)", n).group(1)), n))
+
+
+def problem_source(git_dir: str, rev: str, name: str) -> str:
+    return _git(git_dir, "show", f"{rev}:{LEVEL_DIR}/{name}")
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _first_failure(nodes: list[dict]) -> dict | None:
+    for node in nodes:
+        if node.get("status") == "rejected":
+            return {
+                "node": node.get("id"),
+                "gate": node.get("failed_gate") or "error",
+                "reason": _one_line(node.get("reason") or ""),
+            }
+    return None
+
+
+def bench_one(source: str, args) -> dict:
+    """Describe, then (where a template fits) run a small campaign; one result row.
+
+    The row is written to ``args.row_out`` once the family is known too, so a problem killed
+    at its timeout still says which family claimed it."""
+    from workers.evaluate import Evaluator
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+    from workers.search.generators.template import TemplateGenerator
+
+    t0 = time.time()
+    gen = TemplateGenerator()
+    fit = gen.describe(source)
+    row: dict = {
+        "fits": bool(fit.get("fits")),
+        "family": fit.get("family"),
+        "summary": _one_line(fit.get("summary") or ""),
+        "describe_s": round(time.time() - t0, 2),
+    }
+    if not row["fits"]:
+        row["result"] = "no_template"
+        row["wall_s"] = round(time.time() - t0, 2)
+        return row
+    Path(args.row_out).write_text(json.dumps({**row, "result": "unfinished"}))
+    state = campaign_new(
+        problem_source=source,
+        workload=None,
+        platform=args.platform,
+        max_candidates=args.candidates,
+        max_wall_s=args.wall_s,
+        trials=args.trials,
+        problem_name=args.problem_name,
+    )
+    with Evaluator() as ev:
+        # The same generator instance: its traced plan is reused, not traced again.
+        run_campaign(state, evaluator=ev, generators={"template": gen})
+    summary = campaign_summary(state, with_sources=False)
+    nodes = summary["nodes"]
+    accepted = [n for n in nodes if n.get("status") == "accepted"]
+    row.update(
+        {
+            "result": "accepted" if accepted else "rejected",
+            "outcome": summary["outcome"],
+            "stop_reason": summary["stop_reason"],
+            "message": _one_line(summary["message"], 400),
+            "evaluated": summary["candidates_evaluated"],
+            "accepted": len(accepted),
+            "first_accepted": summary["first_accepted"],
+            "first_failure": _first_failure(nodes),
+            "funnel": {k: v for k, v in summary["funnel"].items() if isinstance(v, int)},
+            "nodes": [
+                {
+                    "id": n.get("id"),
+                    "status": n.get("status"),
+                    "edge": n.get("edge"),
+                    "params": n.get("params"),
+                    "failed_gate": n.get("failed_gate"),
+                    "reason": _one_line(n.get("reason") or "", 600),
+                    "wall_s": n.get("wall_s"),
+                }
+                for n in nodes
+            ],
+            "generator_stats": summary["generator_stats"],
+            "fingerprint": summary["fingerprint"],
+            "harness_hash": summary["harness_hash"],
+        }
+    )
+    row["wall_s"] = round(time.time() - t0, 2)
+    return row
+
+
+def _child(args) -> int:
+    source = problem_source(args.kernelbench, args.rev, args.one)
+    try:
+        row = bench_one(source, args)
+    except Exception as exc:  # noqa: BLE001 - the parent records it as this problem's result
+        row = {"result": "error", "error": _one_line(f"{type(exc).__name__}: {exc}", 600)}
+    Path(args.row_out).write_text(json.dumps(row, default=str))
+    return 0
+
+
+def _run_child(name: str, args) -> dict:
+    """One problem in its own process group, killed whole when it overruns its timeout."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        row_out = fh.name
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one",
+        name,
+        "--row-out",
+        row_out,
+        "--kernelbench",
+        args.kernelbench,
+        "--rev",
+        args.rev,
+        "--platform",
+        args.platform,
+        "--candidates",
+        str(args.candidates),
+        "--wall-s",
+        str(args.wall_s),
+        "--trials",
+        str(args.trials),
+        "--out",
+        "-",
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    }
+    t0 = time.time()
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        log, _ = proc.communicate(timeout=args.timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        timed_out = True
+    wall = round(time.time() - t0, 2)
+    try:
+        row = json.loads(Path(row_out).read_text() or "null")
+    except (OSError, json.JSONDecodeError):
+        row = None
+    finally:
+        Path(row_out).unlink(missing_ok=True)
+    if row is None or row.get("result") == "unfinished":
+        why = (
+            f"timed out after {args.timeout_s:.0f}s"
+            if timed_out
+            else f"exited {proc.returncode} without a result"
+        )
+        row = {**(row or {}), "result": "error", "error": why, "log_tail": (log or "")[-2000:]}
+    row["problem"] = name
+    row["process_wall_s"] = wall
+    return row
+
+
+def _print_row(i: int, total: int, row: dict) -> None:
+    what = row.get("family") or row.get("summary") or row.get("error", "")
+    detail = ""
+    if row.get("result") == "accepted":
+        detail = f"{row['accepted']}/{row['evaluated']} accepted"
+    elif row.get("result") == "rejected":
+        ff = row.get("first_failure") or {}
+        detail = f"0/{row['evaluated']} accepted; {ff.get('gate')}: {ff.get('reason', '')}"
+    print(
+        f"[{i}/{total}] {row['problem']}: {row['result']} ({_one_line(what, 120)}) "
+        f"{detail[:200]} {row['process_wall_s']:.0f}s",
+        flush=True,
+    )
+
+
+# No-template reasons grouped for the summary: (pattern on the one-line reason, group label).
+_REASON_GROUPS = (
+    (r"convolution", "a convolution"),
+    (r"_pool\d?d|avg_pool|max_pool", "pooling"),
+    (r"bmm|batched matmul", "batched matmul (bmm)"),
+    (r"transposed left operand", "matmul with a transposed left operand"),
+    (r"templates only reduce over the last dimension", "a reduction over a non-last dimension"),
+    (r"neither matches the row shape", "a weight that does not broadcast along the last dim"),
+    (r"changes the row layout", "a view that changes the row layout"),
+    (r"could not be traced", "the reference could not be traced"),
+    (r"uses (\w+)\.\w+, which no template expresses", None),  # grouped by the op's name
+)
+
+
+def reason_group(summary: str) -> str:
+    for pattern, label in _REASON_GROUPS:
+        m = re.search(pattern, summary)
+        if m:
+            return label or f"an op no template expresses: {m.group(1)}"
+    return summary.removeprefix("no template fits: ")
+
+
+def _result_cell(row: dict) -> str:
+    if row["result"] == "accepted":
+        return f"**accepted** ({row['accepted']} of {row['evaluated']} correct)"
+    if row["result"] == "rejected":
+        ff = row.get("first_failure") or {}
+        reason = (ff.get("reason") or "").removeprefix(f"{ff.get('gate')}: ")
+        reason = _one_line(reason, 160).replace("|", "\\|")
+        return f"rejected (0 of {row['evaluated']}); first: {ff.get('gate')}: {reason}"
+    if row["result"] == "no_template":
+        return "-"
+    return f"error: {_one_line(row.get('error', ''), 160)}"
+
+
+def render(doc: dict) -> str:
+    """The summary and per-problem table (Markdown) of a finished or partial run."""
+    rows = doc["rows"]
+    fams: dict[str, list[dict]] = {}
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("fits"):
+            fams.setdefault(r["family"], []).append(r)
+        elif r["result"] == "no_template":
+            groups.setdefault(reason_group(r["summary"]), []).append(r["problem"].split("_")[0])
+    errors = [r for r in rows if r["result"] == "error"]
+    out = [f"{len(rows)} of 100 problems run.", ""]
+    out += ["| family | claimed | accepted (correct) kernel | all rejected | error |"]
+    out += ["|---|---|---|---|---|"]
+    for fam, rs in sorted(fams.items(), key=lambda kv: -len(kv[1])):
+        n_acc = sum(r["result"] == "accepted" for r in rs)
+        n_rej = sum(r["result"] == "rejected" for r in rs)
+        n_err = sum(r["result"] == "error" for r in rs)
+        out.append(f"| {fam} | {len(rs)} | {n_acc} | {n_rej} | {n_err} |")
+    claimed = [r for rs in fams.values() for r in rs]
+    out.append(
+        f"| **all** | {len(claimed)} | {sum(r['result'] == 'accepted' for r in claimed)} | "
+        f"{sum(r['result'] == 'rejected' for r in claimed)} | "
+        f"{sum(r['result'] == 'error' for r in claimed)} |"
+    )
+    out += ["", f"No template fits: {sum(len(v) for v in groups.values())} problems.", ""]
+    out += ["| reason | problems | which (number) |", "|---|---|---|"]
+    for label, nums in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        out.append(f"| {label} | {len(nums)} | {', '.join(nums)} |")
+    if errors:
+        which = ", ".join(f"{r['problem']} ({r.get('error', '')})" for r in errors)
+        out += ["", f"No result (crashed or timed out): {len(errors)}: {which}."]
+    out += ["", "| problem | family / no-template reason | result | evaluated | wall s |"]
+    out += ["|---|---|---|---|---|"]
+    for r in rows:
+        what = r.get("family") or "not recorded (timed out)"
+        if not r.get("fits") and r.get("summary"):
+            what = _one_line(r["summary"].removeprefix("no template fits: "), 140)
+        what = what.replace("|", "\\|")
+        out.append(
+            f"| {r['problem'].removesuffix('.py')} | {what} | {_result_cell(r)} | "
+            f"{r.get('evaluated', '-') if r.get('fits') else '-'} | {r['process_wall_s']:.0f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", help="JSON file, rewritten after each problem")
+    parser.add_argument("--kernelbench", default=DEFAULT_KERNELBENCH, help="KernelBench git dir")
+    parser.add_argument("--rev", default="HEAD")
+    parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
+    parser.add_argument("--candidates", type=int, default=3)
+    parser.add_argument("--wall-s", type=float, default=60.0, help="campaign wall budget")
+    parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument("--timeout-s", type=float, default=240.0, help="per-problem hard limit")
+    parser.add_argument("--jobs", type=int, default=1, help="problems run at once")
+    parser.add_argument("--only", help="comma-separated file names (e.g. 19_ReLU.py)")
+    parser.add_argument("--limit", type=int, help="only the first N problems")
+    parser.add_argument("--render", help="print a run's JSON as Markdown tables, run nothing")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--row-out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.render:
+        print(render(json.loads(Path(args.render).read_text())), end="")
+        return 0
+    if not args.out:
+        parser.error("--out is required (or --render)")
+    if args.one:
+        args.problem_name = Path(args.one).stem
+        return _child(args)
+    names = problem_files(args.kernelbench, args.rev)
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        missing = [n for n in wanted if n not in names]
+        if missing:
+            print(f"not in level 1: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        names = [n for n in names if n in wanted]
+    if args.limit:
+        names = names[: args.limit]
+    meta = {
+        "kernelbench_commit": _git(args.kernelbench, "rev-parse", args.rev).strip(),
+        "argv": sys.argv,
+        "platform": args.platform,
+        "candidates": args.candidates,
+        "wall_s": args.wall_s,
+        "trials": args.trials,
+        "timeout_s": args.timeout_s,
+        "sandbox": os.environ.get("KERNELEVOLVE_SANDBOX", "(default)"),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    order = {name: i for i, name in enumerate(names)}
+    rows: list[dict] = []
+    # Problems run side by side only with --jobs > 1; each still has its own process and limit.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(_run_child, name, args) for name in names]
+        for done, fut in enumerate(as_completed(futures), 1):
+            row = fut.result()
+            rows.append(row)
+            rows.sort(key=lambda r: order[r["problem"]])
+            doc = {"meta": {**meta, "done": len(rows), "of": len(names)}, "rows": rows}
+            Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+            _print_row(done, len(names), row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
