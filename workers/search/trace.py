@@ -347,6 +347,9 @@ class _Lowerer:
             raise NoTemplate("the reference returns no tensor")
         shapes = [tuple(o.meta["val"].shape) for o in outs]
         # The row shape: the largest float input (outputs may be row-reduced).
+        for p, ref in zip(placeholders, self.refs, strict=True):
+            if not isinstance(p.meta.get("val"), torch.Tensor):
+                raise NoTemplate(f"input {ref} is a Python number; templates take tensor inputs")
         float_inputs = [
             p for p in placeholders if p.meta["val"].is_floating_point() and p.meta["val"].ndim
         ]

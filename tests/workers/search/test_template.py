@@ -264,3 +264,53 @@ def test_a_candidate_reads_like_a_file_a_reviewer_would_write(name):
         "import triton.language as tl",
     ]
     compile(source, name, "exec")
+
+
+SQUARE_MATMUL = """
+import torch
+import torch.nn as nn
+
+N = 16
+
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(N, N), torch.randn(N, N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_matmul_candidate_takes_the_empty_edge_case(tmp_path):
+    """One size constant for M, N and K set to 0 (the correctness gate's empty case): the
+    candidate returns the empty product instead of failing to reshape (KernelBench 1 and 13)."""
+    import importlib.util
+
+    import torch
+
+    from workers.search.generators.template import DEFAULTS, render
+    from workers.search.trace import trace_problem
+
+    plan = trace_problem(SQUARE_MATMUL)
+    path = tmp_path / "cand.py"
+    path.write_text(render(plan, DEFAULTS["matmul"]))
+    spec = importlib.util.spec_from_file_location("square_matmul_cand", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.ModelNew()(torch.empty(0, 0), torch.empty(0, 0))
+    assert tuple(out.shape) == (0, 0)
+
+
+def test_a_python_number_input_is_refused_in_words():
+    src = SQUARE_MATMUL.replace("def forward(self, A, B):", "def forward(self, A, s: float):")
+    src = src.replace("torch.matmul(A, B)", "A * s").replace(
+        "return [torch.randn(N, N), torch.randn(N, N)]", "return [torch.randn(N, N), 3.0]"
+    )
+    plan, summary = trace_fits(src)
+    assert plan is None and "input s is a Python number" in summary

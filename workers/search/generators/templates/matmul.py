@@ -77,7 +77,7 @@ class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
         p = _PARAMS
-        a2 = {a}.reshape(-1, {a}.shape[-1])
+        a2 = {a}.reshape(math.prod({a}.shape[:-1]), {a}.shape[-1])  # -1 fails when K is 0
         b2 = {b_expr}
 {vec_loads}        M, K = a2.shape
         N = b2.shape[1]
