@@ -130,6 +130,16 @@ class _Metrics:
                 if j < LATENCY_SAMPLES_PER_KEY:
                     row["latency_ms"][j] = ms
 
+    def add(self, key, calls, errors, latency_ms):
+        """Counts gathered elsewhere (``torch.ops.ke`` launchers): many calls at once."""
+        with self.lock:
+            row = self.calls[key]
+            row["calls"] += calls
+            row["errors"] += errors
+            row["seen"] += len(latency_ms)
+            room = LATENCY_SAMPLES_PER_KEY - len(row["latency_ms"])
+            row["latency_ms"].extend(latency_ms[: max(room, 0)])
+
     def shadow_sample(self, artifact, region, mismatch):
         with self.lock:
             row = self.shadow[(artifact, region)]
@@ -232,6 +242,7 @@ class DispatchClient:
         self._load_lock = threading.Lock()
         self._stop = threading.Event()
         self._fingerprint = None
+        self._collectors = []  # called with the metrics before each flush (torch.ops.ke counts)
         cached = self.source.load_cached()
         if cached is not None:
             self._install(cached)
@@ -438,6 +449,8 @@ class DispatchClient:
 
     def flush(self) -> dict | None:
         """Post this window's metrics; an unreachable portal keeps them for the next flush."""
+        for collect in list(self._collectors):
+            collect(self.metrics)
         batch = self.metrics.take()
         if not (batch["counts"] or batch["shadow"] or batch["refused"]):
             return None
@@ -456,6 +469,10 @@ class DispatchClient:
             return None
         self.reports_sent += 1
         return answer
+
+    def add_collector(self, collect) -> None:
+        """``collect(metrics)`` runs before each flush (``workers.runtime.ops`` counts)."""
+        self._collectors.append(collect)
 
     def _loop(self):
         next_poll = time.monotonic() + self.poll_interval_s
