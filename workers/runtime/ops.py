@@ -415,6 +415,8 @@ class Launcher:
     calls: int = 0
     canary_calls: int = 0
     errors: int = 0
+    failed: str | None = None  # the artifact that raised (this signature falls back since)
+    error: str = ""
     reported: dict = field(default_factory=dict)
     latency_ms: dict = field(default_factory=dict)  # path -> samples since the last report
     _acc: float = 0.0
@@ -439,7 +441,9 @@ class Launcher:
             if path == PATH_FALLBACK:
                 raise
             self.errors += 1
-            runtime.last_error = f"{self.kind} {self.signature}: {type(exc).__name__}: {exc}"
+            self.failed = self.canary_artifact if path == PATH_CANARY else self.artifact
+            self.error = f"{type(exc).__name__}: {exc}"[:500]
+            runtime.last_error = f"{self.kind} {self.signature}: {self.error}"
             # This signature falls back from now on; the error is counted and reported.
             self.serve, self.canary = self.reference, None
             self.artifact = self.canary_artifact = None
@@ -800,6 +804,8 @@ class OpRuntime:
                     "shadow": ln.shadow_artifact,
                     "calls": ln.calls,
                     "errors": ln.errors,
+                    "failed": ln.failed,
+                    "error": ln.error,
                     "reason": ln.reason,
                 }
             )
