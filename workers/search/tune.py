@@ -47,6 +47,15 @@ def row_space(m: int, n: int, *, max_per_thread: int = 64) -> list[Config]:
                 if 1 <= per_thread <= max_per_thread:
                     out.append((1, rows, full, warps, 1))
             rows *= 2
+    if full != n and n > 256:  # one pass over two chunks: full / 2 and the rest
+        lanes = full // 2 + _pow2(n - full // 2)
+        rows = 1
+        while rows <= rows_max and rows * lanes <= 65536:
+            for warps in (1, 2, 4, 8, 16, 32):
+                per_thread = rows * lanes // (32 * warps)
+                if 1 <= per_thread <= max_per_thread:
+                    out.append((2, rows, full // 2, warps, 1))
+            rows *= 2
     for block in (256, 512, 1024, 2048, 4096, 8192):
         if block >= full:
             break
@@ -56,6 +65,8 @@ def row_space(m: int, n: int, *, max_per_thread: int = 64) -> list[Config]:
                 continue
             for stages in (1, 2, 3):
                 out.append((0, 1, block, warps, stages))
+                if block <= 1024 and m > 1:  # two rows per program for short blocks
+                    out.append((0, 2, block, warps, stages))
     return out
 
 
@@ -285,7 +296,14 @@ def tune(args) -> dict:
     t = _Tuner(args)
     start = time.perf_counter()
     first = {c["name"]: row_space(*t.keys[c["name"]][:2]) for c in t.cases}
-    one = t.sweep({k: [cfg + (0, 0) for cfg in v] for k, v in first.items()})
+    # A looped kernel reads its row again: whether the first read keeps it in L2 (hints)
+    # decides whether it can compete, so looped configurations are timed with hints at once.
+    one = t.sweep(
+        {
+            k: [cfg + (0, 0) for cfg in v] + [cfg + (0, 1) for cfg in v if cfg[0] == 0]
+            for k, v in first.items()
+        }
+    )
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     second = {}
     for c in t.cases:

@@ -44,13 +44,17 @@ def get_init_inputs():
 """
 
 # (one_pass, ROWS, BLOCK_N, warps, stages, programs, hints): one pass, one pass over several
-# rows, looped, looped persistent with hints, one pass persistent.
+# rows, looped, looped persistent with hints, one pass persistent; one pass over two chunks
+# (32 + 32 lanes for rows of 50), over several rows with hints, and persistent.
 CONFIGS = [
     [1, 1, 64, 2, 1, 0, 0],
     [1, 4, 64, 4, 1, 0, 1],
     [0, 1, 16, 2, 2, 0, 0],
     [0, 2, 16, 1, 3, 3, 1],
     [1, 2, 64, 2, 1, 2, 0],
+    [2, 1, 32, 2, 1, 0, 0],
+    [2, 4, 32, 4, 1, 0, 1],
+    [2, 2, 32, 1, 1, 3, 0],
 ]
 
 _CHECK = r"""
@@ -95,7 +99,7 @@ def _interpret(src: str, tmp_path) -> list[dict]:
     return json.loads(line[len("RESULTS") :])
 
 
-@pytest.mark.parametrize("name", ["layer_norm", "softmax"])
+@pytest.mark.parametrize("name", ["layer_norm", "softmax", "residual_rms_norm"])
 def test_every_tuned_configuration_computes_the_reference(name, tmp_path):
     """Whatever configuration the tuner picks for a shape, the kernel is still the operator;
     and the table's entry is the one the candidate launches for that shape."""
@@ -147,10 +151,16 @@ def test_search_space_respects_registers_and_row_length():
         full = 1 << (n - 1).bit_length()
         for one_pass, rows, block, warps, _stages in space:
             per_thread = rows * block // (32 * warps)
-            if one_pass:
+            if one_pass == 2:  # two chunks, only where the row is not a power of two
+                lanes = block + (1 << (n - block - 1).bit_length())
+                assert n != full and block == full // 2 and lanes < full
+                assert 1 <= rows * lanes // (32 * warps) <= 64
+            elif one_pass:
                 assert block == full and 1 <= per_thread <= 64
             else:
-                assert block < full and rows == 1 and 1 <= per_thread <= 32
+                assert block < full and rows in (1, 2) and 1 <= block // (32 * warps) <= 32
+    assert any(cfg[0] == 2 for cfg in row_space(4096, 5120))
+    assert not any(cfg[0] == 2 for cfg in row_space(4096, 4096))
     # Persistent launches only where there are more tiles than programs.
     assert all(v[5] == 0 for v in variants([(1, 1, 4096, 8, 1)], tiles=100, sms=132))
     assert any(v[5] == 132 for v in variants([(1, 1, 4096, 8, 1)], tiles=4096, sms=132))

@@ -86,6 +86,71 @@ def _row_one_pass(plan: Plan) -> str:
     return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
 
 
+class _ChunkEmitter(_Emitter):
+    """The second chunk of a split row: values that vary along the row get a ``b`` suffix;
+    row scalars and constants are shared with the first chunk."""
+
+    def name(self, node):
+        base = super().name(node)
+        return base + "b" if node.kind != "const" and node.cat == "tile" else base
+
+    def stmt(self, node):
+        s = super().stmt(node)
+        if s is None or node.cat != "tile":
+            return s
+        lhs, rhs = s.split(" = ", 1)
+        return f"{lhs}b = {rhs}"
+
+
+def _row_split(plan: Plan) -> str:
+    """One pass over a row held as two chunks in registers: BLOCK_N (the largest power of two
+    not above N) and BLOCK_B (the rest, rounded up to a power of two), so a row of 5120 is
+    4096 + 1024 lanes instead of 8192 with 37.5% of them masked."""
+    roff, coff, sizes = _geometry(plan)
+    loads = [
+        "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_T)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+    ]
+    em = _Emitter(plan, *loads)
+    eb = _ChunkEmitter(
+        plan,
+        "tl.load({ptr} + roff + " + coff.replace("cols", "colsb")
+        + ", mask=maskb, other=0.0, eviction_policy=EV_T)",
+        "tl.load({ptr} + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V)",
+    )
+    lines = [
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rmask = rows < M",
+        roff,
+        "cols = tl.arange(0, BLOCK_N)[None, :]",
+        "cmask = cols < N",
+        "mask = rmask & cmask",
+        "colsb = BLOCK_N + tl.arange(0, BLOCK_B)[None, :]",
+        "cmaskb = colsb < N",
+        "maskb = rmask & cmaskb",
+    ]
+    for node in plan.nodes:
+        if node.kind == "reduce":
+            src = plan.nodes[node.args[0]]
+            a = _reduce_expr(node.op, f"tl.where(mask, {em.name(src)}, {_IDENTITY[node.op]})")
+            b = _reduce_expr(node.op, f"tl.where(maskb, {eb.name(src)}, {_IDENTITY[node.op]})")
+            if node.op in ("sum", "mean"):
+                expr = f"({a} + {b})" + (" / N" if node.op == "mean" else "")
+            else:
+                expr = f"tl.{'maximum' if node.op == 'max' else 'minimum'}({a}, {b})"
+            lines.append(f"v{node.id} = {expr}")
+            continue
+        for e in (em, eb) if node.cat == "tile" else (em,):
+            s = e.stmt(node)
+            if s:
+                lines.append(s)
+    lines += _row_stores(plan, em, f"roff + {coff}", "mask")
+    lines += _row_stores(plan, eb, f"roff + {coff.replace('cols', 'colsb')}", "maskb", ("tile",))
+    return _kernel(
+        "_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], _row_tiles(lines), sizes
+    )
+
+
 def _row_stores(
     plan: Plan, em: _Emitter, tile_off: str, tile_mask: str, kinds=("tile", "rowscalar")
 ):
@@ -289,12 +354,15 @@ def _source_row(plan: Plan, p: dict) -> str:
         + _row_one_pass(plan)
         + "\n\n"
         + _row_looped(plan)
+        + "\n\n"
+        + _row_split(plan)
         + f"""
 
 _PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=True)}
-# Launch configurations tuned per shape ("M,N,dtype" -> [one_pass, ROWS, BLOCK_N, warps,
-# stages, programs (0: one per tile; else a persistent launch), eviction hints (0/1)]); any
-# other shape takes the policy in _PARAMS.
+# Launch configurations tuned per shape ("M,N,dtype" -> [one_pass (0: looped, 1: one pass,
+# 2: one pass over two chunks, BLOCK_N + the rest), ROWS, BLOCK_N, warps, stages, programs
+# (0: one per tile; else a persistent launch), eviction hints (0/1)]); any other shape takes
+# the policy in _PARAMS.
 _TABLE = {_table_literal(p.get("table"))}
 _CONFIGS = {{}}
 
@@ -336,7 +404,12 @@ class ModelNew(nn.Module):
         tiles = triton.cdiv(M, rows)
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
-        if one_pass:
+        if one_pass == 2:
+            _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
+                                BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, num_warps=warps,
+                                num_stages=stages)
+        elif one_pass:
             _ke_row_one_pass[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
                                    EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
         else:
@@ -370,6 +443,16 @@ def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
     if warps not in (1, 2, 4, 8, 16, 32) or not 1 <= stages <= 4 or rows < 1:
         return False
     full = _np2(n)
+    if one_pass == 2:  # two chunks: the largest power of two below n, and the rest
+        lanes = block + _np2(n - block) if n > block else 0
+        per_thread = rows * lanes // (32 * warps)
+        return (
+            block == full // 2
+            and lanes > 0
+            and rows <= max(1, _np2(m))
+            and rows * lanes <= 65536
+            and (1 <= per_thread <= 64)
+        )
     if one_pass:
         per_thread = rows * full // (32 * warps)
         return (
@@ -378,7 +461,12 @@ def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
             and rows * full <= 65536
             and (1 <= per_thread <= 64)
         )
-    return 256 <= block < full and rows == 1 and 1 <= block // (32 * warps) <= 32
+    return (
+        256 <= block < full
+        and rows in (1, 2)
+        and rows * block <= 2048
+        and 1 <= block // (32 * warps) <= 32
+    )
 
 
 def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[int]:
@@ -399,7 +487,9 @@ def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[in
             new[4] += 1 if up else -1
         elif move == "hints":
             new[6] = 1 - new[6]
-        elif new[0]:  # one pass -> looped
+        elif new[0] == 1 and full != n and rng.random() < 0.5:  # one pass -> two chunks
+            new[:3] = [2, new[1], full // 2]
+        elif new[0]:  # one pass or two chunks -> looped
             new[:3] = [0, 1, max(256, min(2048, full // 2))]
         else:  # looped -> one pass
             new[:3] = [1, 1, full]
