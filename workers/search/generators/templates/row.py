@@ -114,7 +114,8 @@ def _row_split(plan: Plan) -> str:
     em = _Emitter(plan, *loads)
     eb = _ChunkEmitter(
         plan,
-        "tl.load({ptr} + roff + " + coff.replace("cols", "colsb")
+        "tl.load({ptr} + roff + "
+        + coff.replace("cols", "colsb")
         + ", mask=maskb, other=0.0, eviction_policy=EV_T)",
         "tl.load({ptr} + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V)",
     )
@@ -146,9 +147,7 @@ def _row_split(plan: Plan) -> str:
                 lines.append(s)
     lines += _row_stores(plan, em, f"roff + {coff}", "mask")
     lines += _row_stores(plan, eb, f"roff + {coff.replace('cols', 'colsb')}", "maskb", ("tile",))
-    return _kernel(
-        "_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], _row_tiles(lines), sizes
-    )
+    return _kernel("_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], _row_tiles(lines), sizes)
 
 
 def _row_stores(
