@@ -15,8 +15,10 @@ from workers.contract.tasks import (
     BASELINE_TASK,
     CONTROL_QUEUE,
     EVALUATE_TASK,
+    MODEL_CHECK_TASK,
     RECHECK_TASK,
     RECORD_BASELINE_TASK,
+    RECORD_MODEL_CHECK_TASK,
     RECORD_RECHECK_TASK,
     RECORD_TASK,
 )
@@ -86,4 +88,40 @@ def recheck_artifact(check_id: int, request: dict) -> dict:
         # the gate shows why it still waits instead of going quiet.
         report = {"unavailable": f"{socket.gethostname()}: {exc}"}
     current_app.send_task(RECORD_RECHECK_TASK, args=[check_id, report], queue=CONTROL_QUEUE)
+    return {"check_id": check_id, "verdict": report.get("verdict")}
+
+
+MODEL_CHECK_TIMEOUT_S = 780
+MODEL_CHECK_MEMORY_BYTES = 64 << 30
+# CUDA reserves far more address space than it uses: a GPU child gets no address-space cap
+# that CUDA would trip over (its device memory is the GPU's own limit).
+MODEL_CHECK_GPU_ADDRESS_SPACE = 1 << 46
+
+
+@shared_task(name=MODEL_CHECK_TASK, acks_late=True, soft_time_limit=840)
+def model_check_artifact(check_id: int, request: dict) -> dict:
+    """Run the model check (a decoder stock vs patched with the artifact's kernel) behind the
+    sandbox boundary on this host; the report goes to the control queue."""
+    import socket
+
+    from workers.boundary import BoundaryUnavailable
+    from workers.confined import ConfinedFailure, run_confined
+
+    gpu = request.get("platform") == "cuda"
+    try:
+        report = run_confined(
+            "workers.runtime.model_check",
+            request,
+            timeout_s=MODEL_CHECK_TIMEOUT_S,
+            cpu_s=MODEL_CHECK_TIMEOUT_S * 4,
+            memory_bytes=MODEL_CHECK_GPU_ADDRESS_SPACE if gpu else MODEL_CHECK_MEMORY_BYTES,
+            gpu=gpu,
+        )
+        if "verdict" not in report:
+            report = {"verdict": "fail", "reason": f"the check raised: {report.get('error')}"}
+    except BoundaryUnavailable as exc:
+        report = {"unavailable": f"{socket.gethostname()}: {exc}"}
+    except ConfinedFailure as exc:
+        report = {"verdict": "fail", "reason": f"the model check gave no answer: {exc}"}
+    current_app.send_task(RECORD_MODEL_CHECK_TASK, args=[check_id, report], queue=CONTROL_QUEUE)
     return {"check_id": check_id, "verdict": report.get("verdict")}

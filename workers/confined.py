@@ -54,9 +54,11 @@ def run_confined(
     cpu_s: int,
     memory_bytes: int,
     env: dict | None = None,
+    gpu: bool = False,
 ) -> dict:
     """Run ``python -m module`` confined with ``request`` on stdin; return its JSON answer.
 
+    ``gpu``: the child sees the GPU devices (a kernel run on a cuda host).
     Raises ``workers.boundary.BoundaryUnavailable`` when no sandbox can be built and
     ``ConfinedFailure`` when the run gives no answer.
     """
@@ -79,14 +81,15 @@ def run_confined(
             "HOME": scratch,
             "TMPDIR": os.path.join(scratch, "tmp"),
             "OMP_NUM_THREADS": "1",
-            "CUDA_VISIBLE_DEVICES": "",
+            # A GPU run (the model check on a cuda host) sees the host's devices.
+            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "") if gpu else "",
             "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
             **(env or {}),
         }
         for passed in ("PYTHONPATH", "LD_LIBRARY_PATH"):
             if os.environ.get(passed):
                 child_env.setdefault(passed, os.environ[passed])
-        cmd = confine(boundary, module, [], scratch=scratch, gpu=False)
+        cmd = confine(boundary, module, [], scratch=scratch, gpu=gpu)
         try:
             proc = subprocess.run(
                 cmd,

@@ -34,6 +34,7 @@ class Gate(models.TextChoices):
     TOOLCHAIN = "toolchain", "Correctness under the serving toolchain"
     SHADOW = "shadow", "Shadow: zero mismatches"
     CANARY = "canary", "Canary: latency vs incumbent"
+    MODEL = "model", "Model check: decoder stock vs patched"
 
 
 class EventKind(models.TextChoices):
@@ -77,3 +78,12 @@ POLL_INTERVAL_S = 10.0
 COVERAGE_DROP = 0.2  # alarm when a window's kernel coverage falls 20 points below the last one
 LATENCY_SAMPLES_KEPT = 256
 RECENT_REPORTS = 500  # how many recent reports the pages aggregate
+
+# The model check before a default promotion (workers.runtime.model_check): the decoder it runs
+# per platform. The interpreter's fits the catalog smoke workloads' shapes; the GPU's is Llama 3
+# 8B's layer geometry (4 layers) with prefill and decode steps.
+MODEL_CHECK_CONFIG = {
+    "interpret": {"config": "tiny", "dtype": "float32", "time": False},
+    "cuda": {"config": "llama3-8b-4l", "dtype": "bfloat16", "time": True, "rounds": 10},
+}
+MODEL_CHECK_RESEND_S = 1800

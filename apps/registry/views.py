@@ -14,6 +14,11 @@ from apps.registry.constants import NEXT_STAGE, Stage
 from apps.registry.figures import latency_figure
 from apps.registry.forms import NarrowForm, PromoteForm, ReasonForm, RollbackForm
 from apps.registry.models import Alarm, Artifact, Region
+from apps.registry.selectors.model_check import (
+    model_check_covers,
+    model_check_for,
+    model_check_rows,
+)
 
 
 def _refusal(request, exc) -> None:
@@ -111,6 +116,9 @@ class ArtifactView(PortalPermissionRequiredMixin, View):
                 "can_approve": has_portal_permission(request.user, "approve_promotion"),
                 "can_create": has_portal_permission(request.user, "create_artifact"),
                 "events": artifact.events.order_by("-id")[:50],
+                "model_check": model_check_rows(model_check_for(artifact=artifact))
+                if model_check_covers(artifact=artifact)
+                else None,
                 "promote_form": PromoteForm(),
                 "narrow_form": NarrowForm(initial={"dtypes": artifact.scope.get("dtypes")}),
             },
@@ -157,6 +165,11 @@ class ArtifactActionView(PortalPermissionRequiredMixin, View):
             elif action == "abort":
                 services.artifact_abort(artifact=artifact, by=request.user, reason=reason)
                 messages.success(request, "Aborted.")
+            elif action == "model-check":
+                check = services.artifact_model_check(
+                    artifact=artifact, by=request.user, force=True
+                )
+                messages.info(request, check.reason if check else "No model covers this operator.")
             elif action == "recheck":
                 check = services.artifact_recheck(artifact=artifact, by=request.user)
                 messages.info(request, check.reason if check else "Toolchains agree: no re-run.")

@@ -9,6 +9,8 @@ Control side (``apps.*.tasks``, on the ``control`` queue):
   node's current dispatch.
 - ``RECORD_BASELINE_TASK(campaign_id, report)``: the campaign's one baseline measurement.
 - ``RECORD_RECHECK_TASK(check_id, report)``: a registry re-check's report.
+- ``RECORD_MODEL_CHECK_TASK(check_id, report)``: a model check's report
+  (``workers.runtime.model_check.run_check``, or ``{"unavailable": why}``).
 - ``WATCHDOG_TASK()``, ``QUEUES_WATCH_TASK()``: periodic sweeps the control worker sends itself.
 
 Worker side (``workers.celery_tasks``, on ``eval_queue(platform)``):
@@ -17,6 +19,8 @@ Worker side (``workers.celery_tasks``, on ``eval_queue(platform)``):
   of ``workers.evaluate.EvaluationRequest``; answers with ``RECORD_TASK``.
 - ``BASELINE_TASK(campaign_id, request)``: answers with ``RECORD_BASELINE_TASK``.
 - ``RECHECK_TASK(check_id, request)``: answers with ``RECORD_RECHECK_TASK``.
+- ``MODEL_CHECK_TASK(check_id, request)``: ``request`` as ``run_check`` takes it; answers with
+  ``RECORD_MODEL_CHECK_TASK``.
 """
 
 CONTROL_QUEUE = "control"
@@ -25,6 +29,7 @@ STEP_TASK = "campaigns.step"
 RECORD_TASK = "campaigns.record_evaluation"
 RECORD_BASELINE_TASK = "campaigns.record_baseline"
 RECORD_RECHECK_TASK = "registry.record_recheck"
+RECORD_MODEL_CHECK_TASK = "registry.record_model_check"
 WATCHDOG_TASK = "campaigns.watchdog"
 QUEUES_WATCH_TASK = "campaigns.eval_queues_watch"
 WORKER_INFO_TASK = "campaigns.worker_info"
@@ -32,6 +37,7 @@ WORKER_INFO_TASK = "campaigns.worker_info"
 EVALUATE_TASK = "workers.evaluate_candidate"
 BASELINE_TASK = "workers.baseline_problem"
 RECHECK_TASK = "workers.recheck_artifact"
+MODEL_CHECK_TASK = "workers.model_check_artifact"
 
 EVAL_QUEUES = {"interpret": "eval.interpret", "cuda": "eval.cuda.sm90"}
 

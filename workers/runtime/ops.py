@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from workers.runtime import scope as S
+from workers.runtime.kinds import ALIASES, kind_of
 
 LIBRARY = "ke"
 PATH_DEFAULT, PATH_CANARY, PATH_FALLBACK = "default", "canary", "fallback"
@@ -191,48 +192,41 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("rms_norm", "rms_norm", ("rmsnorm", "rms"), _bind_rms_norm, rms_norm_reference),
+        Kind("rms_norm", "rms_norm", ALIASES["rms_norm"], _bind_rms_norm, rms_norm_reference),
         Kind(
             "layer_norm",
             "layer_norm",
-            ("layernorm",),
+            ALIASES["layer_norm"],
             _bind_layer_norm,
             lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
         ),
-        Kind("softmax", "softmax", (), _bind_softmax, lambda x: torch.softmax(x, -1)),
-        Kind("silu", "silu", ("swish",), _bind_silu, F.silu),
+        Kind(
+            "softmax", "softmax", ALIASES["softmax"], _bind_softmax, lambda x: torch.softmax(x, -1)
+        ),
+        Kind("silu", "silu", ALIASES["silu"], _bind_silu, F.silu),
         Kind(
             "silu_and_mul",
             None,
-            ("swiglu", "silu_mul"),
+            ALIASES["silu_and_mul"],
             _bind_silu_and_mul,
             lambda g, u: F.silu(g) * u,
         ),
         Kind(
             "residual_rms_norm",
             "residual_rms_norm",
-            ("add_rms_norm", "fused_add_rms_norm"),
+            ALIASES["residual_rms_norm"],
             _bind_residual_rms_norm,
             _ref_residual_rms_norm,
         ),
         Kind(
             "cross_entropy",
             "cross_entropy",
-            ("crossentropy", "ce_loss"),
+            ALIASES["cross_entropy"],
             _bind_cross_entropy,
             F.cross_entropy,
         ),
     )
 }
-
-
-def kind_of(operator: str) -> str | None:
-    """The kind a registry operator name serves (``rms-norm`` -> ``rms_norm``), or None."""
-    name = operator.strip().lower().replace("-", "_").replace(" ", "_")
-    for kind in KINDS.values():
-        if name == kind.name or name in kind.aliases:
-            return kind.name
-    return None
 
 
 # ------------------------------------------------------------------------------ the operators

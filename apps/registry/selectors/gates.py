@@ -253,6 +253,26 @@ def _canary_gate(artifact: Artifact) -> GateState:
     )
 
 
+def _model_gate(artifact: Artifact) -> GateState:
+    from apps.registry.selectors.model_check import (
+        model_check_for,
+        model_check_key,
+        model_check_request,
+    )
+
+    request = model_check_request(artifact=artifact)
+    check = model_check_for(artifact=artifact, key=model_check_key(request))
+    if check is None:
+        return GateState(
+            Gate.MODEL,
+            GateStatus.INCONCLUSIVE,
+            f"the {request['config']} decoder must run stock vs patched with this kernel before "
+            "it serves every call: sent to a worker when promoted",
+        )
+    evidence = {k: check.evidence.get(k) for k in ("verdict", "served", "agreement", "timing")}
+    return GateState(Gate.MODEL, check.status, check.reason, evidence)
+
+
 def artifact_gates(*, artifact: Artifact, target: str | None = None) -> list[GateState]:
     """The gates between ``artifact`` and ``target`` (default: its next stage)."""
     target = target or NEXT_STAGE.get(artifact.stage)
@@ -261,4 +281,8 @@ def artifact_gates(*, artifact: Artifact, target: str | None = None) -> list[Gat
         gates.append(_shadow_gate(artifact))
     elif target == Stage.DEFAULT:
         gates.append(_canary_gate(artifact))
+        from apps.registry.selectors.model_check import model_check_covers
+
+        if model_check_covers(artifact=artifact):
+            gates.append(_model_gate(artifact))
     return gates

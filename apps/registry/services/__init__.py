@@ -4,6 +4,7 @@ re-run correctness, ingest runtime reports, raise alarms, issue the signed manif
 from apps.registry.services.alarms import alarm_raise, alarm_resolve
 from apps.registry.services.artifacts import artifact_create, artifact_narrow
 from apps.registry.services.common import RegistryError
+from apps.registry.services.model_check import artifact_model_check
 from apps.registry.services.promotion import (
     PromotionBlocked,
     artifact_abort,
@@ -22,6 +23,7 @@ __all__ = [
     "artifact_abort",
     "artifact_approve",
     "artifact_create",
+    "artifact_model_check",
     "artifact_narrow",
     "artifact_promote",
     "artifact_recheck",

@@ -11,10 +11,14 @@ from apps.registry.models import Artifact
 from apps.registry.services.artifacts import artifact_create
 from apps.registry.services.promotion import artifact_approve, artifact_promote
 
+# Operators whose demo artifacts each go to shadow (the others: the first per platform only).
+DEMO_SERVED = ("rms-norm", "softmax")
+
 
 def registry_demo_seed() -> list[str]:
     """Freeze each demo campaign's best accepted node (reviewer); per platform, approve the
-    first into shadow (on `interpret` the demo traffic then gives it real calls)."""
+    first into shadow, and every RMSNorm and softmax one (on `interpret` the demo traffic then
+    gives them real calls)."""
     reviewer = User.objects.filter(username="reviewer").first()
     admin = User.objects.filter(username="admin").first()
     if reviewer is None:
@@ -37,6 +41,10 @@ def registry_demo_seed() -> list[str]:
         staged = Artifact.objects.filter(region__platform=campaign.platform).exclude(
             stage=Stage.CANDIDATE
         )
+        if artifact.region.operator in DEMO_SERVED:
+            # RMSNorm and softmax each start in shadow: a new user takes them on to default,
+            # where the model check runs the demo decoder stock vs patched with them.
+            staged = staged.filter(region=artifact.region)
         if admin is not None and not staged.exists():
             try:
                 artifact_approve(artifact=artifact, by=admin, reason="demo")

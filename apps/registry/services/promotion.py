@@ -321,6 +321,11 @@ def artifact_promote(
             f"the campaign; it has {len(have)}"
         )
     artifact_recheck(artifact=artifact, by=by)
+    if target in (Stage.CANARY, Stage.DEFAULT):
+        # Sent on the way into canary too, so its result is usually in when default is asked.
+        from apps.registry.services.model_check import artifact_model_check
+
+        artifact_model_check(artifact=artifact, by=by)
     gates = G.artifact_gates(artifact=artifact, target=target)
     if any(g.status == GateStatus.FAIL for g in gates):
         gate_failed(artifact, gates)
@@ -438,3 +443,45 @@ def region_rollback(
             },
         )
         return region
+
+
+def _model_check_verdict(report: dict) -> tuple[str, str]:
+    reason = str(report.get("reason") or "")[:2000]
+    if report.get("verdict") == "pass":
+        return GateStatus.PASS, reason
+    return GateStatus.FAIL, reason or "the model check failed without a reason"
+
+
+def artifact_model_check_record(*, check_id: int, report: dict) -> bool:
+    """Keep a model check's result (the first; a redelivered task's second is ignored). A
+    failure aborts a candidate, shadow or canary at once with the check's reason."""
+    with transaction.atomic():
+        check = (
+            GateCheck.objects.select_for_update()
+            .select_related("artifact__region")
+            .get(pk=check_id)
+        )
+        if check.status != GateStatus.INCONCLUSIVE:
+            return False
+        if report.get("unavailable"):
+            check.reason = (
+                f"the worker that took the model check from {check.queue} could not run it "
+                f"({report['unavailable']}); waiting for a worker that can"
+            )
+            check.dispatched_at = None
+            check.save(update_fields=["reason", "dispatched_at"])
+            notify_region(check.artifact.region, kind="model_check", artifact=check.artifact_id)
+            return True
+        check.status, check.reason = _model_check_verdict(report)
+        check.evidence = report
+        check.finished_at = timezone.now()
+        check.save(update_fields=["status", "reason", "evidence", "finished_at"])
+        notify_region(check.artifact.region, kind="model_check", artifact=check.artifact_id)
+        if check.status == GateStatus.FAIL:
+            artifact = _fresh(check.artifact)
+            if artifact.stage in ABORTABLE:
+                gate_failed(
+                    artifact,
+                    [G.GateState(Gate.MODEL, GateStatus.FAIL, check.reason, {"check": check.pk})],
+                )
+    return True
