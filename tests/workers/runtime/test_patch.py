@@ -1,0 +1,86 @@
+"""patch_model / unpatch_model on the repository's decoder: the one call swaps the recognised
+modules for torch.ops.ke operators (coverage counted per kind and shape), compiles without a
+graph break, and unpatching gives back the stock model exactly."""
+
+import torch
+
+from tests.registry import helpers
+from workers.runtime import decoder, ops
+from workers.runtime.patch import is_patched, patch_model, unpatch_model
+
+RMSNORM_GOOD = (helpers.CANDIDATES / "rmsnorm_good.py").read_text()
+
+
+def _runtime():
+    rt = ops.OpRuntime()
+    rt.serve("rms_norm", source=RMSNORM_GOOD, problem_source=helpers.PROBLEMS.joinpath(
+        "rms_norm.py").read_text())  # fmt: skip
+    rt.serve("softmax", source=helpers.SOFTMAX_GOOD,
+             scope={"dtypes": ["float32"], "inputs": [[[1, 8], [8, 96]]]})  # fmt: skip
+    return rt
+
+
+def _run(model, tokens, start=0):
+    model.allocate_cache(tokens.shape[0])
+    with torch.inference_mode():
+        return model(tokens, start)
+
+
+def test_patch_swaps_served_kinds_reports_coverage_and_unpatch_restores_exactly():
+    model = decoder.build("tiny")
+    tokens = torch.randint(0, 128, (4, 1))
+    stock = _run(model, tokens, 0)
+    forwards = {n: type(m).forward for n, m in model.named_modules()}
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    rt = _runtime()
+    with ops.using(rt):
+        report = patch_model(model, runtime=rt)
+        # Only the kinds the runtime serves: 2 layers x input norm + the final norm; 2 softmax.
+        assert report.counts() == {"rms_norm": 3, "softmax": 2}
+        skipped = {r["module"]: r["reason"] for r in report.skipped}
+        assert skipped["layers.0.post_attention_layernorm"] == "no region serves this kind"
+        assert skipped["loss_fn"] == "no region serves this kind"
+        patched = _run(model, tokens, 0)
+        # A prefill of 5 tokens: softmax rows of 5 keys fall outside the region (dim 8-96).
+        _run(model, torch.randint(0, 128, (1, 5)), 0)
+    torch.testing.assert_close(patched, stock, atol=1e-4, rtol=1e-4)
+    cov = rt.coverage()
+    assert cov["rms_norm"]["calls"] == cov["rms_norm"]["kernel_calls"] == 6
+    soft = {s["signature"]: s for s in cov["softmax"]["signatures"]}
+    assert soft["float32 [[8, 1]]"]["path"] == "fallback"  # decode at position 0: 1 key
+    assert soft["float32 [[10, 5]]"]["reason"] == "outside every region's scope"
+
+    assert unpatch_model(model) == 5 and not is_patched(model)
+    assert {n: type(m).forward for n, m in model.named_modules()} == forwards
+    assert all("forward" not in vars(m) for m in model.modules())
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(_run(model, tokens, 0), stock)
+
+
+def test_patch_all_kinds_and_compile_fullgraph():
+    model = decoder.build("tiny")
+    tokens = torch.randint(0, 128, (4, 5))
+    model.allocate_cache(4)
+    with torch.inference_mode():
+        stock = model(tokens, 0, labels=tokens)
+    rt = ops.OpRuntime()  # nothing served: every call is a reference fallback
+    with ops.using(rt):
+        report = patch_model(model, kinds="all", runtime=rt)
+        assert report.counts() == {
+            "rms_norm": 3, "residual_rms_norm": 2, "softmax": 2, "silu_and_mul": 2,
+            "cross_entropy": 1,
+        }  # fmt: skip
+        assert {r["module"] for r in report.skipped} == {
+            "layers.0.mlp.act_fn",
+            "layers.1.mlp.act_fn",
+        }
+        torch._dynamo.reset()
+        compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+        model.allocate_cache(4)
+        with torch.inference_mode():
+            logits, loss = compiled(tokens, 0, labels=tokens)
+    torch.testing.assert_close(logits, stock[0])
+    torch.testing.assert_close(loss, stock[1])
+    cov = rt.coverage()
+    assert cov["cross_entropy"]["calls"] == 1 and cov["cross_entropy"]["kernel_calls"] == 0
+    assert unpatch_model(model) == 10
