@@ -321,8 +321,7 @@ def artifact_promote(
             f"the campaign; it has {len(have)}"
         )
     artifact_recheck(artifact=artifact, by=by)
-    if target in (Stage.CANARY, Stage.DEFAULT):
-        # Sent on the way into canary too, so its result is usually in when default is asked.
+    if target == Stage.DEFAULT:
         from apps.registry.services.model_check import artifact_model_check
 
         artifact_model_check(artifact=artifact, by=by)

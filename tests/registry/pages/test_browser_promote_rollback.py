@@ -41,6 +41,10 @@ def test_promote_to_default_then_roll_back(asgi_server, demo_users, page, artifa
     assert page.locator("[data-gate=shadow] .badge").inner_text() == "pass"
     _approve_and_promote(page, "canary")
     off_loop(helpers.feed_calls, Artifact.objects.get(pk=artifact.pk), "canary", 4, 1.0)
+    off_loop(helpers.complete_model_check, Artifact.objects.get(pk=artifact.pk))
+    page.reload()
+    assert page.locator("[data-gate=model] .badge").inner_text() == "pass"
+    assert "outputs agree" in page.locator("#model-check-reason").inner_text()
     _approve_and_promote(page, "default")
     page.screenshot(path=str(artifacts_dir / "registry-artifact-default.png"), full_page=True)
 

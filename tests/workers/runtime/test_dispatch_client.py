@@ -102,6 +102,7 @@ def test_shadow_canary_default_mismatch_and_rollback_in_a_running_client(setup):
         assert paths == {"canary"}
         assert RuntimeCount.objects.filter(region=region, path="fallback").exists()
         artifact_approve(artifact=a, by=users["reviewer2"])
+        helpers.complete_model_check(a)  # the decoder stock vs patched with this kernel
         a = artifact_promote(artifact=a, by=reviewer)
         assert a.stage == "default"
         _wait(lambda: _serving(client, "default") == a.digest, 2 * POLL_S + 1, "default")
