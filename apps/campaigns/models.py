@@ -118,7 +118,11 @@ class Campaign(models.Model):
 
 
 class Node(models.Model):
-    """A candidate kernel in a campaign's search graph, with its measured state."""
+    """A candidate kernel in a campaign's search graph, with its measured state.
+
+    The rows (with their edges) are the graph's one copy: the search engine reads and writes
+    them through `apps.campaigns.graph_store.RowGraphStore`; the campaign's `engine_state` keeps
+    only the search's scalars."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="nodes")
     key = models.CharField(max_length=64)
@@ -138,6 +142,17 @@ class Node(models.Model):
     wall_seconds = models.FloatField(default=0.0)
     report = models.JSONField(null=True, blank=True)
     retrieved_knowledge = models.JSONField(default=list, blank=True)
+    # What the search keeps of a node besides the columns above (workers.search.graph.Node):
+    # the generator's note, the sub-population of the islands policy and where the node
+    # migrated, the fitness as its gate reported it (per-case speedups, worst case: what
+    # per-case crossover reads), the failing gate's evidence a repair child is shown (capped),
+    # and the hash of the source (duplicates are dropped).
+    note = models.TextField(blank=True)
+    island = models.PositiveSmallIntegerField(default=0)
+    migrated_to = models.JSONField(default=list, blank=True)
+    fitness_detail = models.JSONField(null=True, blank=True)
+    feedback = models.TextField(blank=True)
+    source_hash = models.CharField(max_length=64, blank=True)
     evaluation_key = models.CharField(max_length=128, blank=True)
     task_id = models.CharField(max_length=64, blank=True)
     dispatch_count = models.PositiveIntegerField(default=0)

@@ -57,8 +57,9 @@ NODE_FIELDS = ("id", "key", "round", "status", "failed_gate", "fitness", "genera
 
 
 def campaigns_for_reading() -> QuerySet[Campaign]:
-    """Campaign rows without the engine state: pages and the API never need it, and on a long
-    campaign it is megabytes of JSON that every request would otherwise load and parse."""
+    """Campaign rows without the engine state: pages and the API never read it. It no longer
+    holds the graph (a few kB of scalars), but a cuda campaign's also keeps the baseline's
+    report and timings, tens of kB that a list of campaigns would parse for nothing."""
     return Campaign.objects.defer("engine_state")
 
 
@@ -398,15 +399,13 @@ class CandidateReview:
 
 
 def _node_with_relations(*, parents: QuerySet[Edge]) -> QuerySet[Node]:
-    return (
-        Node.objects.select_related("campaign", "campaign__problem", "campaign__best_node")
-        .defer("campaign__engine_state")
-        .prefetch_related(
-            "gates",
-            "measurements",
-            Prefetch("in_edges", queryset=parents),
-            Prefetch("comments", queryset=Comment.objects.select_related("author", "resolved_by")),
-        )
+    return Node.objects.select_related(
+        "campaign", "campaign__problem", "campaign__best_node"
+    ).prefetch_related(
+        "gates",
+        "measurements",
+        Prefetch("in_edges", queryset=parents),
+        Prefetch("comments", queryset=Comment.objects.select_related("author", "resolved_by")),
     )
 
 

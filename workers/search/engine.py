@@ -1,14 +1,19 @@
 """The search engine: rounds of propose -> evaluate -> record, until a stated stop.
 
-All campaign state is one JSON-serialisable dict (:func:`campaign_new`), so the control side can
-persist it between steps and resume after a restart. The engine itself holds only its
-collaborators (generators, policy, knowledge retrieval) and can be rebuilt from the state at any
-step (:meth:`SearchEngine.from_state`). Two ways to drive it:
+A campaign is two things: its state, one small JSON-serialisable dict of scalars and
+bookkeeping (:func:`campaign_new`: config, round, next id, best, saturation counters, baseline,
+outcome), and its search graph, kept by a :class:`~workers.search.graph_store.GraphStore`. By
+default the graph lives in the state itself (``state["graph"]``, a
+:class:`~workers.search.graph_store.StateGraphStore`: the CLI's JSON); a host with its own
+storage passes its store (the portal keeps the graph in its Node/Edge rows, once), and the state
+it saves after each evaluation then stays a few kB at any graph size. The engine itself holds
+only its collaborators (generators, policy, knowledge retrieval, the store) and can be rebuilt
+from the state at any step (:meth:`SearchEngine.from_state`). Two ways to drive it:
 
 Step by step (an external orchestrator such as a Celery control task)::
 
     state = campaign_new(problem_source=..., workload=..., platform="cuda")
-    engine = SearchEngine.from_state(state, retrieve=my_retrieval)
+    engine = SearchEngine.from_state(state, retrieve=my_retrieval)  # store=... to keep the graph
     engine.record_baseline(state, baseline_report.to_dict())   # cuda: time the reference once
     while not engine.should_stop(state):
         for spec in engine.propose(state):                      # new pending nodes
@@ -50,7 +55,15 @@ from workers.search.generators.base import (
     EDGE_SEED,
     GenerationContext,
 )
-from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph, Node
+from workers.search.graph import (
+    STATUS_ACCEPTED,
+    STATUS_PENDING,
+    STATUS_REJECTED,
+    Graph,
+    Node,
+    source_hash,
+)
+from workers.search.graph_store import GraphStore, StateGraphStore
 from workers.search.policies import make_policy, parent_pool, per_case_winners, quality
 
 OUTCOME_IMPROVED = "improved"
@@ -75,7 +88,7 @@ FUNNEL_STAGES = (
     "errored",
     "accepted",
 )
-_GATE_TO_STAGE = {
+GATE_TO_STAGE = {
     "static": "static_rejected",
     "compile": "compile_failed",
     "correctness": "incorrect",
@@ -111,7 +124,7 @@ def campaign_new(
     time_limit_s: float = 120.0,
     problem_name: str = "",
 ) -> dict:
-    """A fresh campaign state (plain JSON data)."""
+    """A fresh campaign state (plain JSON data; the graph is the store's, see the module doc)."""
     return {
         "version": 1,
         "config": {
@@ -142,7 +155,6 @@ def campaign_new(
         },
         "round": 0,
         "next_id": 1,
-        "graph": {"nodes": [], "edges": []},
         "best_id": None,
         "best_history": [],
         "rounds_without_improvement": 0,
@@ -178,15 +190,21 @@ class SearchEngine:
     """Proposes nodes, records their reports, and decides when to stop (state is external)."""
 
     def __init__(
-        self, generators: dict, policy, retrieve: Retrieve | None = None, keep_reports: bool = True
+        self,
+        generators: dict,
+        policy,
+        retrieve: Retrieve | None = None,
+        keep_reports: bool = True,
+        store: GraphStore | None = None,
     ) -> None:
         self.generators = generators
         self.policy = policy
         self.retrieve = retrieve
+        # None: the graph lives in each state passed in (StateGraphStore(state)).
+        self.store = store
         # A standalone campaign keeps each node's full report in its state (its JSON output
         # carries them). A host that stores reports elsewhere (the portal keeps them on its node
-        # rows) passes False: the state then holds only what the search itself reads, so it
-        # stays small when it is saved after every evaluation.
+        # rows) passes False: its store then gets nodes without their reports.
         self.keep_reports = keep_reports
 
     @classmethod
@@ -197,20 +215,24 @@ class SearchEngine:
         retrieve: Retrieve | None = None,
         generators=None,
         keep_reports: bool = True,
+        store: GraphStore | None = None,
     ):
         cfg = state["config"]
-        gens = generators or {name: make_generator(name) for name in cfg["generators"]}
+        gens = (
+            generators
+            if generators is not None
+            else {name: make_generator(name) for name in cfg["generators"]}
+        )
         policy = make_policy(cfg["policy"], **cfg["policy_args"])
-        return cls(gens, policy, retrieve, keep_reports=keep_reports)
+        return cls(gens, policy, retrieve, keep_reports=keep_reports, store=store)
 
     # ------------------------------------------------------------------ helpers on the state
-    @staticmethod
-    def graph(state: dict) -> Graph:
-        return Graph.from_dict(state["graph"])
+    def _store(self, state: dict) -> GraphStore:
+        return self.store if self.store is not None else StateGraphStore(state)
 
-    @staticmethod
-    def _save(state: dict, graph: Graph) -> None:
-        state["graph"] = graph.to_dict()
+    def graph(self, state: dict, *, full: bool = True) -> Graph:
+        """The whole graph (from the store); ``full=False`` when only its shape is needed."""
+        return self._store(state).graph(full=full)
 
     def _ctx(self, state: dict, mode: str, parents: list[Node], feedback=None) -> GenerationContext:
         cfg = state["config"]
@@ -233,13 +255,18 @@ class SearchEngine:
             problem_source=cfg["problem_source"],
             workload=cfg["workload"],
             platform=cfg["platform"],
-            parents=[p.to_dict(with_report=False) for p in parents],
+            parents=[self._whole(state, p).to_dict(with_report=False) for p in parents],
             mode=mode,
             feedback=feedback,
             knowledge=knowledge,
             seed=cfg["seed"] * 1000 + state["round"],
             attempt=state["round"] if mode == EDGE_SEED else 1,
         )
+
+    def _whole(self, state: dict, node: Node) -> Node:
+        # A graph read for choosing parents may come without sources and feedback (the heavy
+        # texts); a generator needs them for the few nodes it is shown.
+        return node if node.source else (self._store(state).node(node.id) or node)
 
     # ------------------------------------------------------------------------------- propose
     def propose(self, state: dict) -> list[dict]:
@@ -250,7 +277,8 @@ class SearchEngine:
         """
         if state["outcome"] is not None or self._stop_reason(state):
             return []
-        graph = self.graph(state)
+        store = self._store(state)
+        graph = store.graph(full=False)
         cfg = state["config"]
         self._close_round(state, graph)
         state["round"] += 1
@@ -263,6 +291,7 @@ class SearchEngine:
         pool = parent_pool(graph)  # accepted, or correct but slower: both can be parents
         if graph.nodes:  # repairs first: a failure's evidence is the freshest lead
             for node in self._repair_targets(state, graph):
+                node = self._whole(state, node)
                 fb = {"gate": node.failed_gate, "reason": node.reason, "evidence": _evidence(node)}
                 jobs.append((EDGE_REPAIR, [node], fb))
         if not graph.nodes or not accepted:
@@ -275,7 +304,7 @@ class SearchEngine:
             per_case = {case: node.id for case, node in winners.items()}
             jobs.append((EDGE_CROSSOVER, contributors, {"per_case": per_case}))
         if graph.nodes:
-            parents = self.policy.select(graph, cfg["branches"], state) if pool else []
+            parents = self._select(store, graph, state) if pool else []
             for i, parent in enumerate(parents):
                 if i == len(parents) - 1 and len(pool) >= 2 and state["round"] % 2 == 0:
                     other = max(
@@ -305,14 +334,24 @@ class SearchEngine:
                 proposals = self._call(state, name, ctx, n)
                 made = 0
                 for prop in proposals:
-                    spec = self._add(state, graph, name, prop, parents, kids)
+                    spec = self._add(state, store, graph, name, prop, parents, kids)
                     if spec is not None:
                         specs.append(spec)
                         made += 1
                 if made and mode != EDGE_SEED:
                     break
-        self._save(state, graph)
         return specs
+
+    def _select(self, store: GraphStore, graph: Graph, state: dict) -> list[Node]:
+        """The policy's parents; what it changed on nodes (islands' migrations) is saved."""
+        before = {n.id: list(n.migrated_to) for n in graph.nodes.values()}
+        parents = self.policy.select(graph, state["config"]["branches"], state)
+        for node in graph.nodes.values():
+            if node.migrated_to != before[node.id]:
+                whole = self._whole(state, node)
+                whole.migrated_to = list(node.migrated_to)
+                store.save(whole)
+        return parents
 
     def _call(self, state: dict, name: str, ctx: GenerationContext, n: int):
         gen = self.generators[name]
@@ -330,9 +369,9 @@ class SearchEngine:
             }
         return proposals
 
-    def _add(self, state, graph: Graph, gen_name, prop, parents: list[Node], kids) -> dict | None:
-        from workers.search.graph import source_hash
-
+    def _add(
+        self, state, store: GraphStore, graph: Graph, gen_name, prop, parents: list[Node], kids
+    ) -> dict | None:
         digest = source_hash(prop.source)
         if graph.has_source(digest):
             state["duplicates"] += 1
@@ -356,6 +395,7 @@ class SearchEngine:
             source_hash=digest,
         )
         graph.add(node)
+        store.add(node)
         return {
             "node_id": node_id,
             "source": prop.source,
@@ -392,13 +432,12 @@ class SearchEngine:
     def request_kwargs(self, state: dict, node_id: str, graph: Graph | None = None) -> dict:
         """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for this node.
 
-        Pass the parsed ``graph`` when asking for many nodes at once.
+        Pass the ``graph`` (with sources) when asking for many nodes at once.
         """
-        node = (graph or self.graph(state)).nodes[node_id]
-        kw = {**engine_request_defaults(state["config"]), "candidate_source": node.source}
-        if state.get("baseline_times") is not None:
-            kw["baseline_times"] = state["baseline_times"]
-        return kw
+        node = graph.nodes[node_id] if graph is not None else self._store(state).node(node_id)
+        if node is None:
+            raise KeyError(f"no node {node_id} in this campaign")
+        return evaluation_request(state, node.source)
 
     def record_baseline(self, state: dict, baseline: dict, baseline_times: dict | None = None):
         """Keep the reference's timing (from ``baseline()``) so candidates reuse it."""
@@ -412,8 +451,8 @@ class SearchEngine:
         Idempotent: a second report for a node already recorded is ignored (returns False),
         so a redelivered evaluation task cannot double-count.
         """
-        graph = self.graph(state)
-        node = graph.nodes.get(node_id)
+        store = self._store(state)
+        node = store.node(node_id)
         if node is None:
             raise KeyError(f"no node {node_id} in this campaign")
         if node.status != STATUS_PENDING:
@@ -433,20 +472,21 @@ class SearchEngine:
         node.report = report if self.keep_reports else None
         state["fingerprint"] = state["fingerprint"] or report.get("fingerprint")
         state["harness_hash"] = state["harness_hash"] or report.get("harness_hash")
+        store.save(node)
         if node.status == STATUS_ACCEPTED:
             if state["first_accepted"] is None:
+                totals = store.totals()
                 state["first_accepted"] = {
                     "node_id": node.id,
                     "wall_s": time.time() - state["started_at"],
-                    "device_s": _total_device_s(graph) + state["baseline_device_s"],
-                    "candidates": len([n for n in graph.nodes.values() if n.status != "pending"]),
+                    "device_s": totals.device_s + state["baseline_device_s"],
+                    "candidates": totals.evaluated,
                 }
-            self._update_best(state, graph, node)
-        self._save(state, graph)
+            self._update_best(state, store, node)
         return True
 
-    def _update_best(self, state: dict, graph: Graph, node: Node) -> None:
-        best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
+    def _update_best(self, state: dict, store: GraphStore, node: Node) -> None:
+        best = store.node(state["best_id"]) if state["best_id"] else None
         if best is None:
             improved = True
         elif node.fitness is None or best.fitness is None:
@@ -469,20 +509,22 @@ class SearchEngine:
     # ---------------------------------------------------------------------------- stopping
     def _stop_reason(self, state: dict) -> str | None:
         cfg = state["config"]
-        graph = self.graph(state)
-        if graph.pending():
+        store = self._store(state)
+        totals = store.totals()
+        if totals.pending:
             return None
         budget = cfg["budget"]
         fit = state["generator_fit"]
-        if fit and not any(f.get("fits", True) for f in fit.values()) and not graph.nodes:
+        if fit and not any(f.get("fits", True) for f in fit.values()) and not totals.nodes:
             return "no_generator_fits"
-        best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
         target = cfg["target_speedup"]
-        if best is not None and target and (best.ci_low or 0.0) >= target:
-            return "target_met"
-        if len(graph.nodes) >= budget["max_candidates"]:
+        if target and state["best_id"]:
+            best = store.node(state["best_id"])
+            if best is not None and (best.ci_low or 0.0) >= target:
+                return "target_met"
+        if totals.nodes >= budget["max_candidates"]:
             return "budget_candidates"
-        device = _total_device_s(graph) + state["baseline_device_s"]
+        device = totals.device_s + state["baseline_device_s"]
         if budget["max_device_s"] is not None and device >= budget["max_device_s"]:
             return "budget_device_s"
         if (
@@ -499,7 +541,7 @@ class SearchEngine:
         if state["outcome"] is not None:
             return True
         reason = self._stop_reason(state)
-        if reason is None and no_proposals and not self.graph(state).pending():
+        if reason is None and no_proposals and not self._store(state).totals().pending:
             reason = "no_proposals"
         if reason is None:
             return False
@@ -508,7 +550,7 @@ class SearchEngine:
 
     def finish(self, state: dict, reason: str) -> None:
         """End the campaign with ``reason`` and decide its outcome (see the module docstring)."""
-        graph = self.graph(state)
+        graph = self.graph(state, full=False)
         # Count the last round's result for saturation bookkeeping.
         self._close_round(state, graph)
         state["stop_reason"] = reason
@@ -585,9 +627,9 @@ def _total_device_s(graph: Graph) -> float:
 # ------------------------------------------------------------------------------- reporting
 
 
-def funnel(state: dict) -> dict:
+def funnel(state: dict, store: GraphStore | None = None) -> dict:
     """Counts per stage (they add up to ``generated``), device-seconds per gate, cost."""
-    graph = Graph.from_dict(state["graph"])
+    graph = (store or StateGraphStore(state)).graph(full=False)
     counts = dict.fromkeys(FUNNEL_STAGES, 0)
     device_by_gate: dict[str, float] = {}
     wall_by_gate: dict[str, float] = {}
@@ -598,7 +640,7 @@ def funnel(state: dict) -> dict:
         elif node.status == STATUS_ACCEPTED:
             counts["accepted"] += 1
         else:
-            counts[_GATE_TO_STAGE.get(node.failed_gate or "", "errored")] += 1
+            counts[GATE_TO_STAGE.get(node.failed_gate or "", "errored")] += 1
         for gate in node.gates:
             name = gate.get("name") or "?"
             device_by_gate[name] = device_by_gate.get(name, 0.0) + float(gate.get("device_s") or 0)
@@ -615,9 +657,12 @@ def funnel(state: dict) -> dict:
     }
 
 
-def campaign_summary(state: dict, *, with_sources: bool = True) -> dict:
+def campaign_summary(
+    state: dict, *, with_sources: bool = True, store: GraphStore | None = None
+) -> dict:
     """The campaign as one JSON document (what the CLI writes and ``import_campaign`` reads)."""
-    graph = Graph.from_dict(state["graph"])
+    store = store or StateGraphStore(state)
+    graph = store.graph(full=with_sources)
     best = graph.nodes.get(state["best_id"]) if state["best_id"] else None
     best_dict = None
     if best is not None:
@@ -626,7 +671,7 @@ def campaign_summary(state: dict, *, with_sources: bool = True) -> dict:
     cfg = {k: v for k, v in state["config"].items()}
     evaluated = sum(1 for n in graph.nodes.values() if n.status != STATUS_PENDING)
     wall = time.time() - state["started_at"]
-    fun = funnel(state)
+    fun = funnel(state, store)
     device_min = fun["device_s_total"] / 60.0
     return {
         "outcome": state["outcome"],
@@ -711,6 +756,41 @@ def baseline_request(state: dict) -> dict:
     return {**engine_request_defaults(cfg), "candidate_source": src}
 
 
+def evaluation_request(state: dict, candidate_source: str) -> dict:
+    """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for one candidate."""
+    kw = {**engine_request_defaults(state["config"]), "candidate_source": candidate_source}
+    if state.get("baseline_times") is not None:
+        kw["baseline_times"] = state["baseline_times"]
+    return kw
+
+
+def seed_add(
+    state: dict,
+    *,
+    source: str,
+    generator: str,
+    params: dict | None = None,
+    note: str = "",
+    store: GraphStore | None = None,
+) -> str:
+    """Add a seed the host brings (a warm start from an earlier campaign's node) as a pending
+    node before the first round; returns its id. Its evaluation is the campaign's first."""
+    node_id = f"n{state['next_id']}"
+    (store or StateGraphStore(state)).add(
+        Node(
+            id=node_id,
+            source=source,
+            generator=generator,
+            edge=EDGE_SEED,
+            params=dict(params or {}),
+            note=note,
+            round=state["round"],
+        )
+    )
+    state["next_id"] += 1
+    return node_id
+
+
 def engine_request_defaults(cfg: dict) -> dict:
     return {
         "problem_source": cfg["problem_source"],
@@ -759,6 +839,8 @@ __all__ = [
     "baseline_request",
     "campaign_new",
     "campaign_summary",
+    "evaluation_request",
     "funnel",
     "run_campaign",
+    "seed_add",
 ]

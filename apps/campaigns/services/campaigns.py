@@ -11,6 +11,7 @@ from apps.campaigns.constants import (
     NodeStatus,
     Platform,
 )
+from apps.campaigns.graph_store import RowGraphStore
 from apps.campaigns.models import Campaign, Node, Problem
 from apps.campaigns.services.events import campaign_changed
 from apps.campaigns.services.problems import (
@@ -20,10 +21,8 @@ from apps.campaigns.services.problems import (
 )
 from apps.campaigns.services.schedule import campaign_step_send
 from apps.campaigns.services.search import campaign_nodes_settle
-from workers.search.engine import campaign_new
+from workers.search.engine import campaign_new, seed_add
 from workers.search.generators.llm import NOT_CONFIGURED, llm_configured
-from workers.search.graph import Graph
-from workers.search.graph import Node as GraphNode
 
 GENERATORS = ("template", "llm")
 
@@ -224,19 +223,14 @@ def campaign_continue_from_node(
     )
     campaign.warm_start_node = node
     state = campaign.engine_state
-    graph = Graph.from_dict(state["graph"])
-    graph.add(
-        GraphNode(
-            id="n1",
-            source=node.source,
-            generator=node.generator,
-            edge="seed",
-            params=dict(node.params),
-            note=f"warm start from campaign {source.pk} node {node.key}",
-        )
+    seed_add(
+        state,
+        source=node.source,
+        generator=node.generator,
+        params=node.params,
+        note=f"warm start from campaign {source.pk} node {node.key}",
+        store=RowGraphStore(campaign),
     )
-    state["graph"] = graph.to_dict()
-    state["next_id"] = 2
     campaign.engine_state = state
     campaign.save(update_fields=["warm_start_node", "engine_state"])
     return campaign_start(campaign=campaign)

@@ -20,9 +20,21 @@ def _timing(case: dict) -> dict:
     }
 
 
+def node_record_evidence(*, node: Node, report: dict) -> None:
+    """Keep a report the search engine has just recorded on its node (through the campaign's
+    graph store, which wrote the verdict, fitness and times): the report itself, its gate
+    results and its measured cases."""
+    node.report = report
+    node.evaluated_at = timezone.now()
+    node.save(update_fields=["report", "evaluated_at"])
+    _store_evidence(node, report)
+
+
 @transaction.atomic
 def node_record_report(*, node: Node, report: dict) -> bool:
-    """Store a report on a node once; False when the node already has its result (a redelivery)."""
+    """Store a report on a node outside a search (an imported campaign's nodes) once; False
+    when the node already has its result. A searched campaign's reports go through the engine
+    (`services.search.evaluation_record`)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     # A cancelled node keeps its status whatever comes back (node_record_late_report).
     if node.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED, NodeStatus.CANCELLED):
@@ -35,6 +47,7 @@ def node_record_report(*, node: Node, report: dict) -> bool:
     node.reason = report.get("reason") or ""
     node.fitness = fitness.get("speedup")
     node.fitness_ci_low, node.fitness_ci_high = ci[0], ci[1]
+    node.fitness_detail = report.get("fitness")
     node.device_seconds = float(report.get("device_s") or 0.0)
     node.wall_seconds = float(report.get("wall_s") or 0.0)
     node.report = report

@@ -66,6 +66,11 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
             generator=data.get("generator", ""),
             params=data.get("params") or {},
             source=data.get("source", ""),
+            source_hash=data.get("source_hash") or "",
+            note=data.get("note") or "",
+            island=data.get("island") or 0,
+            migrated_to=data.get("migrated_to") or [],
+            feedback=data.get("feedback") or "",
             retrieved_knowledge=data.get("knowledge_ids") or [],
         )
         rows[data["id"]] = node

@@ -3,8 +3,12 @@
 `campaign_step` advances a running campaign: it re-dispatches evaluations that no worker holds
 any more, proposes the next round when the last one is fully recorded, and ends the campaign
 with its outcome when the engine says stop. `evaluation_record` stores a report once (a
-redelivered evaluation is ignored) and triggers the next step when the round is complete. The
-engine state (workers.search) is JSON on the campaign; rows mirror it for pages and the API.
+redelivered evaluation is ignored) and triggers the next step when the round is complete.
+
+The search graph is the campaign's Node and Edge rows, which the engine reads and writes through
+`RowGraphStore`; `Campaign.engine_state` keeps only the search's scalars (round, next id, best,
+saturation counters, the baseline's timings, the outcome), so a step saves a few kB whatever the
+graph's size. The funnel and counters on the campaign row are counted from the rows.
 
 A campaign that ends early (cancelled, or failed by the watchdog) settles its unevaluated nodes
 as `cancelled` (`campaign_nodes_settle`), and from then on its counts come from the node rows
@@ -16,6 +20,7 @@ import logging
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from apps.campaigns.constants import (
@@ -26,19 +31,25 @@ from apps.campaigns.constants import (
     Outcome,
     eval_queue,
 )
-from apps.campaigns.models import Campaign, Edge, Node
-from apps.campaigns.services.evaluations import node_record_late_report, node_record_report
+from apps.campaigns.graph_store import RowGraphStore
+from apps.campaigns.models import Campaign, GateResult, Node
+from apps.campaigns.services.evaluations import node_record_evidence, node_record_late_report
 from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
 from apps.campaigns.services.schedule import campaign_step_send
 from workers.fingerprint import harness_hash
-from workers.search.engine import _GATE_TO_STAGE, FUNNEL_STAGES, SearchEngine, baseline_request
-from workers.search.engine import funnel as engine_funnel
-from workers.search.graph import Graph
+from workers.search.engine import (
+    FUNNEL_STAGES,
+    GATE_TO_STAGE,
+    SearchEngine,
+    baseline_request,
+    evaluation_request,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def _engine(campaign: Campaign) -> SearchEngine:
+    """The campaign's engine over its rows (`engine.store`: the campaign's RowGraphStore)."""
     from apps.knowledge.selectors.retrieval import knowledge_retriever
 
     # Bound to the owner: restricted entries reach only prompts of campaigns whose owner may
@@ -49,38 +60,16 @@ def _engine(campaign: Campaign) -> SearchEngine:
         fingerprint=baseline.get("fingerprint") if isinstance(baseline, dict) else None,
         platform=campaign.platform,
     )
-    # Reports live on the node rows; the state saved after each evaluation keeps only what the
-    # search reads (a 2,000-node campaign's state would otherwise be ~90 MB).
-    return SearchEngine.from_state(campaign.engine_state, retrieve=retrieve, keep_reports=False)
+    # Reports live on the node rows (services.evaluations), not in the engine's nodes.
+    return SearchEngine.from_state(
+        campaign.engine_state,
+        retrieve=retrieve,
+        keep_reports=False,
+        store=RowGraphStore(campaign),
+    )
 
 
-def _materialise(campaign: Campaign, graph: Graph) -> list[Node]:
-    """Create rows (and edges) for graph nodes the database does not have yet."""
-    existing = {n.key: n for n in campaign.nodes.only("id", "key")}
-    created = []
-    for gnode in graph.nodes.values():
-        if gnode.id in existing:
-            continue
-        row = Node.objects.create(
-            campaign=campaign,
-            key=gnode.id,
-            round=gnode.round,
-            generator=gnode.generator,
-            params=gnode.params,
-            source=gnode.source,
-            retrieved_knowledge=gnode.knowledge_ids,
-        )
-        existing[gnode.id] = row
-        created.append(row)
-        parents = [existing[p] for p in gnode.parent_ids] or [None]
-        Edge.objects.bulk_create(
-            Edge(campaign=campaign, parent=parent, child=row, kind=gnode.edge) for parent in parents
-        )
-    nodes_created(campaign, created)
-    return created
-
-
-def _dispatch(campaign: Campaign, engine: SearchEngine, nodes: list[Node]) -> None:
+def _dispatch(campaign: Campaign, state: dict, nodes: list[Node]) -> None:
     """Send evaluations to the platform's queue (after commit). Keyed for idempotency."""
     from celery.utils import uuid
 
@@ -90,9 +79,8 @@ def _dispatch(campaign: Campaign, engine: SearchEngine, nodes: list[Node]) -> No
     harness = harness_hash()
     now = timezone.now()
     jobs = []
-    graph = engine.graph(campaign.engine_state)
     for node in nodes:
-        request = engine.request_kwargs(campaign.engine_state, node.key, graph)
+        request = evaluation_request(state, node.source)
         node.status = NodeStatus.EVALUATING
         node.dispatched_at = now
         node.dispatch_count += 1
@@ -149,7 +137,7 @@ def _queued_task_ids(queue: str) -> set[str]:
     return ids
 
 
-def _redispatch_orphans(campaign: Campaign, engine: SearchEngine) -> int:
+def _redispatch_orphans(campaign: Campaign, state: dict) -> int:
     """Evaluations that no live worker holds and the queue no longer has are sent again.
 
     That is a worker killed mid-evaluation (its message sits unacknowledged until the
@@ -171,7 +159,7 @@ def _redispatch_orphans(campaign: Campaign, engine: SearchEngine) -> int:
         logger.warning(
             "campaign %s: re-dispatching %d orphaned evaluations", campaign.pk, len(orphans)
         )
-        _dispatch(campaign, engine, orphans)
+        _dispatch(campaign, state, orphans)
     return len(orphans)
 
 
@@ -191,13 +179,45 @@ def _finish(campaign: Campaign, state: dict) -> None:
     transaction.on_commit(lambda: knowledge_campaign_finished(campaign_id=campaign_id), robust=True)
 
 
-def _refresh_counters(campaign: Campaign, state: dict) -> None:
-    campaign.funnel = engine_funnel(state)
-    campaign.candidates_evaluated = campaign.funnel["generated"] - campaign.funnel["pending"]
-    campaign.device_seconds = campaign.funnel["device_s_total"]
+def _refresh_best(campaign: Campaign, state: dict) -> None:
     best_key = state.get("best_id")
+    if campaign.best_node is not None and campaign.best_node.key == best_key:
+        return
     campaign.best_node = campaign.nodes.filter(key=best_key).first() if best_key else None
     campaign.best_fitness = campaign.best_node.fitness if campaign.best_node else None
+
+
+def _counters_add(campaign: Campaign, state: dict, node: Node, report: dict) -> None:
+    """Add one recorded evaluation to the counters the last step counted from the rows (each
+    step recounts them), so recording costs the same at any campaign size."""
+    funnel = dict(campaign.funnel or {})
+    if not funnel.get("pending"):  # never counted (or already off): count from the rows
+        campaign_counters_from_rows(campaign=campaign)
+        return
+    if node.status == NodeStatus.ACCEPTED:
+        stage = "accepted"
+    else:
+        stage = GATE_TO_STAGE.get(node.failed_gate, "errored")
+    funnel["pending"] -= 1
+    funnel[stage] = funnel.get(stage, 0) + 1
+    for key, field in (("device_s_by_gate", "device_s"), ("wall_s_by_gate", "wall_s")):
+        by_gate = dict(funnel.get(key) or {})
+        for gate in report.get("gates") or []:
+            name = gate.get("name") or "?"
+            by_gate[name] = by_gate.get(name, 0.0) + float(gate.get(field) or 0.0)
+        funnel[key] = by_gate
+    funnel["device_s_total"] = float(funnel.get("device_s_total") or 0.0) + node.device_seconds
+    accepted = funnel.get("accepted", 0)
+    funnel["device_s_per_accepted"] = funnel["device_s_total"] / accepted if accepted else None
+    funnel["duplicates_dropped"] = state.get("duplicates", 0)
+    campaign.funnel = funnel
+    campaign.candidates_evaluated += 1
+    campaign.device_seconds = funnel["device_s_total"]
+
+
+def _refresh_counters(campaign: Campaign, state: dict) -> None:
+    campaign_counters_from_rows(campaign=campaign)
+    _refresh_best(campaign, state)
 
 
 def campaign_nodes_settle(*, campaign: Campaign, reason: str) -> list[str]:
@@ -218,28 +238,52 @@ def campaign_nodes_settle(*, campaign: Campaign, reason: str) -> list[str]:
 
 
 def campaign_counters_from_rows(*, campaign: Campaign) -> None:
-    """The funnel, evaluated count and device-seconds of a campaign that ended early, counted
-    from its node rows (one query), so the page's numbers and the outcome agree with the rows.
-    The best is left as it was: nothing after the end changes it."""
+    """The funnel (counts per stage, device and wall seconds per gate, cost per accepted
+    candidate), evaluated count and device-seconds of a campaign, counted from its rows in two
+    grouped queries. The caller saves the campaign; the best is not touched."""
     counts = dict.fromkeys((*FUNNEL_STAGES, "cancelled"), 0)
     device_s = 0.0
-    for status, failed_gate, node_device_s in campaign.nodes.values_list(
-        "status", "failed_gate", "device_seconds"
-    ):
-        counts["generated"] += 1
+    grouped = (
+        campaign.nodes.order_by()
+        .values_list("status", "failed_gate")
+        .annotate(n=Count("id"), device=Sum("device_seconds"))
+    )
+    for status, failed_gate, n, node_device_s in grouped:
+        counts["generated"] += n
         device_s += node_device_s or 0.0
         if status in UNSETTLED_NODE_STATUSES:
-            counts["pending"] += 1
+            counts["pending"] += n
         elif status in (NodeStatus.ACCEPTED, NodeStatus.CANCELLED):
-            counts[status] += 1
+            counts[status] += n
         else:
-            counts[_GATE_TO_STAGE.get(failed_gate, "errored")] += 1
+            counts[GATE_TO_STAGE.get(failed_gate, "errored")] += n
+    device_by_gate, wall_by_gate = {}, {}
+    for name, gate_device_s, gate_wall_s in (
+        GateResult.objects.filter(node__campaign_id=campaign.pk)
+        .order_by()
+        .values_list("name")
+        .annotate(device=Sum("device_seconds"), wall=Sum("wall_seconds"))
+    ):
+        device_by_gate[name or "?"] = gate_device_s or 0.0
+        wall_by_gate[name or "?"] = gate_wall_s or 0.0
+    state = campaign.engine_state or {}
     funnel = dict(campaign.funnel or {})
-    device_total = device_s + float(funnel.get("baseline_device_s") or 0.0)
+    baseline_device_s = float(
+        state.get("baseline_device_s") or funnel.get("baseline_device_s") or 0.0
+    )
+    device_total = device_s + baseline_device_s
     funnel.update(counts)
-    funnel["device_s_total"] = device_total
-    funnel["device_s_per_accepted"] = (
-        device_total / counts["accepted"] if counts["accepted"] else None
+    funnel.update(
+        {
+            "device_s_by_gate": device_by_gate,
+            "wall_s_by_gate": wall_by_gate,
+            "baseline_device_s": baseline_device_s,
+            "device_s_total": device_total,
+            "device_s_per_accepted": (
+                device_total / counts["accepted"] if counts["accepted"] else None
+            ),
+            "duplicates_dropped": state.get("duplicates", funnel.get("duplicates_dropped", 0)),
+        }
     )
     campaign.funnel = funnel
     campaign.candidates_evaluated = counts["generated"] - counts["pending"] - counts["cancelled"]
@@ -258,30 +302,29 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
     engine = _engine(campaign)
 
     if campaign.platform != "interpret" and state.get("baseline") is None:
-        # A warm-start seed is in the graph before the baseline: its row (pending) shows on the
-        # graph and the table while the funnel counts it.
-        _materialise(campaign, engine.graph(state))
+        # A warm-start seed is a row (pending) before the baseline: it shows on the graph and
+        # the table, and the funnel counts it, until the baseline lets it be dispatched.
         action = _ensure_baseline(campaign, state)
     else:
-        graph = engine.graph(state)
-        _materialise(campaign, graph)
-        _dispatch(campaign, engine, list(campaign.nodes.filter(status=NodeStatus.PENDING)))
-        if graph.pending():
-            redone = _redispatch_orphans(campaign, engine)
-            action = f"waiting for {len(graph.pending())} evaluations ({redone} re-dispatched)"
+        # Rows not dispatched yet: a warm-start seed (or a step that died before sending).
+        _dispatch(campaign, state, list(campaign.nodes.filter(status=NodeStatus.PENDING)))
+        pending = engine.store.totals().pending
+        if pending:
+            redone = _redispatch_orphans(campaign, state)
+            action = f"waiting for {pending} evaluations ({redone} re-dispatched)"
         elif engine.should_stop(state):
             _finish(campaign, state)
             action = f"finished: {state['outcome']}"
         else:
             engine.propose(state)
-            graph = engine.graph(state)
-            if not graph.pending():
+            created = engine.store.created
+            if not created:
                 engine.should_stop(state, no_proposals=True)
                 _finish(campaign, state)
                 action = f"finished: {state['outcome']} (no proposals)"
             else:
-                created = _materialise(campaign, graph)
-                _dispatch(campaign, engine, created)
+                nodes_created(campaign, created)
+                _dispatch(campaign, state, created)
                 action = f"round {state['round']}: dispatched {len(created)} candidates"
     campaign.engine_state = state
     _refresh_counters(campaign, state)
@@ -363,18 +406,21 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
             node.evaluation_key,
         )
         return False
-    if not node_record_report(node=node, report=report):
-        return False
     state = campaign.engine_state
     engine = _engine(campaign)
-    engine.record(state, node.key, report)
-    campaign.engine_state = state
-    _refresh_counters(campaign, state)
-    campaign.save()
+    # The engine writes the verdict, fitness and times through the rows; False: recorded already.
+    if not engine.record(state, node.key, report):
+        return False
+    node_record_evidence(node=node, report=report)
     node.refresh_from_db()
+    campaign.engine_state = state
+    _counters_add(campaign, state, node, report)
+    _refresh_best(campaign, state)
+    campaign.save()
     node_changed(node)
     campaign_changed(campaign)
-    if not engine.graph(state).pending() and campaign.status == CampaignStatus.RUNNING:
+    unsettled = campaign.nodes.filter(status__in=UNSETTLED_NODE_STATUSES)
+    if campaign.status == CampaignStatus.RUNNING and not unsettled.exists():
         transaction.on_commit(lambda: campaign_step_send(campaign.pk))
     return True
 

@@ -36,24 +36,18 @@ def _pct(values, q):
 
 
 def _engine_state_of(n_nodes: int) -> dict:
-    """What the control side keeps for a finished campaign of `n_nodes` (reports excluded, as
-    the portal keeps them): real H200 sources, gates and fitness from docs/demo, ~12 MB."""
+    """What the control side keeps for a finished cuda campaign of `n_nodes`: the search's
+    scalars and the real H200 baseline from docs/demo (the graph is the rows)."""
     from workers.search.engine import campaign_new
-    from workers.search.graph import Graph, Node
 
     demo = json.loads((ROOT / "docs" / "demo" / "h200-rms_norm.json").read_text())
     state = campaign_new(
         problem_source=demo["config"]["problem_source"], workload=None, platform="cuda"
     )
-    graph = Graph()
-    for i in range(n_nodes):
-        real = demo["nodes"][i % len(demo["nodes"])]
-        node = Node(id=f"n{i}", source=f"{real['source']}\n# {i}\n", generator="template",
-                    edge="seed", status=real["status"], gates=real["gates"],
-                    fitness=real["fitness"], feedback=real.get("reason") or "")  # fmt: skip
-        graph.add(node)
-    state["graph"] = graph.to_dict()
+    state["baseline"] = demo["baseline"]
+    state["baseline_times"] = {c["name"]: c.get("timings") for c in demo["baseline"]["cases"]}
     state["round"] = n_nodes // 20
+    state["next_id"] = n_nodes + 1
     return state
 
 
@@ -62,7 +56,7 @@ def test_page_server_times(demo_users):
     campaign = build_campaign(nodes=2000, user=engineer)
     campaign.engine_state = _engine_state_of(2000)
     campaign.save(update_fields=["engine_state"])
-    print(f"\nengine state: {len(json.dumps(campaign.engine_state)) / 1e6:.1f} MB")
+    print(f"\nengine state: {len(json.dumps(campaign.engine_state)) / 1e3:.1f} kB")
     for i in range(30):  # a list of realistic length around it
         build_campaign(nodes=3, user=engineer, seed=100 + i, timed=False, name=f"small {i}")
     client = Client()

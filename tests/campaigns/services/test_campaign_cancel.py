@@ -157,7 +157,7 @@ def test_a_report_from_a_superseded_dispatch_is_refused(mid_round):
     node = nodes[2]
     old_key = node.evaluation_key
     campaign.refresh_from_db()
-    search._dispatch(campaign, search._engine(campaign), [node])  # dispatched again
+    search._dispatch(campaign, campaign.engine_state, [node])  # dispatched again
     node.refresh_from_db()
     assert node.evaluation_key != old_key and node.dispatch_count == 2
 

@@ -42,16 +42,16 @@ def test_queued_evaluations_are_left_alone_and_lost_ones_sent_again(demo_users, 
         dispatched_at=timezone.now() - timedelta(seconds=120)
     )
     campaign.refresh_from_db()
-    engine = search._engine(campaign)
+    state = campaign.engine_state
 
     # Waiting in the queue for a busy worker is not lost: nothing is sent twice.
-    assert search._redispatch_orphans(campaign, engine) == 0
+    assert search._redispatch_orphans(campaign, state) == 0
     assert broker.llen(QUEUE) == dispatched.count()
 
     # The broker lost them (e.g. restarted without persistence): each is sent again, once.
     broker.delete(QUEUE)
     lost = dispatched.count()
-    assert search._redispatch_orphans(campaign, engine) == lost
+    assert search._redispatch_orphans(campaign, state) == lost
     assert broker.llen(QUEUE) == lost
     assert all(n.dispatch_count == 2 for n in Node.objects.filter(campaign=campaign))
     campaign_cancel(campaign=campaign)

@@ -37,19 +37,19 @@ def running(demo_users):
 
 
 def _locked_after_writes(monkeypatch, failures: int) -> list[int]:
-    """The first `failures` steps fail with SQLite's lock error after they created node rows."""
-    real = search._materialise
+    """The first `failures` steps fail with SQLite's lock error after they created node rows
+    and marked them dispatched."""
+    real = search._dispatch
     calls = []
 
-    def materialise(campaign, graph):
-        created = real(campaign, graph)
-        if created:
-            calls.append(len(created))
+    def dispatch(campaign, state, nodes):
+        real(campaign, state, nodes)
+        if nodes:
+            calls.append(len(nodes))
             if len(calls) <= failures:
                 raise OperationalError("database is locked")
-        return created
 
-    monkeypatch.setattr(search, "_materialise", materialise)
+    monkeypatch.setattr(search, "_dispatch", dispatch)
     return calls
 
 
