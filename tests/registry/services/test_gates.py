@@ -77,6 +77,10 @@ def test_canary_latency_gate_inconclusive_then_pass(users):
     helpers.feed_calls(artifact, "fallback", 40, 1.0)
     gate = _gate(artifact, "canary")
     assert gate.status == "pass", gate.reason
+    # The canary gate passes; default then waits for the model check on a GPU worker.
+    with pytest.raises(PromotionBlocked, match="model check .* sent to eval.cuda.sm90"):
+        artifact_promote(artifact=artifact, by=users["reviewer"])
+    helpers.complete_model_check(artifact)
     assert artifact_promote(artifact=artifact, by=users["reviewer"]).stage == "default"
 
 
