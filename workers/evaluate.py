@@ -10,7 +10,7 @@ The first failing gate stops the evaluation and its evidence is kept. Bad input 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from workers import constants as C
 from workers.boundary import BoundaryUnavailable
@@ -24,10 +24,12 @@ from workers.sandbox import SandboxChild, SandboxFailure
 
 __all__ = [
     "BaselineReport",
+    "ChildCall",
     "EvaluationReport",
     "EvaluationRequest",
     "Evaluator",
     "EvaluatorUnavailable",
+    "GateResult",
     "WorkloadError",
     "baseline",
     "evaluate",
@@ -56,16 +58,64 @@ class EvaluatorUnavailable(RuntimeError):
     """The environment cannot evaluate on the requested platform (no GPU, child won't start)."""
 
 
-def _gate(name, status, reason, *, rule=None, evidence=None, wall_s=0.0, device_s=0.0) -> dict:
-    return {
-        "name": name,
-        "status": status,
-        "reason": reason,
-        "rule": rule,
-        "evidence": evidence or {},
-        "wall_s": wall_s,
-        "device_s": device_s,
-    }
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict with its evidence, as the report's ``gates`` list carries it."""
+
+    name: str
+    status: str  # passed | failed | skipped
+    reason: str
+    rule: str | None = None
+    evidence: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    device_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == C.PASSED
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "rule": self.rule,
+            "evidence": self.evidence or {},
+            "wall_s": self.wall_s,
+            "device_s": self.device_s,
+        }
+
+
+@dataclass(frozen=True)
+class ChildCall:
+    """One operation in the sandbox child: its result, or the failure it became (as the gate
+    that asked), and what it cost."""
+
+    result: dict | None
+    failure: GateResult | None
+    wall_s: float
+    device_s: float
+
+    def gate(self, name: str, *, evidence: dict | None = None, **extra_s) -> GateResult:
+        """The gate an answered operation reports (its status, reason, rule and evidence)."""
+        r = self.result
+        return GateResult(
+            name,
+            r["status"],
+            r["reason"],
+            rule=r.get("rule"),
+            evidence=r.get("evidence") if evidence is None else evidence,
+            wall_s=self.wall_s + extra_s.get("wall_s", 0.0),
+            device_s=self.device_s + extra_s.get("device_s", 0.0),
+        )
+
+
+class ProblemNotLoaded(Exception):
+    """The problem itself (not the candidate) failed to load in the child."""
+
+    def __init__(self, reason: str, rule: str | None) -> None:
+        super().__init__(reason)
+        self.reason, self.rule = reason, rule
 
 
 def _baseline_times(given, fingerprint: dict) -> tuple[dict, str | None]:
@@ -79,6 +129,27 @@ def _baseline_times(given, fingerprint: dict) -> tuple[dict, str | None]:
                 return {}, f"baseline_times ignored: fingerprint {key} differs"
         return BaselineReport.from_dict(given).times(), None
     return dict(given), None
+
+
+@dataclass
+class _Run:
+    """One candidate's way through the child's gates: what each gate reads of the earlier."""
+
+    child: SandboxChild
+    request: EvaluationRequest
+    workload: Workload
+    state: dict  # cases, fingerprint, fitness, flags, problem: what the report is made of
+    deadline: float
+    loaded: ChildCall | None = None  # the problem, loaded
+    timed: dict | None = None  # the performance gate's result
+
+    @property
+    def common(self) -> dict:
+        return {
+            "candidate_source": self.request.candidate_source,
+            "seed": self.request.seed,
+            "aot_target": list(self.request.aot_target),
+        }
 
 
 class Evaluator:
@@ -119,73 +190,42 @@ class Evaluator:
         return child
 
     # plumbing ------------------------------------------------------------------------------
-    def _call(self, child, op, args, deadline, gate):
-        """(result, failure gate dict, reply) for one op; exactly one of the first two is set."""
+    def _call(self, child, op, args, deadline, gate) -> ChildCall:
+        """One op in the child; a crash, refusal or error becomes a failed ``gate``."""
         remaining = max(deadline - time.monotonic(), 1.0)
         args = {**args, "cpu_seconds": remaining + 5}
         start = time.perf_counter()
         reply = child.call(op, args, remaining)
         wall = time.perf_counter() - start
         device = wall if child.platform == C.PLATFORM_CUDA else 0.0
+
+        def failed(reason, rule, evidence):
+            return ChildCall(None, GateResult(gate, C.FAILED, reason, rule, evidence, wall, device),
+                             wall, device)  # fmt: skip
+
         if isinstance(reply, SandboxFailure):
-            return (
-                None,
-                _gate(
-                    gate,
-                    C.FAILED,
-                    reply.reason,
-                    rule=reply.rule,
-                    evidence=reply.evidence,
-                    wall_s=wall,
-                    device_s=device,
-                ),
-                None,
-            )
+            return failed(reply.reason, reply.rule, reply.evidence)
         evidence = {}
         if reply.get("log"):
             evidence = {"log": reply["log"], "log_bytes": reply.get("log_bytes")}
         if reply.get("violations"):
+            evidence = {
+                **evidence,
+                "violations": reply["violations"],
+                # what the operation itself saw (an OSError from the boundary, say)
+                "error": reply.get("error") or (reply.get("result") or {}).get("reason"),
+                "traceback": reply.get("traceback"),
+            }
             reason = f"sandbox refused: {reply['violations'][0]}"
-            return (
-                None,
-                _gate(
-                    gate,
-                    C.FAILED,
-                    reason,
-                    rule=C.RULE_SANDBOX_VIOLATION,
-                    evidence={
-                        **evidence,
-                        "violations": reply["violations"],
-                        # what the operation itself saw (an OSError from the boundary, say)
-                        "error": reply.get("error") or (reply.get("result") or {}).get("reason"),
-                        "traceback": reply.get("traceback"),
-                    },
-                    wall_s=wall,
-                    device_s=device,
-                ),
-                reply,
-            )
+            return failed(reason, C.RULE_SANDBOX_VIOLATION, evidence)
         if not reply.get("ok"):
             rule = C.RULE_EXIT if reply.get("kind") == "exit" else C.RULE_RUNTIME
             evidence["traceback"] = reply.get("traceback")
-            return (
-                None,
-                _gate(
-                    gate,
-                    C.FAILED,
-                    reply.get("error", "error"),
-                    rule=rule,
-                    evidence=evidence,
-                    wall_s=wall,
-                    device_s=device,
-                ),
-                reply,
-            )
+            return failed(reply.get("error", "error"), rule, evidence)
         result = reply["result"]
         result.setdefault("evidence", {})
         result["evidence"].update(evidence)
-        result["_wall_s"], result["_device_s"] = wall, device
-        return result, None, reply
+        return ChildCall(result, None, wall, device)
 
     def _end(self, child):
         if child.alive:
@@ -201,143 +241,118 @@ class Evaluator:
             raise ValueError(f"baseline: must be one of {', '.join(C.BASELINES)}")
         if request.baseline == C.BASELINE_INCUMBENT and not request.incumbent_source:
             raise ValueError("baseline: 'incumbent' needs incumbent_source")
-        gates: list[dict] = []
+        gates: list[GateResult] = []
         static = check_static(request.candidate_source, request.problem_source)
         gates.append(
-            _gate(
+            GateResult(
                 C.GATE_STATIC,
                 C.PASSED if static.passed else C.FAILED,
                 static.reason,
                 rule=static.rule,
-                evidence=static.evidence,
+                evidence=static.evidence or {},
                 wall_s=static.wall_s,
             )
         )
-        state = {"cases": [], "fingerprint": {}, "fitness": None, "flags": []}
+        state = {"cases": [], "fingerprint": {}, "fitness": None, "flags": [], "problem": None}
         if static.passed:
             child = self.child(request.platform)
             state["fingerprint"] = dict(child.hello.get("fingerprint") or {})
             # The limit covers the candidate's work, not the child's one-time start.
             deadline = time.monotonic() + request.time_limit_s
+            run = _Run(child, request, workload, state, deadline)
             try:
-                self._run_child_gates(child, request, workload, gates, state, deadline)
+                self._run_child_gates(run, gates)
             finally:
                 self._end(child)
         return self._finish(request, gates, state, t0)
 
-    def _run_child_gates(self, child, request, workload: Workload, gates, state, deadline):
+    def _run_child_gates(self, run: _Run, gates: list[GateResult]) -> None:
+        """Load the problem, then the declared gates in order until one does not pass (a
+        skipped gate ends the run too: nothing after it can be measured)."""
+        try:
+            self._load(run)
+        except ProblemNotLoaded as exc:
+            run.state["problem"] = exc
+            return
+        for gate in (self._compile, self._correctness, self._performance, self._fitness):
+            results = gate(run)
+            gates.extend(results)
+            if not all(r.passed for r in results):
+                return
+
+    def _load(self, run: _Run) -> None:
+        workload, request = run.workload, run.request
         load_args = {
             "problem_source": request.problem_source,
             "cases": [c.to_dict() for c in workload.cases],
             "edge_cases": workload.edge_cases,
             "seed": request.seed,
         }
-        loaded, failure, _ = self._call(child, "load", load_args, deadline, C.GATE_COMPILE)
-        if failure is not None:
-            failure["reason"] = f"problem: {failure['reason']}"
-            gates.append(failure)
-            return
-        if loaded["status"] != C.PASSED:
-            if loaded.get("workload_error"):
-                raise WorkloadError(loaded["reason"])
-            gates.append(
-                _gate(
-                    C.GATE_COMPILE,
-                    C.FAILED,
-                    loaded["reason"],
-                    rule=loaded["rule"],
-                    wall_s=loaded["_wall_s"],
-                    device_s=loaded["_device_s"],
-                )
-            )
-            return
-        state["cases"] = [
-            {**case, "status": C.SKIPPED, "skip_reason": "not run"} for case in loaded["cases"]
+        call = self._call(run.child, "load", load_args, run.deadline, C.GATE_COMPILE)
+        if call.failure is not None:
+            raise ProblemNotLoaded(f"problem: {call.failure.reason}", call.failure.rule)
+        if call.result["status"] != C.PASSED:
+            if call.result.get("workload_error"):
+                raise WorkloadError(call.result["reason"])
+            raise ProblemNotLoaded(call.result["reason"], call.result.get("rule"))
+        run.loaded = call
+        run.state["cases"] = [
+            {**case, "status": C.SKIPPED, "skip_reason": "not run"} for case in call.result["cases"]
         ]
-        common = {
-            "candidate_source": request.candidate_source,
-            "seed": request.seed,
-            "aot_target": list(request.aot_target),
-        }
-        compiled, failure, _ = self._call(child, "compile", common, deadline, C.GATE_COMPILE)
-        if failure is None and compiled["status"] != C.PASSED:
-            failure = _gate(
-                C.GATE_COMPILE,
-                C.FAILED,
-                compiled["reason"],
-                rule=compiled["rule"],
-                evidence=compiled.get("evidence"),
-                wall_s=compiled["_wall_s"],
-                device_s=compiled["_device_s"],
-            )
-        if failure is not None:
-            failure["wall_s"] += loaded["_wall_s"]
-            gates.append(failure)
-            return
-        gates.append(
-            _gate(
-                C.GATE_COMPILE,
-                C.PASSED,
-                compiled["reason"],
-                evidence=compiled["evidence"],
-                wall_s=compiled["_wall_s"] + loaded["_wall_s"],
-                device_s=compiled["_device_s"] + loaded["_device_s"],
-            )
-        )
+
+    def _compile(self, run: _Run) -> list[GateResult]:
+        # Loading the problem is counted with the compile gate's time, as it always was.
+        call = self._call(run.child, "compile", run.common, run.deadline, C.GATE_COMPILE)
+        if call.failure is not None:
+            return [replace(call.failure, wall_s=call.failure.wall_s + run.loaded.wall_s)]
+        extra = {"wall_s": run.loaded.wall_s}
+        if call.result["status"] == C.PASSED:
+            extra["device_s"] = run.loaded.device_s
+        return [call.gate(C.GATE_COMPILE, **extra)]
+
+    def _correctness(self, run: _Run) -> list[GateResult]:
+        workload = run.workload
         corr_args = {
-            **common,
-            "trials": request.trials,
+            **run.common,
+            "trials": run.request.trials,
             "tolerance": workload.tolerance,
             "deterministic": workload.deterministic,
         }
-        checked, failure, _ = self._call(
-            child, "correctness", corr_args, deadline, C.GATE_CORRECTNESS
-        )
-        if failure is not None:
-            gates.append(failure)
-            return
-        by_name = {c["name"]: c for c in checked["cases"]}
-        state["cases"] = [{**case, **by_name.get(case["name"], {})} for case in state["cases"]]
-        gates.append(
-            _gate(
-                C.GATE_CORRECTNESS,
-                checked["status"],
-                checked["reason"],
-                rule=checked.get("rule"),
-                evidence=checked.get("evidence"),
-                wall_s=checked["_wall_s"],
-                device_s=checked["_device_s"],
-            )
-        )
-        if checked["status"] != C.PASSED:
-            return
+        call = self._call(run.child, "correctness", corr_args, run.deadline, C.GATE_CORRECTNESS)
+        if call.failure is not None:
+            return [call.failure]
+        by_name = {c["name"]: c for c in call.result["cases"]}
+        run.state["cases"] = [
+            {**case, **by_name.get(case["name"], {})} for case in run.state["cases"]
+        ]
+        return [call.gate(C.GATE_CORRECTNESS)]
+
+    def _performance(self, run: _Run) -> list[GateResult]:
+        request, workload = run.request, run.workload
         if request.platform != C.PLATFORM_CUDA:
-            gates.append(
-                _gate(
+            return [
+                GateResult(
                     C.GATE_PERFORMANCE,
                     C.SKIPPED,
                     f"skipped: {C.RULE_NO_DEVICE}",
                     evidence={"platform": request.platform},
-                )
-            )
-            gates.append(_gate(C.GATE_FITNESS, C.SKIPPED, "skipped: no performance measurement"))
-            return
-        times, note = _baseline_times(request.baseline_times, state["fingerprint"])
+                ),
+                GateResult(C.GATE_FITNESS, C.SKIPPED, "skipped: no performance measurement"),
+            ]
+        times, note = _baseline_times(request.baseline_times, run.state["fingerprint"])
         perf_args = {
-            **common,
+            **run.common,
             "serving": workload.serving,
             "baseline": request.baseline,
             "baseline_times": times,
             "incumbent_source": request.incumbent_source,
         }
-        timed, failure, _ = self._call(
-            child, "performance", perf_args, deadline, C.GATE_PERFORMANCE
-        )
-        if failure is not None:
-            gates.append(failure)
-            return
-        perf_by_name = {c["name"]: c for c in timed["cases"]}
-        for case in state["cases"]:
+        call = self._call(run.child, "performance", perf_args, run.deadline, C.GATE_PERFORMANCE)
+        if call.failure is not None:
+            return [call.failure]
+        run.timed = call.result
+        perf_by_name = {c["name"]: c for c in call.result["cases"]}
+        for case in run.state["cases"]:
             perf = perf_by_name.get(case["name"])
             if perf:
                 case["timing"] = perf["timing"]
@@ -346,36 +361,31 @@ class Evaluator:
                 case["floor_ms"] = perf["floor_ms"]
                 case["bytes"] = perf["bytes"]
                 case["flops"] = perf["flops"]
-        evidence = dict(timed.get("evidence") or {})
+        evidence = dict(call.result.get("evidence") or {})
         if note:
             evidence["note"] = note
-        gates.append(
-            _gate(
-                C.GATE_PERFORMANCE,
-                timed["status"],
-                timed["reason"],
-                rule=timed.get("rule"),
-                evidence=evidence,
-                wall_s=timed["_wall_s"],
-                device_s=timed["_device_s"],
-            )
-        )
-        if timed["status"] != C.PASSED:
-            return
+        return [call.gate(C.GATE_PERFORMANCE, evidence=evidence)]
+
+    def _fitness(self, run: _Run) -> list[GateResult]:
+        request, state = run.request, run.state
         weights = {c["name"]: c["weight"] for c in state["cases"] if c["kind"] == C.CASE_WORKLOAD}
         fit = fitness_gate(
-            timed["cases"], weights, request.baseline, request.regression_tolerance, request.seed
+            run.timed["cases"],
+            weights,
+            request.baseline,
+            request.regression_tolerance,
+            request.seed,
         )
         if fit["status"] == C.PASSED and request.recheck:
-            fit = self._recheck(child, request, workload, fit, deadline)
+            fit = self._recheck(run.child, request, run.workload, fit, run.deadline)
         state["fitness"] = fit["fitness"]
         if fit["fitness"] and fit["fitness"]["review"]:
             state["flags"].append(
                 f"speedup over {C.REVIEW_SPEEDUP:.0f}x: review "
                 f"{', '.join(fit['fitness']['review'])}"
             )
-        gates.append(
-            _gate(
+        return [
+            GateResult(
                 C.GATE_FITNESS,
                 fit["status"],
                 fit["reason"],
@@ -383,7 +393,7 @@ class Evaluator:
                 evidence={"fitness": fit["fitness"]},
                 wall_s=fit["wall_s"],
             )
-        )
+        ]
 
     def _recheck(self, child, request, workload: Workload, fit: dict, deadline) -> dict:
         """Re-measure an acceptance in a fresh child process. The verdict stands only if the
@@ -400,26 +410,27 @@ class Evaluator:
             "seed": request.seed,
         }
         common = {"candidate_source": request.candidate_source, "seed": request.seed + 1}
-        second, failure = None, None
-        loaded, failure, _ = self._call(fresh, "load", args, deadline, C.GATE_FITNESS)
+        second = None
+        call = self._call(fresh, "load", args, deadline, C.GATE_FITNESS)
+        failure = call.failure
         if failure is None:
-            compiled, failure, _ = self._call(
+            compiled = self._call(
                 fresh, "compile", {**common, "aot_target": None}, deadline, C.GATE_FITNESS
             )
-        if failure is None and compiled["status"] == C.PASSED:
+            failure = compiled.failure
+        if failure is None and compiled.result["status"] == C.PASSED:
             perf_args = {
                 **common,
                 "serving": workload.serving,
                 "baseline": request.baseline,
                 "incumbent_source": request.incumbent_source,
             }
-            timed, failure, _ = self._call(
-                fresh, "performance", perf_args, deadline, C.GATE_FITNESS
-            )
-            if failure is None and timed["status"] == C.PASSED:
+            timed = self._call(fresh, "performance", perf_args, deadline, C.GATE_FITNESS)
+            failure = timed.failure
+            if failure is None and timed.result["status"] == C.PASSED:
                 weights = {c.name: c.weight for c in workload.cases}
                 second = fitness_gate(
-                    timed["cases"],
+                    timed.result["cases"],
                     weights,
                     request.baseline,
                     request.regression_tolerance,
@@ -430,7 +441,7 @@ class Evaluator:
         recheck = {"interval": interval, "fresh": second["fitness"] if second else None}
         first["recheck"] = recheck
         if second is None:
-            why = failure["reason"] if failure else "it could not be timed again"
+            why = failure.reason if failure else "it could not be timed again"
             recheck["error"] = why
             reason = f"{fit['reason']}; not re-measured in a fresh process: {why}"
             return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
@@ -446,32 +457,42 @@ class Evaluator:
         )
         return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
 
-    def _finish(self, request, gates, state, t0) -> EvaluationReport:
-        failed = next((g for g in gates if g["status"] == C.FAILED), None)
-        ran = {g["name"] for g in gates}
+    def _finish(self, request, gates: list[GateResult], state, t0) -> EvaluationReport:
+        problem: ProblemNotLoaded | None = state["problem"]
+        failed = next((g for g in gates if g.status == C.FAILED), None)
+        ran = {g.name for g in gates}
         for name in C.GATES:
             if name not in ran:
-                why = f"not run: {failed['name']} gate failed" if failed else "not run"
-                gates.append(_gate(name, C.SKIPPED, why))
+                if problem is not None:
+                    why = "not run: the problem did not load"
+                elif failed:
+                    why = f"not run: {failed.name} gate failed"
+                else:
+                    why = "not run"
+                gates.append(GateResult(name, C.SKIPPED, why))
         order = {name: i for i, name in enumerate(C.GATES)}
-        gates.sort(key=lambda g: order[g["name"]])
-        if failed:
-            rule = f"[{failed['rule']}] " if failed.get("rule") else ""
-            reason = f"{failed['name']}: {rule}{failed['reason']}"
+        gates.sort(key=lambda g: order[g.name])
+        if problem is not None:
+            # Not the candidate's failure: no gate failed, and a search does not repair it.
+            rule = f"[{problem.rule}] " if problem.rule else ""
+            reason = f"the problem did not load: {rule}{problem.reason}"
+        elif failed:
+            rule = f"[{failed.rule}] " if failed.rule else ""
+            reason = f"{failed.name}: {rule}{failed.reason}"
         else:
-            perf = next(g for g in gates if g["name"] == C.GATE_FITNESS)
-            reason = f"all gates passed; {perf['reason']}"
+            perf = next(g for g in gates if g.name == C.GATE_FITNESS)
+            reason = f"all gates passed; {perf.reason}"
         cases = [_case_record(c) for c in state["cases"]]
         return EvaluationReport(
-            verdict=C.REJECTED if failed else C.ACCEPTED,
-            failed_gate=failed["name"] if failed else None,
+            verdict=C.REJECTED if failed or problem is not None else C.ACCEPTED,
+            failed_gate=failed.name if failed else None,
             reason=reason.splitlines()[0] if reason else "",
-            gates=gates,
+            gates=[g.to_dict() for g in gates],
             cases=cases,
             fingerprint=state["fingerprint"],
             fitness=state["fitness"],
             wall_s=time.perf_counter() - t0,
-            device_s=sum(g["device_s"] for g in gates),
+            device_s=sum(g.device_s for g in gates),
             harness_hash=harness_hash(),
             platform=request.platform,
             flags=state["flags"],
@@ -507,15 +528,15 @@ class Evaluator:
                 "edge_cases": False,
                 "seed": request.seed,
             }
-            loaded, failure, _ = self._call(child, "load", load_args, deadline, "baseline")
-            if failure is not None:
-                return report(C.FAILED, f"problem: {failure['reason']}")
-            if loaded["status"] != C.PASSED:
-                if loaded.get("workload_error"):
-                    raise WorkloadError(loaded["reason"])
-                return report(C.FAILED, loaded["reason"])
+            loaded = self._call(child, "load", load_args, deadline, "baseline")
+            if loaded.failure is not None:
+                return report(C.FAILED, f"problem: {loaded.failure.reason}")
+            if loaded.result["status"] != C.PASSED:
+                if loaded.result.get("workload_error"):
+                    raise WorkloadError(loaded.result["reason"])
+                return report(C.FAILED, loaded.result["reason"])
             if request.platform != C.PLATFORM_CUDA:
-                cases = [{**c, "timings": {}} for c in loaded["cases"]]
+                cases = [{**c, "timings": {}} for c in loaded.result["cases"]]
                 return report(C.SKIPPED, f"skipped: {C.RULE_NO_DEVICE}", cases)
             args = {
                 "seed": request.seed,
@@ -523,15 +544,15 @@ class Evaluator:
                 "incumbent_source": request.incumbent_source,
                 "max_autotune": request.baseline == C.BASELINE_MAX_AUTOTUNE,
             }
-            timed, failure, _ = self._call(child, "baseline", args, deadline, "baseline")
-            if failure is not None:
-                return report(C.FAILED, failure["reason"], device_s=failure["device_s"])
+            timed = self._call(child, "baseline", args, deadline, "baseline")
+            if timed.failure is not None:
+                return report(C.FAILED, timed.failure.reason, device_s=timed.failure.device_s)
             return report(
-                timed["status"],
-                timed["reason"],
-                timed["cases"],
-                timed.get("evidence"),
-                timed["_device_s"] + loaded["_device_s"],
+                timed.result["status"],
+                timed.result["reason"],
+                timed.result["cases"],
+                timed.result.get("evidence"),
+                timed.device_s + loaded.device_s,
             )
         finally:
             self._end(child)
