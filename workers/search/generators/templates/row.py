@@ -461,7 +461,7 @@ def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
             and (1 <= per_thread <= 64)
         )
     return (
-        256 <= block < full
+        256 <= block <= full
         and rows in (1, 2)
         and rows * block <= 2048
         and 1 <= block // (32 * warps) <= 32
