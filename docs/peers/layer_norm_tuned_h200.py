@@ -1,0 +1,287 @@
+"""KernelEvolve template candidate (row).
+
+Operator (traced): row-wise over the last dimension: reductions [mean, mean], 1 row input(s), 2 vector(s)
+Parameters: {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "table": {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 2, 4096, 8, 1, 0, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [1, 2, 8192, 8, 1, 0, 1]}, "tile": 4096, "vec": 8}
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+num_tokens = 4096
+hidden_size = 4096
+
+
+@triton.jit
+def _ke_row_one_pass(in0_ptr, in1_ptr, in2_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr):
+    pid = tl.program_id(0)
+    if PROGRAMS == 0:
+        tile = pid
+        rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+        rmask = rows < M
+        roff = rows.to(tl.int64) * N
+        cols = tl.arange(0, BLOCK_N)[None, :]
+        cmask = cols < N
+        mask = rmask & cmask
+        v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+        v3 = tl.sum(tl.where(mask, v2, 0.0), axis=1)[:, None] / N
+        v4 = v2 - v3
+        v5 = v4 * v4
+        v6 = tl.sum(tl.where(mask, v5, 0.0), axis=1)[:, None] / N
+        v8 = v6 + (1e-05)
+        v9 = tl.rsqrt(v8)
+        v10 = v4 * v9
+        v11 = v10 * v0
+        v12 = v11 + v1
+        tl.store(out0_ptr + roff + cols, v12, mask=mask)
+    else:
+        for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):
+            rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+            rmask = rows < M
+            roff = rows.to(tl.int64) * N
+            cols = tl.arange(0, BLOCK_N)[None, :]
+            cmask = cols < N
+            mask = rmask & cmask
+            v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+            v3 = tl.sum(tl.where(mask, v2, 0.0), axis=1)[:, None] / N
+            v4 = v2 - v3
+            v5 = v4 * v4
+            v6 = tl.sum(tl.where(mask, v5, 0.0), axis=1)[:, None] / N
+            v8 = v6 + (1e-05)
+            v9 = tl.rsqrt(v8)
+            v10 = v4 * v9
+            v11 = v10 * v0
+            v12 = v11 + v1
+            tl.store(out0_ptr + roff + cols, v12, mask=mask)
+
+
+@triton.jit
+def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
+    w = w_a + w_b
+    frac = tl.where(w == 0.0, 0.0, w_b / tl.maximum(w, 1.0))
+    delta = mean_b - mean_a
+    return mean_a + delta * frac, m2_a + m2_b + delta * delta * w_a * frac, w
+
+
+@triton.jit
+def _ke_row_looped(in0_ptr, in1_ptr, in2_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr):
+    pid = tl.program_id(0)
+    if PROGRAMS == 0:
+        tile = pid
+        rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+        rmask = rows < M
+        roff = rows.to(tl.int64) * N
+        acc3 = tl.full([ROWS, BLOCK_N], 0.0, tl.float32)
+        w3 = tl.zeros([ROWS, BLOCK_N], tl.float32)
+        acc6 = tl.full([ROWS, BLOCK_N], 0.0, tl.float32)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            cmask = cols < N
+            mask = rmask & cmask
+            v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            wn = w3 + tl.where(mask, 1.0, 0.0)
+            delta = v2 - acc3
+            acc3 = tl.where(mask, acc3 + delta / tl.maximum(wn, 1.0), acc3)
+            acc6 = tl.where(mask, acc6 + delta * (v2 - acc3), acc6)
+            w3 = wn
+        v3, v6, _ = tl.reduce((acc3, acc6, w3), 1, _ke_welford_combine, keep_dims=True)
+        v6 = v6 / N
+        v8 = v6 + (1e-05)
+        v9 = tl.rsqrt(v8)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            cmask = cols < N
+            mask = rmask & cmask
+            v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+            v4 = v2 - v3
+            v10 = v4 * v9
+            v11 = v10 * v0
+            v12 = v11 + v1
+            tl.store(out0_ptr + roff + cols, v12, mask=mask)
+    else:
+        for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):
+            rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+            rmask = rows < M
+            roff = rows.to(tl.int64) * N
+            acc3 = tl.full([ROWS, BLOCK_N], 0.0, tl.float32)
+            w3 = tl.zeros([ROWS, BLOCK_N], tl.float32)
+            acc6 = tl.full([ROWS, BLOCK_N], 0.0, tl.float32)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)[None, :]
+                cmask = cols < N
+                mask = rmask & cmask
+                v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+                wn = w3 + tl.where(mask, 1.0, 0.0)
+                delta = v2 - acc3
+                acc3 = tl.where(mask, acc3 + delta / tl.maximum(wn, 1.0), acc3)
+                acc6 = tl.where(mask, acc6 + delta * (v2 - acc3), acc6)
+                w3 = wn
+            v3, v6, _ = tl.reduce((acc3, acc6, w3), 1, _ke_welford_combine, keep_dims=True)
+            v6 = v6 / N
+            v8 = v6 + (1e-05)
+            v9 = tl.rsqrt(v8)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)[None, :]
+                cmask = cols < N
+                mask = rmask & cmask
+                v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+                v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+                v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+                v4 = v2 - v3
+                v10 = v4 * v9
+                v11 = v10 * v0
+                v12 = v11 + v1
+                tl.store(out0_ptr + roff + cols, v12, mask=mask)
+
+
+@triton.jit
+def _ke_row_split(in0_ptr, in1_ptr, in2_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr, BLOCK_B: tl.constexpr):
+    pid = tl.program_id(0)
+    if PROGRAMS == 0:
+        tile = pid
+        rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+        rmask = rows < M
+        roff = rows.to(tl.int64) * N
+        cols = tl.arange(0, BLOCK_N)[None, :]
+        cmask = cols < N
+        mask = rmask & cmask
+        colsb = BLOCK_N + tl.arange(0, BLOCK_B)[None, :]
+        cmaskb = colsb < N
+        maskb = rmask & cmaskb
+        v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v0b = tl.load(in0_ptr + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v1b = tl.load(in1_ptr + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V).to(tl.float32)
+        v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+        v2b = tl.load(in2_ptr + roff + colsb, mask=maskb, other=0.0, eviction_policy=EV_T).to(tl.float32)
+        v3 = (tl.sum(tl.where(mask, v2, 0.0), axis=1)[:, None] + tl.sum(tl.where(maskb, v2b, 0.0), axis=1)[:, None]) / N
+        v4 = v2 - v3
+        v4b = v2b - v3
+        v5 = v4 * v4
+        v5b = v4b * v4b
+        v6 = (tl.sum(tl.where(mask, v5, 0.0), axis=1)[:, None] + tl.sum(tl.where(maskb, v5b, 0.0), axis=1)[:, None]) / N
+        v8 = v6 + (1e-05)
+        v9 = tl.rsqrt(v8)
+        v10 = v4 * v9
+        v10b = v4b * v9
+        v11 = v10 * v0
+        v11b = v10b * v0b
+        v12 = v11 + v1
+        v12b = v11b + v1b
+        tl.store(out0_ptr + roff + cols, v12, mask=mask)
+        tl.store(out0_ptr + roff + colsb, v12b, mask=maskb)
+    else:
+        for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):
+            rows = tile * ROWS + tl.arange(0, ROWS)[:, None]
+            rmask = rows < M
+            roff = rows.to(tl.int64) * N
+            cols = tl.arange(0, BLOCK_N)[None, :]
+            cmask = cols < N
+            mask = rmask & cmask
+            colsb = BLOCK_N + tl.arange(0, BLOCK_B)[None, :]
+            cmaskb = colsb < N
+            maskb = rmask & cmaskb
+            v0 = tl.load(in0_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v0b = tl.load(in0_ptr + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v1 = tl.load(in1_ptr + cols, mask=cmask, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v1b = tl.load(in1_ptr + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V).to(tl.float32)
+            v2 = tl.load(in2_ptr + roff + cols, mask=mask, other=0.0, eviction_policy=EV_T).to(tl.float32)
+            v2b = tl.load(in2_ptr + roff + colsb, mask=maskb, other=0.0, eviction_policy=EV_T).to(tl.float32)
+            v3 = (tl.sum(tl.where(mask, v2, 0.0), axis=1)[:, None] + tl.sum(tl.where(maskb, v2b, 0.0), axis=1)[:, None]) / N
+            v4 = v2 - v3
+            v4b = v2b - v3
+            v5 = v4 * v4
+            v5b = v4b * v4b
+            v6 = (tl.sum(tl.where(mask, v5, 0.0), axis=1)[:, None] + tl.sum(tl.where(maskb, v5b, 0.0), axis=1)[:, None]) / N
+            v8 = v6 + (1e-05)
+            v9 = tl.rsqrt(v8)
+            v10 = v4 * v9
+            v10b = v4b * v9
+            v11 = v10 * v0
+            v11b = v10b * v0b
+            v12 = v11 + v1
+            v12b = v11b + v1b
+            tl.store(out0_ptr + roff + cols, v12, mask=mask)
+            tl.store(out0_ptr + roff + colsb, v12b, mask=maskb)
+
+
+_PARAMS = {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "tile": 4096, "vec": 8}
+# Launch configurations tuned per shape ("M,N,dtype" -> [one_pass (0: looped, 1: one pass,
+# 2: one pass over two chunks, BLOCK_N + the rest), ROWS, BLOCK_N, warps, stages, programs
+# (0: one per tile; else a persistent launch), eviction hints (0/1)]); any other shape takes
+# the policy in _PARAMS.
+_TABLE = {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 2, 4096, 8, 1, 0, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [1, 2, 8192, 8, 1, 0, 1]}
+_CONFIGS = {}
+
+
+def _ke_config(M, N, dtype):
+    """(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints) for M rows of N (cached)."""
+    key = (M, N, dtype)
+    hit = _CONFIGS.get(key)
+    if hit is None:
+        tuned = _TABLE.get(f"{M},{N},{str(dtype).removeprefix('torch.')}")
+        hit = _CONFIGS[key] = (tuple(tuned) + (0, 0))[:7] if tuned else _ke_policy(M, N)
+    return hit
+
+
+def _ke_policy(M, N):
+    p = _PARAMS
+    full = triton.next_power_of_2(N)
+    one_pass = p["strategy"] == "one_pass" or (
+        p["strategy"] == "auto" and full <= p["max_one_pass"]
+    )
+    if one_pass:
+        block_n = full
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, triton.next_power_of_2(M)))
+    else:
+        block_n = min(p["block_n"], full)
+        rows = 1
+    warps = max(1, min(16, triton.next_power_of_2(max(1, rows * block_n // (32 * p['vec'])))))
+    return one_pass, rows, block_n, warps, p["stages"], 0, 0
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden_size, eps=1e-05)
+        with torch.no_grad():
+            self.norm.weight.add_(0.1 * torch.randn(hidden_size))
+            self.norm.bias.add_(0.1 * torch.randn(hidden_size))
+
+    def forward(self, x):
+        odt = [self.norm.weight.dtype, self.norm.bias.dtype, x.dtype][0]
+        for dt in [self.norm.weight.dtype, self.norm.bias.dtype, x.dtype]:
+            odt = torch.promote_types(odt, dt)
+        in0 = self.norm.weight.contiguous()
+        in1 = self.norm.bias.contiguous()
+        in2 = x.contiguous()
+        out0 = torch.empty(x.shape, dtype=odt, device=x.device)
+        N = x.shape[-1]
+        M = x.numel() // N if N else 0
+        if M == 0 or N == 0:
+            return out0
+        one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, x.dtype)
+        tiles = triton.cdiv(M, rows)
+        grid = (min(tiles, programs) if programs else tiles,)
+        ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
+        if one_pass == 2:
+            _ke_row_split[grid](in0, in1, in2, out0, M, N, ROWS=rows, BLOCK_N=block_n,
+                                BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, num_warps=warps,
+                                num_stages=stages)
+        elif one_pass:
+            _ke_row_one_pass[grid](in0, in1, in2, out0, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                   EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+        else:
+            _ke_row_looped[grid](in0, in1, in2, out0, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
+                                 EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+        return out0
