@@ -479,6 +479,9 @@ class _Lowerer:
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
             return
+        if t == aten.linalg_vector_norm.default:  # torch.norm(x, p, dim), linalg.vector_norm
+            self.env[n] = self._vector_norm(n)
+            return
         if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
             self._last_dim(n, a[1])
             op = "max" if t == aten.max.dim else "min"
@@ -530,6 +533,35 @@ class _Lowerer:
         if "convolution" in name or "conv" in name:
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
+
+    def _vector_norm(self, n: torch.fx.Node) -> int:
+        """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|
+        or (sum |x|^p)^(1/p)."""
+        a, kw = n.args, n.kwargs
+        order = a[1] if len(a) > 1 else kw.get("ord", 2)
+        dims = a[2] if len(a) > 2 else kw.get("dim")
+        ndim = len(a[0].meta["val"].shape)
+        if dims is None and ndim > 1:
+            raise NoTemplate(
+                f"a vector norm over the whole {ndim}-d tensor (a reduction to one number) is "
+                "not covered; templates reduce over one dimension"
+            )
+        if (a[4] if len(a) > 4 else kw.get("dtype")) is not None:
+            raise NoTemplate("a vector norm with a dtype argument is not covered")
+        self._last_dim(n, dims)
+        order = float(order)
+        x = self.arg(a[0])
+        if order == 2.0:
+            return self.pw("sqrt", self.reduce("sum", self.pw("mul", x, x)))
+        if order == 0.0:
+            raise NoTemplate("the 0-norm (a count of non-zeros) is not covered")
+        ax = self.pw("abs", x)
+        if order == 1.0:
+            return self.reduce("sum", ax)
+        if order in (float("inf"), float("-inf")):
+            return self.reduce("max" if order > 0 else "min", ax)
+        powered = self.reduce("sum", self.pw("pow", ax, self.const(order)))
+        return self.pw("pow", powered, self.const(1.0 / order))
 
     def _pointwise(self, op: str, n: torch.fx.Node) -> int:
         a, kw = n.args, n.kwargs

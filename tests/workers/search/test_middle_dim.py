@@ -94,6 +94,35 @@ def get_inputs():
 def get_init_inputs():
     return []
 """,
+    "l2_normalise_dim1": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return x / torch.norm(x, p=2, dim=1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7)]
+
+
+def get_init_inputs():
+    return []
+""",
+    "p_norms_dim1": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        a = torch.linalg.vector_norm(x, ord=1, dim=1)
+        b = torch.linalg.vector_norm(x, ord=float("inf"), dim=1)
+        c = torch.linalg.vector_norm(x, ord=3, dim=1)
+        return a + b * c
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 7)]
+
+
+def get_init_inputs():
+    return []
+""",
     "softmax_dim1": _HEAD
     + """class Model(nn.Module):
     def forward(self, x):
@@ -117,8 +146,9 @@ from workers.search.trace import trace_problem
 
 problems, folder = json.loads(sys.argv[1]), sys.argv[2]
 table = {"42,20,float32": [0, 1, 8, 1, 2, 3, 1], "21,20,float32": [1, 2, 32, 1, 1, 0, 0]}
+# The last: one pass over two chunks (16 + 4 lanes for rows of 20) along strided rows.
 variants = [{}, {"strategy": "looped", "block_n": 4}, {"max_rows": 4, "tile": 64},
-            {"table": table}]
+            {"table": table}, {"table": {"21,20,float32": [2, 2, 16, 1, 1, 0, 1]}}]
 out = {}
 for name, src in problems.items():
     plan = trace_problem(src)
@@ -161,6 +191,12 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
     assert got["family"] == "row" and got["red_dim"] is not None and got["red_dim"] < -1
     for err in got["errs"]:
         assert isinstance(err, float) and err < 1e-5, got
+
+
+def test_a_norm_over_the_whole_tensor_is_refused_in_words():
+    src = PROBLEMS["l2_normalise_dim1"].replace("p=2, dim=1, keepdim=True", "p='fro'")
+    with pytest.raises(NoTemplate, match="vector norm over the whole 3-d tensor"):
+        trace_problem(src)
 
 
 def test_the_summary_says_which_dimension():
