@@ -81,11 +81,15 @@ def run_confined(
             "HOME": scratch,
             "TMPDIR": os.path.join(scratch, "tmp"),
             "OMP_NUM_THREADS": "1",
-            # A GPU run (the model check on a cuda host) sees the host's devices.
-            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "") if gpu else "",
             "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
-            **(env or {}),
         }
+        # A GPU run (the model check on a cuda host) sees the devices this worker sees (all of
+        # them when the worker's environment does not narrow them); any other run sees none.
+        if not gpu:
+            child_env["CUDA_VISIBLE_DEVICES"] = ""
+        elif os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+            child_env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        child_env.update(env or {})
         for passed in ("PYTHONPATH", "LD_LIBRARY_PATH"):
             if os.environ.get(passed):
                 child_env.setdefault(passed, os.environ[passed])
