@@ -5,7 +5,7 @@ import json
 from django import forms
 
 from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
-from apps.campaigns.models import Problem
+from apps.campaigns.models import Problem, ReviewDecision
 from kernelevolve_site.parsers import JSONBoundsError, JSONTooDeep, json_loads_bounded
 
 MAX_UPLOAD_BYTES = 1 << 20
@@ -215,3 +215,38 @@ class ContinueForm(forms.Form):
 
     budget_candidates = forms.IntegerField(min_value=1, max_value=5000, label="Budget (candidates)")
     platform = forms.ChoiceField(choices=Platform.choices)
+
+
+class ReviewForm(forms.Form):
+    """A reviewer's decision on a candidate, with what they have to say (required to request
+    changes: the service says so). No decision: the candidate is only marked reviewed."""
+
+    decision = forms.ChoiceField(
+        required=False, choices=[("", "reviewed"), *ReviewDecision.choices]
+    )
+    body = forms.CharField(
+        required=False,
+        max_length=10_000,
+        label="Review comment",
+        widget=forms.Textarea(
+            attrs={"rows": 3, "placeholder": "What you checked, or what should change"}
+        ),
+    )
+
+
+REVIEW_FILTER_CHOICES = [
+    ("", "any review"),
+    ("awaiting", "awaiting a decision"),
+    ("approved", "approved, no changes asked"),
+    ("changes", "changes requested"),
+]
+
+
+class CandidateFilterForm(forms.Form):
+    """The freeze list's and review list's query string: filters and sort (kept in the URL)."""
+
+    q = forms.CharField(required=False, label="Search")
+    platform = forms.ChoiceField(required=False, choices=[("", "any platform"), *Platform.choices])
+    problem = forms.CharField(required=False)
+    review = forms.ChoiceField(required=False, choices=REVIEW_FILTER_CHOICES)
+    sort = forms.CharField(required=False)

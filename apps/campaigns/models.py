@@ -280,14 +280,26 @@ class Mention(models.Model):
         return f"@{self.user_id} in {self.comment_id}"
 
 
+class ReviewDecision(models.TextChoices):
+    """A reviewer's verdict on an accepted candidate (blank: marked reviewed, no verdict)."""
+
+    APPROVED = "approved", "Approved"
+    CHANGES_REQUESTED = "changes_requested", "Changes requested"
+
+
 class NodeReview(models.Model):
-    """A user marked an accepted candidate as reviewed; it leaves their inbox."""
+    """A user's review of an accepted candidate: their current decision (approve, or request
+    changes with what to change), when they made it; any review takes it out of their inbox.
+    One row per reviewer and candidate: a new decision replaces the last one."""
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="reviews")
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="node_reviews"
     )
+    decision = models.CharField(max_length=20, choices=ReviewDecision, blank=True)
+    body = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pygments
-from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 from django.utils import timezone
@@ -775,3 +775,145 @@ def campaign_export_rows(*, campaign: Campaign) -> list[dict]:
 
 def problem_list() -> QuerySet[Problem]:
     return Problem.objects.order_by("name")
+
+
+# Review decisions, the campaign's review list and the list of candidates to freeze.
+
+# Sort keys of the review and freeze lists (the URL's `sort`; a leading "-" reverses).
+CANDIDATE_SORTS = {
+    "fitness": "fitness",
+    "candidate": "id",
+    "campaign": "campaign__name",
+    "problem": "campaign__problem__name",
+    "platform": "campaign__platform",
+    "evaluated": "evaluated_at",
+    "approvals": "approvals",
+    "changes": "changes",
+}
+# What a review filter keeps: none decided yet, approved by someone and changes asked by nobody,
+# changes asked by someone.
+REVIEW_STATES = {
+    "awaiting": Q(approvals=0, changes=0),
+    "approved": Q(approvals__gt=0, changes=0),
+    "changes": Q(changes__gt=0),
+}
+FREEZE_LIST_SIZE = 50
+CANDIDATE_ROW_FIELDS = (
+    "id",
+    "key",
+    "round",
+    "generator",
+    "status",
+    "fitness",
+    "fitness_ci_low",
+    "fitness_ci_high",
+    "evaluated_at",
+    "campaign__id",
+    "campaign__name",
+    "campaign__platform",
+    "campaign__best_node_id",
+    "campaign__problem__id",
+    "campaign__problem__name",
+)
+
+
+def _artifacts_live(node_ref) -> QuerySet:
+    """Artifacts of the registry frozen from a node and not aborted. The registry builds on
+    campaigns, so its model is reached through the reverse relation rather than imported."""
+    artifact = Node._meta.get_field("artifacts").related_model
+    return artifact.objects.filter(node=node_ref).exclude(stage="aborted")
+
+
+def _review_counts() -> dict:
+    return {
+        "approvals": Count("reviews", filter=Q(reviews__decision="approved"), distinct=True),
+        "changes": Count("reviews", filter=Q(reviews__decision="changes_requested"), distinct=True),
+    }
+
+
+def _sorted(qs: QuerySet, sort: str, default: str = "-fitness") -> QuerySet:
+    """Order by a known sort key (unknown: `default`); absent values (an untimed candidate's
+    fitness) go last either way, and the candidate's id breaks ties."""
+    key = sort.lstrip("-")
+    if key not in CANDIDATE_SORTS:
+        sort, key = default, default.lstrip("-")
+    field_ = F(CANDIDATE_SORTS[key])
+    order = field_.desc(nulls_last=True) if sort.startswith("-") else field_.asc(nulls_last=True)
+    return qs.order_by(order, "-id")
+
+
+def _decisions_prefetch() -> Prefetch:
+    return Prefetch(
+        "reviews",
+        queryset=NodeReview.objects.select_related("reviewer").order_by("-decided_at", "-id"),
+        to_attr="review_rows",
+    )
+
+
+def node_review_decisions(*, node: Node) -> list[NodeReview]:
+    """The reviews of a candidate, newest decision first (a plain "reviewed" mark last)."""
+    return list(
+        node.reviews.select_related("reviewer").order_by(
+            F("decided_at").desc(nulls_last=True), "-id"
+        )
+    )
+
+
+def node_frozen_artifact(*, node: Node) -> dict | None:
+    """The newest live artifact frozen from this candidate (`id`, `stage`), or None."""
+    return _artifacts_live(node.pk).order_by("-id").values("id", "stage").first()
+
+
+def campaign_review_list(*, campaign: Campaign, review: str = "", sort: str = "") -> dict:
+    """A campaign's accepted candidates with their reviewers' decisions, filtered by review
+    state and sorted; `counts` has every state's size whatever the filter. Three queries."""
+    accepted = Node.objects.filter(campaign=campaign, status=NodeStatus.ACCEPTED).annotate(
+        **_review_counts()
+    )
+    # Counted here: an aggregate over the per-node review counts would need a subquery per
+    # state, and a campaign has at most a few hundred accepted candidates.
+    pairs = list(accepted.values_list("approvals", "changes"))
+    counts = {
+        "all": len(pairs),
+        "awaiting": sum(1 for a, c in pairs if not a and not c),
+        "approved": sum(1 for a, c in pairs if a and not c),
+        "changes": sum(1 for _, c in pairs if c),
+    }
+    if review in REVIEW_STATES:
+        accepted = accepted.filter(REVIEW_STATES[review])
+    rows = (
+        _sorted(accepted, sort)
+        .only(*CANDIDATE_ROW_FIELDS[:9])
+        .prefetch_related(_decisions_prefetch())
+    )
+    return {"rows": list(rows), "counts": counts}
+
+
+def freeze_candidates(
+    *, platform: str = "", problem: str = "", review: str = "", q: str = "", sort: str = ""
+) -> QuerySet[Node]:
+    """Accepted candidates no live artifact was frozen from yet, across campaigns, with their
+    review counts and decisions; filtered and sorted (fitness, best first, by default)."""
+    qs = (
+        Node.objects.filter(status=NodeStatus.ACCEPTED)
+        .exclude(Exists(_artifacts_live(OuterRef("pk"))))
+        .annotate(**_review_counts())
+        .select_related("campaign", "campaign__problem")
+        .only(*CANDIDATE_ROW_FIELDS)
+    )
+    if platform:
+        qs = qs.filter(campaign__platform=platform)
+    if problem:
+        qs = qs.filter(campaign__problem__name=problem)
+    if review in REVIEW_STATES:
+        qs = qs.filter(REVIEW_STATES[review])
+    if q:
+        qs = qs.filter(Q(campaign__name__icontains=q) | Q(key__iexact=q))
+    return _sorted(qs, sort).prefetch_related(_decisions_prefetch())
+
+
+def inbox_unread_count(*, user) -> int:
+    """How many comments mention this user that they have not read (the inbox's badge)."""
+    if not (user and user.is_authenticated):
+        return 0
+    return Mention.objects.filter(user=user, read_at=None).count()

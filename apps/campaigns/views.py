@@ -14,11 +14,20 @@ from django.views import View
 from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
 from apps.campaigns import charts, selectors
 from apps.campaigns.constants import NodeStatus
-from apps.campaigns.forms import CampaignFilterForm, CampaignForm, CommentForm, ContinueForm
-from apps.campaigns.models import Campaign, Comment, Node
+from apps.campaigns.forms import (
+    REVIEW_FILTER_CHOICES,
+    CampaignFilterForm,
+    CampaignForm,
+    CandidateFilterForm,
+    CommentForm,
+    ContinueForm,
+    ReviewForm,
+)
+from apps.campaigns.models import Campaign, Comment, Node, ReviewDecision
 from apps.campaigns.review import pygments_css
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
+from apps.campaigns.services import review as review_services
 from apps.campaigns.services.previews import REFERENCE_TIMEOUT_S, campaign_preview
 from apps.campaigns.services.problems import workload_from_upload
 from apps.knowledge.selectors.entries import entries_visible
@@ -51,10 +60,10 @@ LIST_COLUMNS = [
 ]
 
 
-def _headers(query, sort: str) -> list[dict]:
+def _headers(query, sort: str, columns=LIST_COLUMNS) -> list[dict]:
     """Column headers; a sortable one links to the same filters sorted by it (again: reversed)."""
     headers = []
-    for label, key in LIST_COLUMNS:
+    for label, key in columns:
         if key is None:
             headers.append({"label": label})
             continue
@@ -305,7 +314,7 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             ),
             "latency_box": charts.latency_box_figure(review.latency),
             "latency_ecdf": charts.latency_ecdf_figure(review.latency),
-            "reviewed": review.node.reviews.filter(reviewer=request.user).exists(),
+            **_review_context(request, node=review.node),
             # An accepted candidate says why it is, or is not, the campaign's best.
             "best_rule": selectors.campaign_best_rule(campaign=review.campaign, about=key)
             if review.node.status == NodeStatus.ACCEPTED
@@ -435,17 +444,144 @@ class NodeCommentActionView(PortalPermissionRequiredMixin, View):
         )
 
 
+def _review_context(request, *, node: Node, form=None) -> dict:
+    """The candidate page's review box: every reviewer's decision, this user's, the form, and
+    (accepted candidates, users who may freeze) the artifact frozen from it, if any."""
+    decisions = selectors.node_review_decisions(node=node)
+    mine = next((r for r in decisions if r.reviewer_id == request.user.pk), None)
+    # Only who may freeze sees the button, or the link to what was frozen instead.
+    may_freeze = node.status == NodeStatus.ACCEPTED and request.user.has_perm(
+        "accounts.create_artifact"
+    )
+    return {
+        "decisions": decisions,
+        "my_review": mine,
+        "reviewed": mine is not None,
+        "changes_requested_by": [
+            r.reviewer.username for r in decisions if r.decision == ReviewDecision.CHANGES_REQUESTED
+        ],
+        "review_form": form
+        or ReviewForm(initial={"body": mine.body if mine else "", "decision": ""}),
+        "frozen": selectors.node_frozen_artifact(node=node) if may_freeze else None,
+    }
+
+
 class NodeReviewView(PortalPermissionRequiredMixin, View):
+    """Approve a candidate or request changes (with a comment); no decision marks it reviewed."""
+
     portal_permission = "comment_candidate"
 
     def post(self, request, pk: int, key: str):
-        node = get_object_or_404(Node, campaign_id=pk, key=key)
+        node = get_object_or_404(Node.objects.only("id", "key", "status"), campaign_id=pk, key=key)
+        form = ReviewForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            messages.error(request, f"Not recorded: {errors}")
+            return redirect(reverse("campaigns:node", args=[pk, key]) + "#reviews")
+        decision = form.cleaned_data["decision"]
         try:
-            comment_services.node_mark_reviewed(node=node, reviewer=request.user)
-            messages.success(request, f"Candidate {key} marked reviewed.")
+            if decision:
+                review_services.node_review_decide(
+                    node=node,
+                    reviewer=request.user,
+                    decision=decision,
+                    body=form.cleaned_data["body"],
+                )
+                done = dict(ReviewDecision.choices)[decision].lower()
+                messages.success(request, f"Candidate {key}: {done} by you.")
+            else:
+                comment_services.node_mark_reviewed(node=node, reviewer=request.user)
+                messages.success(request, f"Candidate {key} marked reviewed.")
         except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
-        return redirect("campaigns:node", pk=pk, key=key)
+            messages.error(request, "Not recorded: " + " ".join(exc.messages))
+        return redirect(reverse("campaigns:node", args=[pk, key]) + "#reviews")
+
+
+REVIEW_LIST_COLUMNS = [
+    ("Candidate", "candidate"),
+    ("Round", None),
+    ("Generator", None),
+    ("Fitness", "fitness"),
+    ("Approvals", "approvals"),
+    ("Changes asked", "changes"),
+    ("Decisions", None),
+]
+FREEZE_LIST_COLUMNS = [
+    ("Candidate", "candidate"),
+    ("Campaign", "campaign"),
+    ("Problem", "problem"),
+    ("Platform", "platform"),
+    ("Fitness", "fitness"),
+    ("Reviews", "approvals"),
+    ("Evaluated", "evaluated"),
+    ("", None),
+]
+
+
+def _filters(request) -> tuple[dict, str, object]:
+    """The list's filters from the query string (bad values dropped), its sort and the query
+    without the page number (what sort links and pages keep)."""
+    form = CandidateFilterForm(request.GET)
+    form.is_valid()
+    params = {k: v for k, v in form.cleaned_data.items() if v}
+    query = request.GET.copy()
+    query.pop("page", None)
+    return params, params.get("sort", "-fitness"), query
+
+
+class CampaignReviewListView(PortalPermissionRequiredMixin, View):
+    """A campaign's accepted candidates and who approved or asked changes of each."""
+
+    def get(self, request, pk: int):
+        campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
+        params, sort, query = _filters(request)
+        result = selectors.campaign_review_list(
+            campaign=campaign, review=params.get("review", ""), sort=sort
+        )
+        state = params.get("review", "")
+        tabs = []
+        for value, label in REVIEW_FILTER_CHOICES:
+            q = query.copy()
+            q["review"] = value
+            tabs.append(
+                {
+                    "state": value or "all",
+                    "label": "All" if not value else label[0].upper() + label[1:],
+                    "count": result["counts"][value or "all"],
+                    "href": f"?{q.urlencode()}",
+                    "current": state == value,
+                }
+            )
+        context = {
+            "campaign": campaign,
+            "review_filter": state,
+            "tabs": tabs,
+            "headers": _headers(query, sort, REVIEW_LIST_COLUMNS),
+            **result,
+        }
+        return render(request, "campaigns/reviews.html", context)
+
+
+class FreezeListView(PortalPermissionRequiredMixin, View):
+    """Accepted candidates not frozen yet, across campaigns: sortable by fitness and the other
+    columns, filtered by platform, problem, review state and a search."""
+
+    def get(self, request):
+        params, sort, query = _filters(request)
+        page = Paginator(
+            selectors.freeze_candidates(**params), selectors.FREEZE_LIST_SIZE
+        ).get_page(request.GET.get("page"))
+        context = {
+            "filters": CandidateFilterForm(request.GET),
+            "page": page,
+            "rows": page.object_list,
+            "query": query.urlencode(),
+            "problems": selectors.problem_list().values_list("name", flat=True),
+            "headers": _headers(query, sort, FREEZE_LIST_COLUMNS),
+        }
+        if request.htmx:
+            return render(request, "campaigns/partials/freeze_table.html", context)
+        return render(request, "campaigns/freeze_list.html", context)
 
 
 class NodeCompareView(PortalPermissionRequiredMixin, View):
@@ -487,6 +623,24 @@ class NodeContinueView(PortalPermissionRequiredMixin, View):
 class InboxView(PortalPermissionRequiredMixin, View):
     def get(self, request):
         return render(request, "campaigns/inbox.html", selectors.inbox_for(user=request.user))
+
+
+class InboxUnreadView(PortalPermissionRequiredMixin, View):
+    """The inbox link's unread badge (every page asks for it once loaded, and again now and
+    then; the pages themselves do not count, so their query counts stay as they are)."""
+
+    def get(self, request):
+        context = {"unread": selectors.inbox_unread_count(user=request.user)}
+        return render(request, "campaigns/partials/inbox_unread.html", context)
+
+
+class InboxReadAllView(PortalPermissionRequiredMixin, View):
+    """Mark every mention of this user read."""
+
+    def post(self, request):
+        count = review_services.mentions_mark_all_read(user=request.user)
+        messages.success(request, f"{count} mention{'s' if count != 1 else ''} marked read.")
+        return redirect("campaigns:inbox")
 
 
 class PortfolioView(PortalPermissionRequiredMixin, View):
