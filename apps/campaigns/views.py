@@ -460,8 +460,7 @@ def _review_context(request, *, node: Node, form=None) -> dict:
         "changes_requested_by": [
             r.reviewer.username for r in decisions if r.decision == ReviewDecision.CHANGES_REQUESTED
         ],
-        "review_form": form
-        or ReviewForm(initial={"body": mine.body if mine else "", "decision": ""}),
+        "review_form": form or ReviewForm(),
         "frozen": selectors.node_frozen_artifact(node=node) if may_freeze else None,
     }
 
