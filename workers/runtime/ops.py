@@ -11,6 +11,13 @@ kernel module, builds the kernel's ``ModelNew`` for those sizes and caches a ``L
 later call with that signature is a dict lookup and the launcher. A signature no region covers
 resolves to the PyTorch reference of the kind's contract (a counted fallback, with the reason).
 
+Two routes reach a launcher. ``torch.ops.ke.<kind>`` goes through the dispatcher (tens of
+microseconds of host time per call on a slow host): it is what ``torch.compile`` and
+``torch.export`` see. ``call(kind, args)`` is the lean eager route a patched module takes when
+nothing is compiling and autograd is off: the signature key, the dict lookup and the kernel's
+``forward``, nothing else. Both count the same calls; ``coverage()`` says how many came through
+the operator (``via_op``). A CUDA graph captured on either route holds the same kernel launches.
+
 The serving table is an ``OpRuntime``: regions added locally (``serve``: a kernel source and its
 problem, as the model check and the GPU bench do) or taken from a ``DispatchClient``'s verified
 manifest (``attach``: re-read when the client installs a new manifest, so a rollback reaches new
@@ -176,6 +183,8 @@ class Kind:
     aliases: tuple[str, ...]
     bind: Callable
     reference: Callable
+    inputs: tuple[int, ...]  # the call's arguments that are the problem's inputs (bind's order)
+    params: tuple[int, ...]  # the call's arguments bound as the kernel's parameters (bind's)
 
     @property
     def op(self):
@@ -192,24 +201,42 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("rms_norm", "rms_norm", ALIASES["rms_norm"], _bind_rms_norm, rms_norm_reference),
+        Kind(
+            "rms_norm",
+            "rms_norm",
+            ALIASES["rms_norm"],
+            _bind_rms_norm,
+            rms_norm_reference,
+            inputs=(0,),
+            params=(1,),
+        ),
         Kind(
             "layer_norm",
             "layer_norm",
             ALIASES["layer_norm"],
             _bind_layer_norm,
             lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
+            inputs=(0,),
+            params=(1, 2),
         ),
         Kind(
-            "softmax", "softmax", ALIASES["softmax"], _bind_softmax, lambda x: torch.softmax(x, -1)
+            "softmax",
+            "softmax",
+            ALIASES["softmax"],
+            _bind_softmax,
+            lambda x: torch.softmax(x, -1),
+            inputs=(0,),
+            params=(),
         ),
-        Kind("silu", "silu", ALIASES["silu"], _bind_silu, F.silu),
+        Kind("silu", "silu", ALIASES["silu"], _bind_silu, F.silu, inputs=(0,), params=()),
         Kind(
             "silu_and_mul",
             None,
             ALIASES["silu_and_mul"],
             _bind_silu_and_mul,
             lambda g, u: F.silu(g) * u,
+            inputs=(0, 1),
+            params=(),
         ),
         Kind(
             "residual_rms_norm",
@@ -217,6 +244,8 @@ KINDS: dict[str, Kind] = {
             ALIASES["residual_rms_norm"],
             _bind_residual_rms_norm,
             _ref_residual_rms_norm,
+            inputs=(0, 1),
+            params=(2,),
         ),
         Kind(
             "cross_entropy",
@@ -224,6 +253,8 @@ KINDS: dict[str, Kind] = {
             ALIASES["cross_entropy"],
             _bind_cross_entropy,
             F.cross_entropy,
+            inputs=(0, 1),
+            params=(),
         ),
     )
 }
@@ -233,7 +264,19 @@ KINDS: dict[str, Kind] = {
 
 
 def _run(kind: str, args: tuple):
-    return current().run(kind, args)
+    runtime = _CURRENT[-1]
+    runtime.op_calls[kind] = runtime.op_calls.get(kind, 0) + 1
+    return runtime.run(kind, args)
+
+
+def call(kind: str, args: tuple):
+    """The lean eager route to the launcher of ``args``' signature (no dispatcher round trip).
+
+    For eager callers only: nothing compiling (``torch.compile`` and ``torch.export`` must see
+    ``torch.ops.ke.<kind>``) and no argument that autograd tracks (the operator route keeps the
+    operator's autograd behaviour). ``workers.runtime.patch`` checks both before it comes here.
+    """
+    return _CURRENT[-1].run(kind, args)
 
 
 @torch.library.custom_op(f"{LIBRARY}::rms_norm", mutates_args=())
@@ -349,6 +392,10 @@ class RouteSpec:
     shadow: KernelSpec | None = None
     shadow_rate: float = 0.0
     tolerance: dict | str | None = None
+    # The region's kernel was measured faster than Inductor's code for the same model under
+    # torch.compile (a model check with under_compile="kernel"): patched modules keep the
+    # kernel when compiling. Otherwise they hand the compiler the stock code, which it fuses.
+    beats_compile: bool = False
 
 
 def _capturing() -> bool:
@@ -362,27 +409,55 @@ def _dtype_name(tensors) -> str | None:
     return None
 
 
-def _sig(a):
-    if isinstance(a, torch.Tensor):
-        return (tuple(a.shape), a.dtype, a.device)
-    return a
+def signature_key(kind: str, args: tuple) -> tuple:
+    """What a launcher is cached under: the kind, each tensor's shape, dtype and device, and the
+    other arguments as they are (the float arguments are part of the contract)."""
+    key = [kind]
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key += (a.shape, a.dtype, a.device)
+        else:
+            key.append(a)
+    return tuple(key)
 
 
 class _KernelCall:
-    """A kernel module instance built for one signature, with the caller's parameters bound."""
+    """A kernel module instance built for one signature, with the caller's parameters bound.
 
-    def __init__(self, kind: Kind, instance, params: list[tuple[object, str]]):
+    Everything ``Kind.bind`` works out that the signature fixes (the problem's 2-D views of the
+    inputs, whether the output needs its caller's shape back) is worked out here once; a call
+    binds the parameters by position and reshapes only where the signature said it must.
+    """
+
+    def __init__(self, kind: Kind, instance, owners: list, b: Binding, args: tuple):
         self.kind = kind
         self.instance = instance
-        self.params = params  # [(owning module, parameter name)] in Binding.params order
         self.forward = instance.forward
+        # (the owning module's parameter dict, the parameter's name, the argument's index)
+        self.params = tuple(
+            (owner._parameters, name, i)
+            for (owner, name), i in zip(owners, kind.params, strict=True)
+        )
+        # (the argument's index, the shape the problem takes it in, or None: as it comes)
+        self.inputs = tuple(
+            (i, None if t.shape == args[i].shape else tuple(t.shape))
+            for i, t in zip(kind.inputs, b.inputs, strict=True)
+        )
+        first = b.inputs[0].shape
+        self.out_shape = None if b.out_shape is None or b.out_shape == first else b.out_shape
+        for (_, _, i), tensor in zip(self.params, b.params.values(), strict=True):
+            assert tensor is args[i], f"{kind.name}: Kind.params disagrees with Kind.bind"
 
     def __call__(self, args):
-        b = self.kind.bind(*args)
-        for (owner, name), tensor in zip(self.params, b.params.values(), strict=True):
-            owner._parameters[name] = tensor
-        out = self.forward(*b.inputs)
-        return out.reshape(b.out_shape) if b.out_shape is not None else out
+        for params, name, i in self.params:
+            params[name] = args[i]
+        inputs = self.inputs
+        if len(inputs) == 1:
+            i, shape = inputs[0]
+            out = self.forward(args[i] if shape is None else args[i].reshape(shape))
+        else:
+            out = self.forward(*(args[i] if s is None else args[i].reshape(s) for i, s in inputs))
+        return out if self.out_shape is None else out.reshape(self.out_shape)
 
 
 @dataclass
@@ -413,10 +488,24 @@ class Launcher:
     error: str = ""
     reported: dict = field(default_factory=dict)
     latency_ms: dict = field(default_factory=dict)  # path -> samples since the last report
+    plain: bool = False  # no canary, shadow or latency sampling: serve and count, nothing else
     _acc: float = 0.0
+
+    def __post_init__(self):
+        self._reference = KINDS[self.kind].reference
+
+    def settle(self) -> None:
+        """Decide, once the launcher is built (or after a fault), whether calls take the plain
+        path: one counter and the serving function, no per-call branches for stages."""
+        self.plain = self.canary is None and self.shadow is None and not self.latency_every
 
     def __call__(self, runtime: OpRuntime, args):
         self.calls += 1
+        if self.plain:
+            try:
+                return self.serve(args)
+            except Exception as exc:  # noqa: BLE001 - a kernel fault must not take the call down
+                return self._fault(runtime, self.path, exc, args)
         n = self.calls
         path, fn = PATH_DEFAULT if self.artifact else PATH_FALLBACK, self.serve
         if self.canary is not None:
@@ -432,24 +521,28 @@ class Launcher:
             else:
                 out = fn(args)
         except Exception as exc:  # noqa: BLE001 - a kernel fault must not take the call down
-            if path == PATH_FALLBACK:
-                raise
-            self.errors += 1
-            self.failed = self.canary_artifact if path == PATH_CANARY else self.artifact
-            self.error = f"{type(exc).__name__}: {exc}"[:500]
-            runtime.last_error = f"{self.kind} {self.signature}: {self.error}"
-            # This signature falls back from now on; the error is counted and reported.
-            self.serve, self.canary = self.reference, None
-            self.artifact = self.canary_artifact = None
-            self.reason = f"kernel raised {type(exc).__name__}: falls back"
-            self.path = PATH_FALLBACK
-            out = self.reference(args)
+            out = self._fault(runtime, path, exc, args)
         if self.shadow is not None and n % self.shadow_every == 0 and not _capturing():
             runtime.shadow_submit(self, args)
         return out
 
+    def _fault(self, runtime: OpRuntime, path: str, exc: Exception, args):
+        if path == PATH_FALLBACK:
+            raise exc
+        self.errors += 1
+        self.failed = self.canary_artifact if path == PATH_CANARY else self.artifact
+        self.error = f"{type(exc).__name__}: {exc}"[:500]
+        runtime.last_error = f"{self.kind} {self.signature}: {self.error}"
+        # This signature falls back from now on; the error is counted and reported.
+        self.serve, self.canary = self.reference, None
+        self.artifact = self.canary_artifact = None
+        self.reason = f"kernel raised {type(exc).__name__}: falls back"
+        self.path = PATH_FALLBACK
+        self.settle()
+        return self.reference(args)
+
     def reference(self, args):
-        return KINDS[self.kind].reference(*args)
+        return self._reference(*args)
 
     def _timed(self, path, fn, args):
         cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
@@ -473,6 +566,7 @@ class OpRuntime:
         self.launchers: dict[tuple, Launcher] = {}
         self.last_error = ""
         self.latency_every = 0
+        self.op_calls: dict[str, int] = {}  # per kind: calls that came through torch.ops.ke
         self.shadow_results: list[dict] = []  # local runtimes keep them; attached ones report
         self.shadow_dropped = 0
         self._modules: dict[str, object] = {}
@@ -498,9 +592,11 @@ class OpRuntime:
         stage: str = PATH_DEFAULT,
         canary_percent: float = 0.0,
         shadow_rate: float = 0.0,
+        beats_compile: bool = False,
     ) -> RouteSpec:
         """Serve ``source`` (a module defining ``ModelNew``) for calls of ``kind`` in ``scope``
-        at ``stage`` (default, canary or shadow); the problem defaults to the kind's contract."""
+        at ``stage`` (default, canary or shadow); the problem defaults to the kind's contract.
+        ``beats_compile``: keep the kernel under ``torch.compile`` (``RouteSpec``)."""
         if kind not in KINDS:
             raise KeyError(f"no operator kind {kind!r}; known: {', '.join(KINDS)}")
         spec = KernelSpec(digest or hashlib.sha256(source.encode()).hexdigest(), source, scope)
@@ -511,6 +607,7 @@ class OpRuntime:
             scope=scope,
             problem_source=problem_source or KINDS[kind].problem_source(),
             tolerance=tolerance,
+            beats_compile=beats_compile,
         )
         if stage == PATH_DEFAULT:
             route.default = spec
@@ -532,6 +629,10 @@ class OpRuntime:
     def kinds(self) -> set[str]:
         """Kinds with at least one region (a kernel at some stage)."""
         return {k for k, routes in self.routes.items() if routes}
+
+    def beats_compile(self, kind: str) -> bool:
+        """Whether a region of ``kind`` says its kernel beats ``torch.compile`` in a model."""
+        return any(r.beats_compile for r in self.routes.get(kind) or ())
 
     def attach(self, client, *, operators: dict[str, str] | None = None) -> None:
         """Serve what ``client`` (a DispatchClient) serves: its regions become routes (operator
@@ -585,7 +686,7 @@ class OpRuntime:
     def run(self, kind: str, args: tuple):
         if self._client is not None and self._client.routes is not self._client_routes:
             self._sync()
-        key = (kind, *map(_sig, args))
+        key = signature_key(kind, args)
         launcher = self.launchers.get(key)
         if launcher is None:
             launcher = self._resolve(kind, key, args)
@@ -598,6 +699,7 @@ class OpRuntime:
                 return self.launchers[key]
             launcher = self._build(kind_name, args)
             launcher.latency_every = self.latency_every
+            launcher.settle()
             self.launchers[key] = launcher
             return launcher
 
@@ -631,7 +733,7 @@ class OpRuntime:
         launcher = fallback
         launcher.tolerance = route.tolerance
         if admits(route.default):
-            call, why = self._kernel_call(kind, route, route.default, b, device)
+            call, why = self._kernel_call(kind, route, route.default, b, args, device)
             if call is not None:
                 launcher.serve, launcher.artifact, launcher.path = (
                     call,
@@ -645,12 +747,12 @@ class OpRuntime:
         else:
             launcher.reason = "outside the default kernel's scope"
         if admits(route.canary) and route.canary_percent > 0:
-            call, why = self._kernel_call(kind, route, route.canary, b, device)
+            call, why = self._kernel_call(kind, route, route.canary, b, args, device)
             if call is not None:
                 launcher.canary, launcher.canary_artifact = call, route.canary.digest
                 launcher.canary_percent = route.canary_percent
         if admits(route.shadow) and route.shadow_rate > 0:
-            call, why = self._kernel_call(kind, route, route.shadow, b, device)
+            call, why = self._kernel_call(kind, route, route.shadow, b, args, device)
             if call is not None:
                 launcher.shadow, launcher.shadow_artifact = call, route.shadow.digest
                 launcher.shadow_every = max(1, round(1.0 / route.shadow_rate))
@@ -670,7 +772,9 @@ class OpRuntime:
             self._modules[key] = module
         return module
 
-    def _kernel_call(self, kind: Kind, route: RouteSpec, spec: KernelSpec, b: Binding, device):
+    def _kernel_call(
+        self, kind: Kind, route: RouteSpec, spec: KernelSpec, b: Binding, args: tuple, device
+    ):
         """(a _KernelCall, "") or (None, why this signature cannot use the kernel)."""
         from workers.contract import problem as P
 
@@ -709,7 +813,7 @@ class OpRuntime:
                     return None, f"{name} {value:g} differs from the kernel's ({own:g})"
         except Exception as exc:  # noqa: BLE001 - a kernel that cannot be built falls back
             return None, f"the kernel module could not be built: {type(exc).__name__}: {exc}"
-        return _KernelCall(kind, instance, owners), ""
+        return _KernelCall(kind, instance, owners, b, args), ""
 
     # shadow (off the hot path) --------------------------------------------------------------
     def shadow_submit(self, launcher: Launcher, args) -> None:
@@ -779,12 +883,22 @@ class OpRuntime:
                 ln.reported[path] = (total, errors)
 
     def coverage(self) -> dict:
-        """Per kind: calls, calls a kernel served, and each signature's path (with why)."""
+        """Per kind: calls, calls a kernel served, calls that came through ``torch.ops.ke``
+        (``via_op``: compiled graphs, autograd; the rest took the lean eager route), and each
+        signature's path (with why)."""
         out: dict[str, dict] = {}
         with self._lock:
             launchers = list(self.launchers.values())
         for ln in launchers:
-            row = out.setdefault(ln.kind, {"calls": 0, "kernel_calls": 0, "signatures": []})
+            row = out.setdefault(
+                ln.kind,
+                {
+                    "calls": 0,
+                    "kernel_calls": 0,
+                    "via_op": self.op_calls.get(ln.kind, 0),
+                    "signatures": [],
+                },
+            )
             kernel = ln.canary_calls + (ln.calls - ln.canary_calls if ln.artifact else 0)
             row["calls"] += ln.calls
             row["kernel_calls"] += kernel
@@ -807,6 +921,7 @@ class OpRuntime:
 
     def reset_counts(self) -> None:
         with self._lock:
+            self.op_calls = {}
             for ln in self.launchers.values():
                 ln.calls = ln.canary_calls = ln.errors = 0
                 ln.reported = {}

@@ -19,6 +19,21 @@ Only kinds the runtime serves are patched unless ``kinds`` says otherwise. The f
 the instance (the class is untouched), so ``unpatch_model`` deletes it and the stock model is
 back exactly: same class forwards, same parameters, same outputs. ``PatchReport`` says what was
 patched and what was left (and why); ``coverage()`` says, per operator and shape, what served.
+
+A patched forward takes one of three paths, decided per call:
+
+- **eager** (nothing compiling, autograd off: ``torch.inference_mode`` / ``no_grad``, or no
+  argument that requires grad): ``ops.call``, straight to the signature's cached launcher, no
+  dispatcher round trip. A CUDA graph captured in eager mode captures the same kernel launches.
+- **compiling** (``torch.compile``, ``torch.export``), with ``under_compile="stock"``: the class's
+  own forward, so Inductor fuses the norm or activation with its neighbours as it does for the
+  stock model (an opaque operator would stop that: on the H200 the patched decoder compiled was
+  0.70x of the stock one compiled). With ``under_compile="kernel"``: ``torch.ops.ke.<kind>``.
+- otherwise (autograd on): ``torch.ops.ke.<kind>``, the operator's own autograd behaviour.
+
+``under_compile`` defaults to ``"auto"``: ``"kernel"`` for the kinds whose region says it beats
+compile in a model (``RouteSpec.beats_compile``), ``"stock"`` for the rest; each patched row
+of the report says which.
 """
 
 from __future__ import annotations
@@ -26,11 +41,17 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass, field
 
+import torch
 import torch.nn as nn
 
 from workers.runtime import ops
 
 MARK = "_ke_patched"
+COMPILE_MARK = "_ke_under_compile"  # "stock" or "kernel": what a compiler sees
+UNDER_COMPILE = ("auto", "stock", "kernel")
+
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 
 
 @dataclass
@@ -44,8 +65,17 @@ class PatchReport:
             out[row["kind"]] = out.get(row["kind"], 0) + 1
         return out
 
+    def under_compile(self) -> dict[str, str]:
+        """Per kind: what ``torch.compile`` sees of its patched modules ("stock" or "kernel")."""
+        return {row["kind"]: row["under_compile"] for row in self.patched}
+
     def to_dict(self) -> dict:
-        return {"patched": self.patched, "skipped": self.skipped, "counts": self.counts()}
+        return {
+            "patched": self.patched,
+            "skipped": self.skipped,
+            "counts": self.counts(),
+            "under_compile": self.under_compile(),
+        }
 
 
 def _eps(module) -> float | None:
@@ -56,31 +86,79 @@ def _eps(module) -> float | None:
     return None
 
 
+def _eager(*tensors) -> bool:
+    """The lean route applies: nothing compiling and nothing for autograd to record."""
+    if _is_compiling():
+        return False
+    return not _grad_enabled() or not any(t.requires_grad for t in tensors)
+
+
+def _stock(self) -> bool:
+    """Compiling with under_compile="stock": the class's own forward serves."""
+    return _is_compiling() and self.__dict__[COMPILE_MARK] == "stock"
+
+
+# Each forward: the lean eager route, else the stock code for a compiler that fuses it better,
+# else the operator. The kind's name is spelled out in each: no per-call lookups.
+
+
 def _rms_forward(self, x):
-    return ops.rms_norm(x, self.weight, _eps(self))
+    w, eps = self.weight, _eps(self)
+    if _eager(x, w):
+        return ops.call("rms_norm", (x, w, eps))
+    if _stock(self):
+        return type(self).forward(self, x)
+    return ops.rms_norm(x, w, eps)
 
 
 def _residual_rms_forward(self, x, residual):
-    return x + residual, ops.residual_rms_norm(x, residual, self.weight, _eps(self))
+    w, eps = self.weight, _eps(self)
+    if _eager(x, residual, w):
+        return x + residual, ops.call("residual_rms_norm", (x, residual, w, eps))
+    if _stock(self):
+        return type(self).forward(self, x, residual)
+    return x + residual, ops.residual_rms_norm(x, residual, w, eps)
 
 
 def _layer_norm_forward(self, x):
-    return ops.layer_norm(x, self.weight, self.bias, self.eps)
+    w, b = self.weight, self.bias
+    if _eager(x, w, b):
+        return ops.call("layer_norm", (x, w, b, self.eps))
+    if _stock(self):
+        return type(self).forward(self, x)
+    return ops.layer_norm(x, w, b, self.eps)
 
 
 def _softmax_forward(self, x):
+    if _eager(x):
+        return ops.call("softmax", (x,))
+    if _stock(self):
+        return type(self).forward(self, x)
     return ops.softmax(x)
 
 
 def _silu_forward(self, x):
+    if _eager(x):
+        return ops.call("silu", (x,))
+    if _stock(self):
+        return type(self).forward(self, x)
     return ops.silu(x)
 
 
 def _mlp_forward(self, x):
-    return self.down_proj(ops.silu_and_mul(self.gate_proj(x), self.up_proj(x)))
+    if _stock(self):
+        return type(self).forward(self, x)
+    gate, up = self.gate_proj(x), self.up_proj(x)
+    if _eager(gate, up):
+        return self.down_proj(ops.call("silu_and_mul", (gate, up)))
+    return self.down_proj(ops.silu_and_mul(gate, up))
 
 
 def _cross_entropy_forward(self, logits, targets):
+    if _eager(logits):
+        return ops.call("cross_entropy", (logits, targets))
+    if _stock(self):
+        return type(self).forward(self, logits, targets)
     return ops.cross_entropy(logits, targets)
 
 
@@ -121,12 +199,23 @@ def _classify(module) -> tuple[str | None, object, str]:
     return None, None, ""
 
 
-def patch_model(model: nn.Module, *, kinds=None, runtime: ops.OpRuntime | None = None):
+def patch_model(
+    model: nn.Module,
+    *,
+    kinds=None,
+    runtime: ops.OpRuntime | None = None,
+    under_compile: str = "auto",
+):
     """Swap the forwards of recognised modules for ``torch.ops.ke`` operators; a report.
 
     ``kinds``: the kinds to patch (default: those ``runtime`` — the process's — serves; ``"all"``
-    for every kind). Patching twice is a no-op for modules already patched.
+    for every kind). ``under_compile``: what ``torch.compile`` sees of a patched module —
+    ``"stock"`` (its own forward, for Inductor to fuse), ``"kernel"`` (the operator), ``"auto"``
+    (``"kernel"`` where the kind's region beats compile in a model, else ``"stock"``).
+    Patching twice keeps the forwards and applies the new ``under_compile``.
     """
+    if under_compile not in UNDER_COMPILE:
+        raise ValueError(f"under_compile={under_compile!r}: one of {', '.join(UNDER_COMPILE)}")
     runtime = runtime or ops.current()
     wanted = set(ops.KINDS) if kinds == "all" else set(kinds or runtime.kinds())
     report = PatchReport()
@@ -149,7 +238,11 @@ def patch_model(model: nn.Module, *, kinds=None, runtime: ops.OpRuntime | None =
         if getattr(module, MARK, None) is None:
             module.forward = types.MethodType(forward, module)
             setattr(module, MARK, kind)
-        report.patched.append(row)
+        policy = under_compile
+        if policy == "auto":
+            policy = "kernel" if runtime.beats_compile(kind) else "stock"
+        setattr(module, COMPILE_MARK, policy)
+        report.patched.append({**row, "under_compile": policy})
         if kind == "silu_and_mul":
             inside_mlp.add(id(module.act_fn))
     return report
@@ -161,6 +254,7 @@ def unpatch_model(model: nn.Module) -> int:
     for module in model.modules():
         if module.__dict__.pop(MARK, None) is not None:
             module.__dict__.pop("forward", None)
+            module.__dict__.pop(COMPILE_MARK, None)
             restored += 1
     return restored
 

@@ -1,6 +1,7 @@
 """torch.ops.ke: registered operators with fake implementations, routing resolved once per
 shape, per-shape fallback with its reason, canary share, shadow mismatches off the hot path,
-a raising kernel falling back, and no graph break under torch.compile(fullgraph=True)."""
+a raising kernel falling back, no graph break under torch.compile(fullgraph=True), and the lean
+eager route (ops.call) reaching the same launchers without the dispatcher."""
 
 import pytest
 import torch
@@ -130,3 +131,17 @@ def test_no_graph_break_under_torch_compile_fullgraph(backend):
     with ops.using(rt):
         torch.testing.assert_close(compiled(x), torch.softmax(x * 2.0, -1) + 1.0)
     assert rt.coverage()["softmax"]["kernel_calls"] == 1
+
+
+def test_the_lean_route_serves_the_same_launcher_as_the_operator_without_the_dispatcher():
+    rt = _runtime()
+    x = torch.randn(2, 3, 40)
+    with ops.using(rt):
+        via_op = torch.ops.ke.softmax(x)
+        lean = [ops.call("softmax", (x,)) for _ in range(3)]
+    for out in lean:
+        assert torch.equal(out, via_op) and out.shape == x.shape
+    (launcher,) = rt.launchers.values()
+    assert launcher.plain and launcher.calls == 4
+    cov = rt.coverage()["softmax"]
+    assert (cov["calls"], cov["kernel_calls"], cov["via_op"]) == (4, 4, 1)
