@@ -25,8 +25,8 @@ import tempfile
 import time
 import types
 
-# One configuration: (one_pass, ROWS, BLOCK_N, num_warps, num_stages), as the row template's
-# ``_ke_config`` returns it.
+# One configuration: (one_pass, ROWS, BLOCK_N, num_warps, num_stages), the first five fields of
+# what the row template's ``_ke_config`` returns (then programs, hints, constant shape).
 Config = tuple[int, int, int, int, int]
 
 
@@ -195,12 +195,15 @@ def _compile_all(args, spaces: dict[str, list]) -> list[dict]:
 
 
 def variants(best: list[Config], tiles: int, sms: int) -> list[tuple]:
-    """Second stage around the leaders: eviction hints, persistent launches, pipelining."""
+    """Second stage around the leaders: eviction hints, persistent launches, pipelining, and
+    the launch compiled for its shape (M and N constants: no loop or column masks left where
+    the row is a whole number of blocks, as in Inductor's static-shape kernels)."""
     out = []
     for cfg in best:
         base = tuple(cfg[:5])
         for hints in (0, 1):
             out.append(base + (0, hints))
+            out.append(base + (0, hints, 1))
             for k in (1, 2, 4):
                 if sms * k < tiles:
                     for stages in (1, 3):
@@ -312,8 +315,11 @@ def tune(args) -> dict:
     for c in t.cases:
         m, n = t.keys[c["name"]][:2]
         rows_best = [cfg for _, cfg in one[c["name"]][: args.leaders]]
+        # The fastest looped configurations too: compiled for the shape, a looped kernel loses
+        # its loop and masks, which is what Inductor's reduction has over ours.
+        looped = [cfg for _, cfg in one[c["name"]] if cfg[0] == 0][:2]
         tiles = max(1, m // max(1, rows_best[0][1])) if rows_best else 1
-        second[c["name"]] = variants(rows_best, tiles, sms)
+        second[c["name"]] = variants(rows_best, tiles, sms) + variants(looped, 1, sms)
     two = t.sweep(second)
     report: dict = {"problem": args.problem, "clocks": t.clocks, "sms": sms, "cases": []}
     table = {}

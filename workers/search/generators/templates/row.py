@@ -24,13 +24,17 @@ from workers.search.trace import Plan
 # --------------------------------------------------------------------------------- row kernels
 
 
-_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V"]
+_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC"]
 
 
 def _row_tiles(body: list[str]) -> list[str]:
     """The row kernels' program body over its tiles of ROWS rows: one tile per program, or
-    (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles."""
-    out = ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
+    (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles.
+
+    ``NC`` > 0: the launch is specialised to its shape (N = NC, M = MC are compile-time
+    constants, as in Inductor's static-shape kernels: constant trip counts and offsets)."""
+    out = ["if NC > 0:", "    N = NC", "    M = MC"]
+    out += ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
     out += ["    " + line for line in body]
     out += ["else:", "    for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):"]
     return out + ["        " + line for line in body]
@@ -360,19 +364,21 @@ def _source_row(plan: Plan, p: dict) -> str:
 _PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=True)}
 # Launch configurations tuned per shape ("M,N,dtype" -> [one_pass (0: looped, 1: one pass,
 # 2: one pass over two chunks, BLOCK_N + the rest), ROWS, BLOCK_N, warps, stages, programs
-# (0: one per tile; else a persistent launch), eviction hints (0/1)]); any other shape takes
-# the policy in _PARAMS.
+# (0: one per tile; else a persistent launch), eviction hints (0/1), shape constants (0/1: M
+# and N compiled into the kernel)]); any other shape takes the policy in _PARAMS.
 _TABLE = {_table_literal(p.get("table"))}
 _CONFIGS = {{}}
 
 
 def _ke_config(M, N, dtype):
-    \"\"\"(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints) for M rows of N (cached).\"\"\"
+    \"\"\"(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints, constant shape) for M rows
+    of N (cached).\"\"\"
     key = (M, N, dtype)
     hit = _CONFIGS.get(key)
     if hit is None:
         tuned = _TABLE.get(f"{{M}},{{N}},{{str(dtype).removeprefix('torch.')}}")
-        hit = _CONFIGS[key] = (tuple(tuned) + (0, 0))[:7] if tuned else _ke_policy(M, N)
+        hit = (tuple(tuned) + (0, 0, 0))[:8] if tuned else _ke_policy(M, N) + (0,)
+        _CONFIGS[key] = hit
     return hit
 
 
@@ -399,21 +405,26 @@ class ModelNew(nn.Module):
 {inner}        M = {ref0}.numel() // N if N else 0
         if M == 0 or N == 0:
             return {ret}
-        one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, {ref0}.dtype)
+        one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
+            M, N, {ref0}.dtype
+        )
         tiles = triton.cdiv(M, rows)
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
+        nc, mc = (N, M) if const else (0, 0)
         if one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
                                 BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
-                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, num_warps=warps,
-                                num_stages=stages)
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,
+                                num_warps=warps, num_stages=stages)
         elif one_pass:
             _ke_row_one_pass[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                   EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                   num_stages=stages)
         else:
             _ke_row_looped[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                 EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                 num_stages=stages)
         return {ret}
 """
     )
