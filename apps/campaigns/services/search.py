@@ -418,7 +418,7 @@ def evaluation_record(*, node_id: int, evaluation_key: str, report: dict) -> boo
     _refresh_best(campaign, state)
     campaign.save()
     node_changed(node)
-    campaign_changed(campaign)
+    campaign_changed(campaign, recorded=node)
     unsettled = campaign.nodes.filter(status__in=UNSETTLED_NODE_STATUSES)
     if campaign.status == CampaignStatus.RUNNING and not unsettled.exists():
         transaction.on_commit(lambda: campaign_step_send(campaign.pk))
