@@ -17,7 +17,10 @@ request's kernels through ``torch.ops.ke`` (``workers.runtime.ops``), and compar
   in paired, interleaved rounds (``workers.gates.timing``): per-round device time from CUDA
   events around a batch of steps; median, the paired speedup and its bootstrap 95% interval.
   The patched model fails the check when it is slower than stock beyond the tolerance in any
-  mode (the interval's top below 1 / (1 + tolerance)).
+  mode (the interval's top below 1 / (1 + tolerance)). Each mode's row says what served the
+  patched model (``patched_path``): the kernels through the lean eager route, through
+  ``torch.ops.ke`` (compiled with ``under_compile="kernel"``), or the stock code (compiled with
+  ``under_compile="stock"``, the default unless a region beats compile), with the call counts.
 
 On ``interpret`` the kernels run in Triton's interpreter: agreement and coverage are real, times
 are not measured (``"time": true`` times CPU eager and compile anyway, labelled as such).
@@ -51,7 +54,8 @@ def _torch_dtype(name: str):
 
 def runtime_from(kernels: list[dict], platform: str):
     """An OpRuntime serving each kernel ({"kind" or "operator", "source", "problem_source"?,
-    "scope"?, "digest"?, "tolerance"?}) at default; unknown operators are listed, not served."""
+    "scope"?, "digest"?, "tolerance"?, "beats_compile"?}) at default; unknown operators are
+    listed, not served."""
     from workers.runtime import ops
 
     rt = ops.OpRuntime(platform=platform)
@@ -69,6 +73,7 @@ def runtime_from(kernels: list[dict], platform: str):
             digest=k.get("digest"),
             operator=k.get("operator") or kind,
             tolerance=k.get("tolerance"),
+            beats_compile=bool(k.get("beats_compile")),
         )
     return rt, unknown
 
@@ -210,7 +215,35 @@ def _graphed(fn):
     return graph.replay
 
 
-def _time_modes(stock, patched, steps, shapes, seed, modes, *, cuda: bool, rounds: int) -> dict:
+def patched_path(coverage: dict, mode: str) -> dict:
+    """What served the patched model's operator calls in one mode, from the runtime's counts
+    over that mode (warm-up, capture and timing): the route and the kernels' share."""
+    calls = sum(r["calls"] for r in coverage.values())
+    kernel = sum(r["kernel_calls"] for r in coverage.values())
+    via_op = sum(r["via_op"] for r in coverage.values())
+    counts = {"calls": calls, "kernel_calls": kernel, "via_op": via_op}
+    if calls == 0:
+        why = " (under_compile=stock: Inductor fuses it)" if mode == "compile" else ""
+        return {"path": f"stock code{why}", **counts}
+    if via_op == calls:
+        route = "torch.ops.ke"
+    elif via_op == 0:
+        route = "the lean eager route"
+    else:
+        route = "the lean eager route and torch.ops.ke"
+    if kernel == calls:
+        what = "kernels"
+    elif kernel == 0:
+        what = "reference fallback"
+    else:
+        what = f"kernels ({kernel} of {calls} calls; the rest fall back)"
+    captured = " (captured in the graph)" if mode == "graph" else ""
+    return {"path": f"{what} via {route}{captured}", **counts}
+
+
+def _time_modes(
+    stock, patched, steps, shapes, seed, modes, *, cuda: bool, rounds: int, runtime=None
+) -> dict:
     import torch
 
     from workers.gates import timing as T
@@ -223,6 +256,8 @@ def _time_modes(stock, patched, steps, shapes, seed, modes, *, cuda: bool, round
                 out[step][mode] = {"skipped": "CUDA graphs need a GPU"}
                 continue
             t0 = time.perf_counter()
+            if runtime is not None:
+                runtime.reset_counts()
             try:
                 with torch.inference_mode():
                     fns = {}
@@ -246,7 +281,9 @@ def _time_modes(stock, patched, steps, shapes, seed, modes, *, cuda: bool, round
                 out[step][mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 continue
             paired = T.paired_speedup(samples["stock"], samples["patched"], seed=seed)
+            served = patched_path(runtime.coverage(), mode) if runtime is not None else None
             out[step][mode] = {
+                "patched_path": served,
                 "stock_ms": float(_median(samples["stock"])),
                 "patched_ms": float(_median(samples["patched"])),
                 "speedup": paired.get("speedup"),
@@ -301,6 +338,7 @@ def run_check(request: dict) -> dict:
     )
     seed = int(request.get("seed", 0))
     under = request.get("under_check")
+    under_compile = request.get("under_compile") or "auto"
     rt, unknown = runtime_from(request.get("kernels") or [], platform)
     tolerance = next(
         (k.get("tolerance") for k in request.get("kernels") or [] if k.get("digest") == under),
@@ -313,6 +351,7 @@ def run_check(request: dict) -> dict:
         "dtype": dtype,
         "shapes": shapes,
         "under_check": under,
+        "under_compile": under_compile,
         "unknown_operators": unknown,
     }
 
@@ -325,7 +364,7 @@ def run_check(request: dict) -> dict:
         high = _outputs(high_model, steps, shapes, seed)
         del high_model
     with ops.using(rt):
-        patch = patch_model(stock, runtime=rt)
+        patch = patch_model(stock, runtime=rt, under_compile=under_compile)
         patched_out = _outputs(stock, steps, shapes, seed)
         rt.shadow_wait()
         coverage = rt.coverage()
@@ -351,10 +390,10 @@ def run_check(request: dict) -> dict:
     if want_time:
         patched_model = copy.deepcopy(stock)
         with ops.using(rt):
-            patch_model(patched_model, runtime=rt)
+            patch_model(patched_model, runtime=rt, under_compile=under_compile)
             report["timing"] = _time_modes(
                 stock, patched_model, steps, shapes, seed, modes, cuda=cuda,
-                rounds=int(request.get("rounds", 10 if cuda else 3)),
+                rounds=int(request.get("rounds", 10 if cuda else 3)), runtime=rt,
             )  # fmt: skip
             unpatch_model(patched_model)
         report["timing_method"] = timing_method(cuda)
@@ -440,7 +479,9 @@ def _time_text(timing: dict) -> str:
             continue
         for mode, row in modes.items():
             if isinstance(row, dict) and row.get("speedup"):
-                parts.append(f"{step} {mode} ×{row['speedup']:.2f}")
+                served = (row.get("patched_path") or {}).get("path", "")
+                stock_code = " (stock code)" if served.startswith("stock code") else ""
+                parts.append(f"{step} {mode} ×{row['speedup']:.2f}{stock_code}")
     return "step time " + ", ".join(parts) if parts else "no step time measured"
 
 

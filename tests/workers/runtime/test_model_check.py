@@ -1,5 +1,6 @@
 """The model check on the interpreter: a good RMSNorm kernel agrees with the stock decoder and
-is exercised; a kernel with the wrong epsilon is caught by the logits; the CLI writes JSON."""
+is exercised; a kernel with the wrong epsilon is caught by the logits; the CLI writes JSON; the
+timings say what served the patched model in each mode."""
 
 import json
 import subprocess
@@ -66,3 +67,16 @@ def test_cli_writes_the_report(tmp_path):
     assert report["verdict"] == "pass"
     assert report["coverage"]["rms_norm"]["kernel_calls"] > 0
     assert report["coverage"]["softmax"]["kernel_calls"] > 0
+
+
+def test_the_report_says_what_served_the_patched_model_in_each_mode():
+    request = {**_request(RMS_TEMPLATE_LIKE), "time": True, "modes": ["eager", "compile"]}
+    report = run_check({**request, "rounds": 2})
+    assert report["under_compile"] == "auto"
+    assert report["patch"]["under_compile"] == {"rms_norm": "stock", "softmax": "stock"}
+    for step in ("prefill", "decode"):
+        eager = report["timing"][step]["eager"]["patched_path"]
+        assert eager["path"].endswith("via the lean eager route"), eager
+        assert eager["kernel_calls"] > 0 and eager["via_op"] == 0
+        compiled = report["timing"][step]["compile"]["patched_path"]
+        assert compiled["calls"] == 0 and compiled["path"].startswith("stock code"), compiled
