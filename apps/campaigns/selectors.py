@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pygments
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
@@ -917,3 +918,23 @@ def inbox_unread_count(*, user) -> int:
     if not (user and user.is_authenticated):
         return 0
     return Mention.objects.filter(user=user, read_at=None).count()
+
+
+MENTION_SUGGESTIONS = 8
+
+
+def mention_suggestions(*, prefix: str, limit: int = MENTION_SUGGESTIONS) -> list[dict]:
+    """Active users whose username starts with `prefix` (any case), for @-autocomplete."""
+    prefix = (prefix or "").strip().lstrip("@")
+    if not prefix:
+        return []
+    users = (
+        get_user_model()
+        .objects.filter(is_active=True, username__istartswith=prefix)
+        .order_by("username")
+        .values("username", "first_name", "last_name")[:limit]
+    )
+    return [
+        {"username": u["username"], "name": f"{u['first_name']} {u['last_name']}".strip()}
+        for u in users
+    ]

@@ -11,6 +11,7 @@ urlpatterns = [
     path("inbox/", views.InboxView.as_view(), name="inbox"),
     path("inbox/unread/", views.InboxUnreadView.as_view(), name="inbox-unread"),
     path("inbox/read/", views.InboxReadAllView.as_view(), name="inbox-read"),
+    path("mentions/", views.MentionSuggestView.as_view(), name="mention-suggest"),
     path("to-freeze/", views.FreezeListView.as_view(), name="freeze-list"),
     path("portfolio/", views.PortfolioView.as_view(), name="portfolio"),
     path("highlight.css", views.HighlightCssView.as_view(), name="highlight-css"),

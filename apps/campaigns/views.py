@@ -633,6 +633,13 @@ class InboxUnreadView(PortalPermissionRequiredMixin, View):
         return render(request, "campaigns/partials/inbox_unread.html", context)
 
 
+class MentionSuggestView(PortalPermissionRequiredMixin, View):
+    """Usernames for @-autocomplete in comment and review boxes: `?q=<what follows the @>`."""
+
+    def get(self, request):
+        return JsonResponse({"users": selectors.mention_suggestions(prefix=request.GET.get("q"))})
+
+
 class InboxReadAllView(PortalPermissionRequiredMixin, View):
     """Mark every mention of this user read."""
 

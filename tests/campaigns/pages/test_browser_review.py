@@ -149,3 +149,22 @@ def test_inbox_link_counts_unread_mentions_until_read(asgi_server, demo_users, p
     )
     assert page.inner_text("#inbox-unread") == ""
     assert page.locator("#inbox-unread.unread-count").count() == 0
+
+
+def test_at_autocomplete_in_the_comment_box(asgi_server, demo_users, page, artifacts_dir):
+    campaign = build_campaign(nodes=3, user=User.objects.get(username="engineer"))
+    login(page, asgi_server, "engineer", demo_users["engineer"])
+    page.goto(f"{asgi_server}/campaigns/{campaign.pk}/nodes/n1/")
+    page.click("#id_body")
+    page.keyboard.type("is the mask right? @Rev")
+    option = page.wait_for_selector("#mention-suggestions li[aria-selected=true]")
+    assert option.inner_text().startswith("@reviewer")
+    page.screenshot(path=str(artifacts_dir / "comment-mention-autocomplete.png"))
+    page.keyboard.press("Enter")
+    assert page.input_value("#id_body") == "is the mask right? @reviewer "
+    assert page.locator("#mention-suggestions").is_hidden()
+    page.keyboard.type("cc @nob")
+    page.wait_for_timeout(500)
+    assert page.locator("#mention-suggestions").is_hidden(), "no user: no list"
+    page.keyboard.press("Enter")  # a newline, not a pick
+    assert page.input_value("#id_body").endswith("cc @nob\n")

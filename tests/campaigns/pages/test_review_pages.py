@@ -185,3 +185,14 @@ def test_inbox_unread_count_and_mark_all_read(client, users, campaign):
         in _as(client, users["engineer"]).get("/campaigns/inbox/unread/").content.decode()
     )
     assert Comment.objects.count() == 3
+
+
+def test_mention_suggestions_match_the_start_of_usernames_in_any_case(client, users):
+    c = _as(client, users["engineer"])
+    found = c.get("/campaigns/mentions/?q=REV").json()["users"]
+    assert [u["username"] for u in found] == ["reviewer"]
+    assert c.get("/campaigns/mentions/?q=").json() == {"users": []}
+    assert c.get("/campaigns/mentions/?q=nobody").json() == {"users": []}
+    users["reviewer"].is_active = False
+    users["reviewer"].save()
+    assert c.get("/campaigns/mentions/?q=rev").json() == {"users": []}
