@@ -3,6 +3,7 @@ with which arguments (what a worker would receive), read from the real Redis lis
 
 import base64
 import json
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -53,7 +54,28 @@ class Broker:
 
 
 @pytest.fixture
-def broker():
+def control_paused():
+    """No control worker takes a message while the test runs: a session's control worker
+    (started by an earlier test, alive until the session ends) would run the steps a test sends
+    and then reads, and its periodic queue watch writes rows a test asserts are absent."""
+    from kernelevolve_site.celery import app
+
+    answer = app.control.inspect(timeout=0.5).active_queues() or {}
+    workers = [w for w, qs in answer.items() if any(q["name"] == CONTROL_QUEUE for q in qs)]
+    if workers:
+        app.control.cancel_consumer(CONTROL_QUEUE, destination=workers, reply=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # a task it had taken finishes first
+            active = app.control.inspect(destination=workers, timeout=0.5).active() or {}
+            if not any(active.values()):
+                break
+    yield
+    if workers:
+        app.control.add_consumer(CONTROL_QUEUE, destination=workers, reply=True)
+
+
+@pytest.fixture
+def broker(control_paused):
     broker = Broker()
     yield broker
     broker.forget()

@@ -61,7 +61,7 @@ def test_the_real_broker_with_no_gpu_worker_reports_the_cuda_queue_unserved(db):
 
 
 def test_the_page_says_no_worker_serves_the_queue_since_when_and_what_to_start(
-    cuda_campaign, monkeypatch
+    control_paused, cuda_campaign, monkeypatch
 ):
     refreshed = []
     monkeypatch.setattr(queues, "campaign_changed", lambda c: refreshed.append(c.pk))
@@ -92,7 +92,9 @@ def test_the_page_says_no_worker_serves_the_queue_since_when_and_what_to_start(
     assert timezone.localtime(seen_at).strftime("%Y-%m-%d %H:%M") in html
 
 
-def test_a_worker_seen_moments_ago_or_a_stale_check_says_nothing(cuda_campaign, monkeypatch):
+def test_a_worker_seen_moments_ago_or_a_stale_check_says_nothing(
+    control_paused, cuda_campaign, monkeypatch
+):
     _answer(monkeypatch, GPU_WORKER)
     queues.eval_queues_watch(now=timezone.now() - timedelta(seconds=10))
     _answer(monkeypatch, {})
