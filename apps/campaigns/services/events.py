@@ -1,5 +1,6 @@
 """Live events of campaigns: the rendered partials the pages already show, sent after commit."""
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,8 @@ from kernelevolve_site.events import send_event_on_commit
 @dataclass(frozen=True)
 class _BestRuleShown:
     """The best rule a campaign's last committed event showed, and the state it was replayed
-    from: the campaign (by pk and creation time), its best and its number of accepted rows."""
+    from: the campaign (by pk and creation time), its best, and its funnel's accepted count
+    (kept equal to its accepted rows by services.search)."""
 
     created_at: datetime
     best_node_id: int
@@ -37,6 +39,7 @@ class _BestRuleShown:
 # that can replay it. Only a committed state is kept, so a rolled-back step never shows.
 _BEST_RULES: OrderedDict[int, _BestRuleShown] = OrderedDict()
 _BEST_RULES_KEPT = 256
+_BEST_RULES_LOCK = threading.Lock()  # the ASGI server's requests run in threads
 
 
 def _best_rule_unchanged(shown: _BestRuleShown, recorded: Node | None, accepted: int) -> bool:
@@ -86,10 +89,11 @@ def _best_rule_for_event(*, campaign: Campaign, recorded: Node | None = None) ->
     now = _BestRuleShown(campaign.created_at, campaign.best_node_id, accepted, rule)
 
     def keep() -> None:
-        _BEST_RULES[campaign.pk] = now
-        _BEST_RULES.move_to_end(campaign.pk)
-        while len(_BEST_RULES) > _BEST_RULES_KEPT:
-            _BEST_RULES.popitem(last=False)
+        with _BEST_RULES_LOCK:
+            _BEST_RULES[campaign.pk] = now
+            _BEST_RULES.move_to_end(campaign.pk)
+            while len(_BEST_RULES) > _BEST_RULES_KEPT:
+                _BEST_RULES.popitem(last=False)
 
     transaction.on_commit(keep)
     return rule
