@@ -189,6 +189,11 @@ _REDUCE_OPS = {
     aten.mean.dim: "mean",
     aten.amax.default: "max",
     aten.amin.default: "min",
+    # Over the whole tensor (a loss, a global norm): one row of every element.
+    aten.sum.default: "sum",
+    aten.mean.default: "mean",
+    aten.max.default: "max",
+    aten.min.default: "min",
 }
 
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
@@ -263,6 +268,8 @@ class _Lowerer:
         self.row_shape: tuple | None = None
         # The dimension every reduction runs over (None until the first one; the last if none).
         self.red_dim: int | None = None
+        self.full = False  # the reductions run over the whole tensor (one row of every element)
+        self.flat_view = False  # a view that changed the last dimension (fine only if full)
         # Row-vector inputs (weights): their length and the dimension they vary along.
         self.vec_pos: dict[int, int] = {}
         self.reshaped = False  # a tile went through a view that changed its shape
@@ -303,6 +310,18 @@ class _Lowerer:
         dims = [dims] if isinstance(dims, int) else list(dims or [])
         if not dims and ndim == 1:
             dims = [0]
+        whole = ndim > 1 and (not dims or sorted(d % ndim for d in dims) == list(range(ndim)))
+        if whole or self.full:
+            numel = math.prod(node.args[0].meta["val"].shape)
+            if not whole or self.red_dim is not None or numel != math.prod(self.row_shape):
+                raise NoTemplate(
+                    "reductions over the whole tensor and over a dimension in one reference; "
+                    "templates reduce over one"
+                )
+            self.full = True
+            return
+        if self.flat_view:
+            raise NoTemplate(f"{node.target} reduces over a view that changes the row layout")
         if len(dims) != 1:
             raise NoTemplate(
                 f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
@@ -321,7 +340,10 @@ class _Lowerer:
             )
 
     def _n(self) -> int:
-        """The length of a row: the size of the reduced dimension."""
+        """The length of a row: the size of the reduced dimension (every element when the
+        reductions run over the whole tensor)."""
+        if self.full:
+            return math.prod(self.row_shape)
         return self.row_shape[-1 if self.red_dim is None else self.red_dim]
 
     # -- the walk
@@ -366,6 +388,10 @@ class _Lowerer:
         ndim = len(self.row_shape)
         red = ndim - 1 if self.red_dim is None else self.red_dim
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        if self.flat_view and not self.full:
+            raise NoTemplate("a view changes the row layout; no template fits")
+        if self.full and any(i in used for i in self.vec_pos):
+            raise NoTemplate("a weight vector in a reduction over the whole tensor is not covered")
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
             if node_id in used and (pos != red or length != self.row_shape[red]):
@@ -373,7 +399,7 @@ class _Lowerer:
                     f"a weight of length {length} varies along dimension {pos}; the rows run "
                     f"along dimension {red} (size {self.row_shape[red]})"
                 )
-        if red != ndim - 1 and self.reshaped:
+        if red != ndim - 1 and self.reshaped and not self.full:
             raise NoTemplate("rows along a middle dimension of a reshaped tensor")
         plan.extra["output_kinds"] = []
         for o, shape in zip(plan.outputs, shapes, strict=True):
@@ -387,7 +413,9 @@ class _Lowerer:
             else:
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
-        if red != ndim - 1:  # rows along a middle dimension: as a negative index
+        if self.full:  # one row of every element (the inputs are read as flat arrays)
+            plan.extra["full"] = True
+        elif red != ndim - 1:  # rows along a middle dimension: as a negative index
             plan.extra["red_dim"] = red - ndim
         has_vec = bool(plan.inputs("vec"))
         if (
@@ -401,6 +429,7 @@ class _Lowerer:
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
+            where = "the whole tensor" if self.full else where
             plan.summary = (
                 f"row-wise over {where}: reductions [{', '.join(ops)}], "
                 f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
@@ -464,7 +493,11 @@ class _Lowerer:
                 return
             if cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
-                ok = ok and shape[-1] == self.row_shape[-1]
+                if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None:
+                    # Fine only if every reduction runs over the whole tensor (checked there
+                    # and at the end): the elements are read as one flat array.
+                    self.flat_view = True
+                ok = ok and (shape[-1] == self.row_shape[-1] or self.flat_view)
                 self.reshaped = self.reshaped or shape != self.row_shape
             elif cat == "rowscalar":
                 ok = math.prod(shape) * self._n() == math.prod(self.row_shape)
@@ -540,12 +573,6 @@ class _Lowerer:
         a, kw = n.args, n.kwargs
         order = a[1] if len(a) > 1 else kw.get("ord", 2)
         dims = a[2] if len(a) > 2 else kw.get("dim")
-        ndim = len(a[0].meta["val"].shape)
-        if dims is None and ndim > 1:
-            raise NoTemplate(
-                f"a vector norm over the whole {ndim}-d tensor (a reduction to one number) is "
-                "not covered; templates reduce over one dimension"
-            )
         if (a[4] if len(a) > 4 else kw.get("dtype")) is not None:
             raise NoTemplate("a vector norm with a dtype argument is not covered")
         self._last_dim(n, dims)
@@ -845,10 +872,13 @@ def trace_problem_confined(source: str) -> Plan:
     return plan_from_dict(answer["plan"])
 
 
-def case_rows(source: str, arg_index: int, cases: list[dict], dim: int = -1) -> dict[str, list]:
+def case_rows(
+    source: str, arg_index: int, cases: list[dict], dim: int | None = -1
+) -> dict[str, list]:
     """{case name: [M, N, dtype]}: the rows a row-family candidate sees in each case, from the
-    shape of forward argument ``arg_index`` (M rows of its dimension ``dim``, N long) under the
-    case's overrides; shapes only (fake tensors), nothing is allocated."""
+    shape of forward argument ``arg_index`` (M rows of its dimension ``dim``, N long; ``dim``
+    None: one row of every element) under the case's overrides; shapes only (fake tensors),
+    nothing is allocated."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     ns = load_problem(source)
@@ -861,7 +891,7 @@ def case_rows(source: str, arg_index: int, cases: list[dict], dim: int = -1) -> 
         with FakeTensorMode(allow_non_fake_inputs=True):
             inputs = list(ns["get_inputs"]())
         t = inputs[arg_index]
-        n = int(t.shape[dim]) if t.dim() else 1
+        n = int(t.numel()) if dim is None else int(t.shape[dim]) if t.dim() else 1
         m = int(t.numel()) // n if n else 0
         dtype = case.get("dtype") if t.is_floating_point() and case.get("dtype") else None
         out[str(case["name"])] = [m, n, dtype or str(t.dtype).removeprefix("torch.")]
@@ -869,7 +899,7 @@ def case_rows(source: str, arg_index: int, cases: list[dict], dim: int = -1) -> 
 
 
 def case_rows_confined(
-    source: str, arg_index: int, cases: list[dict], dim: int = -1
+    source: str, arg_index: int, cases: list[dict], dim: int | None = -1
 ) -> dict[str, list]:
     """:func:`case_rows` behind the sandbox boundary (it runs the problem's ``get_inputs``);
     {} when it cannot say."""
@@ -906,8 +936,12 @@ def _serve(request: dict) -> dict:
     if isinstance(request.get("rows"), dict):
         rows = request["rows"]
         try:
+            dim = rows.get("dim", -1)
             rows_of = case_rows(
-                request["source"], int(rows["arg_index"]), rows["cases"], int(rows.get("dim", -1))
+                request["source"],
+                int(rows["arg_index"]),
+                rows["cases"],
+                None if dim is None else int(dim),
             )
             return {"rows": rows_of}
         except Exception as exc:  # noqa: BLE001 - the problem's own code failed: say so

@@ -193,12 +193,6 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
         assert isinstance(err, float) and err < 1e-5, got
 
 
-def test_a_norm_over_the_whole_tensor_is_refused_in_words():
-    src = PROBLEMS["l2_normalise_dim1"].replace("p=2, dim=1, keepdim=True", "p='fro'")
-    with pytest.raises(NoTemplate, match="vector norm over the whole 3-d tensor"):
-        trace_problem(src)
-
-
 def test_the_summary_says_which_dimension():
     plan = trace_problem(PROBLEMS["rms_norm_channels"])
     assert "dimension 1 of 4" in plan.summary

@@ -294,7 +294,7 @@ class TemplateGenerator:
 
             try:
                 index = plan.forward_args.index(tiles[0])
-                dim = int(plan.extra.get("red_dim", -1))
+                dim = None if plan.extra.get("full") else int(plan.extra.get("red_dim", -1))
                 self._rows[key] = case_rows_confined(ctx.problem_source, index, cases, dim)
             except BoundaryUnavailable:
                 self._rows[key] = {}

@@ -335,11 +335,14 @@ def _source_row(plan: Plan, p: dict) -> str:
     loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
     outs = ""
     d = plan.extra.get("red_dim", -1)
+    full = bool(plan.extra.get("full"))
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
         if kind == "tile":
             shape = f"{ref0}.shape"
+        elif full:  # one number: 0-d, or keepdim's ones
+            shape = f"(1,) * {ref0}.dim()" if keep else "()"
         elif d == -1:
             shape = f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]"
         else:  # the reduced middle dimension kept as 1, or dropped
@@ -352,6 +355,8 @@ def _source_row(plan: Plan, p: dict) -> str:
     )
     sizes = ", ".join(_geometry(plan)[2])
     inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
+    # The row: the reduced dimension, or every element (a reduction over the whole tensor).
+    row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
     return (
         _header(plan, p)
         + _row_one_pass(plan)
@@ -401,7 +406,7 @@ def _ke_policy(M, N):
 class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line(refs)}{loads}{outs}        N = {ref0}.shape[{d}]
+{_dtype_line(refs)}{loads}{outs}        N = {row_len}
 {inner}        M = {ref0}.numel() // N if N else 0
         if M == 0 or N == 0:
             return {ret}

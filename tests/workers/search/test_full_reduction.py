@@ -1,0 +1,126 @@
+"""Reductions over the whole tensor (issue 11, generality): losses (MSE, hinge), a global norm
+that scales every element, sums and maxima over every dimension with keepdim, and a reduction
+of a reshaped view. Each is a row candidate with one row of every element, correct on the
+interpreter for the one-pass and the looped kernel; mixing a whole-tensor reduction with one
+over a dimension, or a weight vector, is refused in words."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.search.trace import NoTemplate, trace_problem
+
+ROOT = Path(__file__).resolve().parents[3]
+
+_HEAD = "import torch\nimport torch.nn as nn\n\n\n"
+_TAIL = "\n\ndef get_init_inputs():\n    return []\n"
+
+
+def _problem(forward: str, inputs: str) -> str:
+    return (
+        _HEAD
+        + "class Model(nn.Module):\n    def forward(self, *args):\n"
+        + "".join(f"        {line}\n" for line in forward.splitlines())
+        + f"\n\ndef get_inputs():\n    return [{inputs}]\n"
+        + _TAIL
+    ).replace(
+        "def forward(self, *args)",
+        "def forward(self, x, y)" if "y" in forward else "def forward(self, x)",
+    )
+
+
+PROBLEMS = {
+    "mse_loss": _problem("return torch.mean((x - y) ** 2)", "torch.randn(5, 7, 3), "
+                         "torch.randn(5, 7, 3)"),
+    "hinge_loss": _problem("return torch.mean(torch.clamp(1 - x * y, min=0))",
+                           "torch.randn(33, 9), torch.randn(33, 9)"),
+    "frobenius_normalise": _problem("return x / torch.norm(x, p='fro')",
+                                    "torch.randn(2, 3, 5, 4)"),
+    "sum_and_max_keepdim": _problem(
+        "return x.sum(dim=(0, 1), keepdim=True) + x.amax(dim=(0, 1), keepdim=True)",
+        "torch.randn(6, 10)"),
+    "sum_of_a_view": _problem("return (x.view(-1, 4) * 2).sum()", "torch.randn(6, 10)"),
+}  # fmt: skip
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+problems, folder = json.loads(sys.argv[1]), sys.argv[2]
+table = {"1,60,float32": [2, 1, 32, 1, 1, 0, 0, 1]}  # two chunks, compiled for the shape
+variants = [{}, {"strategy": "looped", "block_n": 16}, {"table": table}]
+out = {}
+for name, src in problems.items():
+    plan = trace_problem(src)
+    errs = []
+    for i, v in enumerate(variants):
+        cand = P.load_module(render(plan, {**DEFAULTS["row"], **v}), f"c_{name}_{i}", folder)
+        prob = P.load_module(src, f"p_{name}_{i}", folder)
+        _, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
+        x = P.make_inputs(prob, {}, torch.float32, 0, "cpu")
+        got, want = new(*x), ref(*x)
+        if got.shape != want.shape:
+            errs.append(f"variant {i}: shape {tuple(got.shape)} != {tuple(want.shape)}")
+        else:
+            errs.append(float((got - want).abs().max()))
+    out[name] = {"family": plan.family, "full": plan.extra.get("full"), "errs": errs,
+                 "summary": plan.summary}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    folder = str(tmp_path_factory.mktemp("full"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHECK, json.dumps(PROBLEMS), folder],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
+    assert line, proc.stderr[-3000:]
+    return json.loads(line[len("RESULTS") :])
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_a_reduction_over_the_whole_tensor_is_a_correct_row_candidate(name, results):
+    got = results[name]
+    assert got["family"] == "row" and got["full"], got
+    assert "the whole tensor" in got["summary"]
+    for err in got["errs"]:
+        assert isinstance(err, float) and err < 1e-5, got
+
+
+@pytest.mark.parametrize(
+    "forward, match",
+    [
+        ("return x.sum() + x.sum(-1).mean()", "over the whole tensor and over a dimension"),
+        ("return x.sum(-1).sum() + x.sum()", "over the whole tensor and over a dimension"),
+        ("return x.view(-1, 4).sum(-1)", "a view that changes the row layout"),
+    ],
+)
+def test_mixed_reductions_are_refused_in_words(forward, match):
+    with pytest.raises(NoTemplate, match=match):
+        trace_problem(_problem(forward, "torch.randn(6, 10)"))
+
+
+def test_a_weight_in_a_whole_tensor_reduction_is_refused_in_words():
+    src = _problem("return (x * self.w).sum()", "torch.randn(6, 10)").replace(
+        "class Model(nn.Module):\n",
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(10))\n\n",
+    )
+    with pytest.raises(NoTemplate, match="weight vector in a reduction over the whole tensor"):
+        trace_problem(src)
