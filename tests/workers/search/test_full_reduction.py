@@ -124,3 +124,42 @@ def test_a_weight_in_a_whole_tensor_reduction_is_refused_in_words():
     )
     with pytest.raises(NoTemplate, match="weight vector in a reduction over the whole tensor"):
         trace_problem(src)
+
+
+_EMPTY = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, folder = sys.argv[1], sys.argv[2]
+cand = P.load_module(render(trace_problem(src), DEFAULTS["row"]), "c_empty", folder)
+prob = P.load_module(src, "p_empty", folder)
+_, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
+out = {}
+for shape in [(0, 5), (4, 0)]:
+    x = torch.zeros(shape)
+    out[str(shape)] = [[[list(t.shape), t.tolist()] for t in model(x)] for model in (new, ref)]
+print("RESULTS" + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize(
+    "forward", ["return x.mean(), x.sum()", "return x.sum(-1), x.mean(-1, keepdim=True)"]
+)
+def test_empty_inputs_give_the_reductions_identity(forward, tmp_path):
+    """A mean over nothing is NaN and a sum 0, per row and over the whole tensor, as torch
+    says: the outputs are written, not left as whatever memory held."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _EMPTY, _problem(forward, "torch.randn(4, 5)"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
+    assert line, proc.stderr[-3000:]
+    for shape, (got, want) in json.loads(line[len("RESULTS") :]).items():
+        assert json.dumps(got) == json.dumps(want), (shape, got, want)

@@ -357,6 +357,14 @@ def _source_row(plan: Plan, p: dict) -> str:
     inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
     # The row: the reduced dimension, or every element (a reduction over the whole tensor).
     row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
+    # The number of rows, also where a row is empty (its reductions are then the identity:
+    # a sum of nothing is 0, a mean NaN, as torch says; so the kernel still runs).
+    if full:
+        rows_of = "1"
+    elif d == -1:
+        rows_of = f"math.prod({ref0}.shape[:-1])"
+    else:
+        rows_of = f"math.prod({ref0}.shape[:{d}]) * K"
     return (
         _header(plan, p)
         + _row_one_pass(plan)
@@ -389,7 +397,7 @@ def _ke_config(M, N, dtype):
 
 def _ke_policy(M, N):
     p = _PARAMS
-    full = {_pow2("N")}
+    full = {_pow2("max(N, 1)")}
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
@@ -407,8 +415,8 @@ class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
 {_dtype_line(refs)}{loads}{outs}        N = {row_len}
-{inner}        M = {ref0}.numel() // N if N else 0
-        if M == 0 or N == 0:
+{inner}        M = {rows_of}
+        if M == 0:
             return {ret}
         one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
             M, N, {ref0}.dtype
@@ -437,7 +445,7 @@ class ModelNew(nn.Module):
 
 def row_policy(p: dict, m: int, n: int) -> list[int]:
     """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer)."""
-    full = _np2(n)
+    full = _np2(max(n, 1))
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
