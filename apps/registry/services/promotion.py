@@ -246,12 +246,12 @@ def _recheck_verdict(report: dict) -> tuple[str, str, dict]:
     return GateStatus.FAIL, f"correctness failed on re-run at {where}: {why}", evidence
 
 
-def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
-    """Keep a re-run's result (the first one; a redelivered task's second report is ignored).
-
-    A failed re-run aborts a candidate, shadow or canary at once, with an alarm; a default is
-    not moved (it leaves by rollback) but the alarm names it.
-    """
+def _record_worker_check(*, check_id: int, report: dict, kind: str, what: str, verdict, on_fail):
+    """Keep a worker's answer to a gate check (the first one; a redelivered task's second report
+    is ignored). ``verdict(report)`` gives (status, reason, evidence); ``on_fail(check)`` runs in
+    the same transaction, so nobody sees the failed check without its consequence. A worker
+    that could not run the check at all leaves it waiting, to be sent again on the next
+    promotion or re-run rather than after the resend delay."""
     with transaction.atomic():
         check = (
             GateCheck.objects.select_for_update()
@@ -261,24 +261,35 @@ def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
         if check.status != GateStatus.INCONCLUSIVE:
             return False
         if report.get("unavailable"):
-            # The worker could not evaluate at all: still waiting, and sent again on the next
-            # promotion or "Re-run correctness" rather than after the resend delay.
             check.reason = (
-                f"the worker that took the re-run from {check.queue} could not evaluate "
+                f"the worker that took the {what} from {check.queue} could not evaluate "
                 f"({report['unavailable']}); waiting for a worker that can"
             )
             check.dispatched_at = None
             check.save(update_fields=["reason", "dispatched_at"])
-            notify_region(check.artifact.region, kind="recheck", artifact=check.artifact_id)
+            notify_region(check.artifact.region, kind=kind, artifact=check.artifact_id)
             return True
-        check.status, check.reason, check.evidence = _recheck_verdict(report)
+        check.status, check.reason, check.evidence = verdict(report)
         check.finished_at = timezone.now()
         check.save(update_fields=["status", "reason", "evidence", "finished_at"])
-        notify_region(check.artifact.region, kind="recheck", artifact=check.artifact_id)
+        notify_region(check.artifact.region, kind=kind, artifact=check.artifact_id)
         if check.status == GateStatus.FAIL:
-            # In the same transaction: nobody sees the failed check without its consequence.
-            _recheck_failed(check)
+            on_fail(check)
     return True
+
+
+def artifact_recheck_record(*, check_id: int, report: dict) -> bool:
+    """Keep a correctness re-run's result. A failed re-run aborts a candidate, shadow or canary
+    at once, with an alarm; a default is not moved (it leaves by rollback) but the alarm names
+    it."""
+    return _record_worker_check(
+        check_id=check_id,
+        report=report,
+        kind="recheck",
+        what="re-run",
+        verdict=_recheck_verdict,
+        on_fail=_recheck_failed,
+    )
 
 
 def _recheck_failed(check: GateCheck) -> None:
@@ -444,43 +455,30 @@ def region_rollback(
         return region
 
 
-def _model_check_verdict(report: dict) -> tuple[str, str]:
+def _model_check_verdict(report: dict) -> tuple[str, str, dict]:
     reason = str(report.get("reason") or "")[:2000]
     if report.get("verdict") == "pass":
-        return GateStatus.PASS, reason
-    return GateStatus.FAIL, reason or "the model check failed without a reason"
+        return GateStatus.PASS, reason, report
+    return GateStatus.FAIL, reason or "the model check failed without a reason", report
+
+
+def _model_check_failed(check: GateCheck) -> None:
+    artifact = _fresh(check.artifact)
+    if artifact.stage in ABORTABLE:
+        gate_failed(
+            artifact,
+            [G.GateState(Gate.MODEL, GateStatus.FAIL, check.reason, {"check": check.pk})],
+        )
 
 
 def artifact_model_check_record(*, check_id: int, report: dict) -> bool:
-    """Keep a model check's result (the first; a redelivered task's second is ignored). A
-    failure aborts a candidate, shadow or canary at once with the check's reason."""
-    with transaction.atomic():
-        check = (
-            GateCheck.objects.select_for_update()
-            .select_related("artifact__region")
-            .get(pk=check_id)
-        )
-        if check.status != GateStatus.INCONCLUSIVE:
-            return False
-        if report.get("unavailable"):
-            check.reason = (
-                f"the worker that took the model check from {check.queue} could not run it "
-                f"({report['unavailable']}); waiting for a worker that can"
-            )
-            check.dispatched_at = None
-            check.save(update_fields=["reason", "dispatched_at"])
-            notify_region(check.artifact.region, kind="model_check", artifact=check.artifact_id)
-            return True
-        check.status, check.reason = _model_check_verdict(report)
-        check.evidence = report
-        check.finished_at = timezone.now()
-        check.save(update_fields=["status", "reason", "evidence", "finished_at"])
-        notify_region(check.artifact.region, kind="model_check", artifact=check.artifact_id)
-        if check.status == GateStatus.FAIL:
-            artifact = _fresh(check.artifact)
-            if artifact.stage in ABORTABLE:
-                gate_failed(
-                    artifact,
-                    [G.GateState(Gate.MODEL, GateStatus.FAIL, check.reason, {"check": check.pk})],
-                )
-    return True
+    """Keep a model check's result. A failure aborts a candidate, shadow or canary at once
+    with the check's reason."""
+    return _record_worker_check(
+        check_id=check_id,
+        report=report,
+        kind="model_check",
+        what="model check",
+        verdict=_model_check_verdict,
+        on_fail=_model_check_failed,
+    )
