@@ -7,16 +7,11 @@ over a dimension, or a weight vector, is refused in words."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.workers.search.child import run_child
 from workers.search.trace import NoTemplate, trace_problem
-
-ROOT = Path(__file__).resolve().parents[3]
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 _TAIL = "\n\ndef get_init_inputs():\n    return []\n"
@@ -79,19 +74,7 @@ print("RESULTS" + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    folder = str(tmp_path_factory.mktemp("full"))
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHECK, json.dumps(PROBLEMS), folder],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
-    assert line, proc.stderr[-3000:]
-    return json.loads(line[len("RESULTS") :])
+    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("full")))
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -150,16 +133,6 @@ print("RESULTS" + json.dumps(out))
 def test_empty_inputs_give_the_reductions_identity(forward, tmp_path):
     """A mean over nothing is NaN and a sum 0, per row and over the whole tensor, as torch
     says: the outputs are written, not left as whatever memory held."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _EMPTY, _problem(forward, "torch.randn(4, 5)"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
-    assert line, proc.stderr[-3000:]
-    for shape, (got, want) in json.loads(line[len("RESULTS") :]).items():
+    got_by_shape = run_child(_EMPTY, _problem(forward, "torch.randn(4, 5)"), str(tmp_path))
+    for shape, (got, want) in got_by_shape.items():
         assert json.dumps(got) == json.dumps(want), (shape, got, want)

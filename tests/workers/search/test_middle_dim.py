@@ -7,16 +7,11 @@ another dimension is refused in words."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.workers.search.child import run_child
 from workers.search.trace import NoTemplate, trace_problem
-
-ROOT = Path(__file__).resolve().parents[3]
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 PROBLEMS = {
@@ -170,19 +165,7 @@ print("RESULTS" + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    folder = str(tmp_path_factory.mktemp("middle"))
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHECK, json.dumps(PROBLEMS), folder],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
-    assert line, proc.stderr[-3000:]
-    return json.loads(line[len("RESULTS") :])
+    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("middle")))
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))

@@ -5,13 +5,11 @@ the interpreter, and the candidate still passes the static gate."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.workers.search.child import run_child
 from workers.catalog import catalog_get
 from workers.gates.static import check_static
 from workers.search.generators.template import DEFAULTS, _moment_pairs, render
@@ -89,18 +87,7 @@ print("RESULTS" + json.dumps(out))
 
 
 def _interpret(src: str, tmp_path) -> list[dict]:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHECK, src, json.dumps(CONFIGS), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
-    assert line, proc.stderr[-3000:]
-    return json.loads(line[len("RESULTS") :])
+    return run_child(_CHECK, src, json.dumps(CONFIGS), str(tmp_path))
 
 
 @pytest.mark.parametrize("name", ["layer_norm", "softmax", "residual_rms_norm"])
@@ -351,18 +338,7 @@ def test_a_launch_compiled_for_its_shape_loses_its_masks_and_loop_control(tmp_pa
     """The table's shape-constant flag makes M and N compile-time constants (Inductor's
     static-shape kernels have them): for H100/H200 (sm_90) the looped kernel over a row of two
     blocks compiles without its column masks and with a constant trip count."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _AOT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env={**env, "PYTHONPATH": str(ROOT)},
-        cwd=ROOT,
-        timeout=300,
-    )
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
-    assert line, proc.stderr[-3000:]
-    got = json.loads(line[len("RESULTS") :])
+    got = run_child(_AOT, str(tmp_path), interpret=False)
     assert got["0"]["branches"] > 0 and got["0"]["predicates"] > 4, got
     assert got["8192"]["branches"] < got["0"]["branches"], got
     assert got["8192"]["predicates"] <= 2, got
