@@ -397,6 +397,8 @@ class CandidateReview:
     threads: list = field(default_factory=list)
     # How long the page may keep a rendered diff (under the diff's `key`, which names the texts).
     cache_s: int = REVIEW_CACHE_S
+    # Set when the timings come from the method before paired graph-replay rounds.
+    timing_note: str = ""
 
 
 def _node_with_relations(*, parents: QuerySet[Edge]) -> QuerySet[Node]:
@@ -462,6 +464,13 @@ def _sci(value: float | None) -> str | None:
     return None if value is None else f"{value:.3g}"
 
 
+OLD_TIMING_NOTE = (
+    "Timed with the method from before paired graph-replay rounds (CUDA events around each "
+    "call): on small cases that measures the host as much as the kernel, so these medians and "
+    "speedups are not comparable with device-time numbers (docs/benchmarks.md, issue 10)."
+)
+
+
 def _timing_columns(case: dict | None, baseline: str) -> dict:
     """Device time, host overhead per call and the paired speedup over the campaign's baseline,
     as the performance gate measured them (absent for reports from before paired rounds)."""
@@ -519,6 +528,8 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
     report_cases = node.report_cases if isinstance(node.report_cases, list) else []
     by_name = {c.get("name"): c for c in report_cases if isinstance(c, dict)}
     timed = {name: c for name, c in by_name.items() if c.get("timing")}
+    # The gate's paired graph-replay rounds record the serving mode of each timing.
+    old_method = bool(timed) and not any(c["timing"].get("mode") for c in timed.values())
     cases = [
         {
             **_timing_columns(timed.get(m.case), campaign.baseline),
@@ -557,6 +568,7 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         baseline_names=baseline_names,
         siblings=_neighbours(node),
         threads=threads,
+        timing_note=OLD_TIMING_NOTE if old_method and campaign.platform != "interpret" else "",
     )
 
 
