@@ -413,6 +413,14 @@ class _Lowerer:
             else:
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
+        index_ops = ("argmax", "argmin")
+        if any(self.nodes[a].op in index_ops for node in self.nodes for a in node.args):
+            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
+        plan.extra["index_outputs"] = [
+            j for j, o in enumerate(plan.outputs) if plan.nodes[o].op in index_ops
+        ]
+        if any(outs[j].meta["val"].dtype != torch.int64 for j in plan.extra["index_outputs"]):
+            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
         if self.full:  # one row of every element (the inputs are read as flat arrays)
             plan.extra["full"] = True
         elif red != ndim - 1:  # rows along a middle dimension: as a negative index
@@ -518,8 +526,12 @@ class _Lowerer:
         if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
             self._last_dim(n, a[1])
             op = "max" if t == aten.max.dim else "min"
-            values = self.reduce(op, self.arg(a[0]))
-            self.env[n] = (values, f"the arg{op} indices of torch.{op}(x, dim) are not covered")
+            x = self.arg(a[0])
+            self.env[n] = (self.reduce(op, x), self.reduce(f"arg{op}", x))
+            return
+        if t in (aten.argmax.default, aten.argmin.default):  # dim None: the flat index
+            self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
+            self.env[n] = self.reduce(t.__name__.split(".")[0], self.arg(a[0]))
             return
         if t in (aten.var.correction, aten.var_mean.correction):
             dims = a[1] if len(a) > 1 else kw.get("dim")

@@ -40,6 +40,7 @@ PROBLEMS = {
     "sum_and_max_keepdim": _problem(
         "return x.sum(dim=(0, 1), keepdim=True) + x.amax(dim=(0, 1), keepdim=True)",
         "torch.randn(6, 10)"),
+    "argmax_flat_with_ties": _problem("return torch.argmax(x)", "torch.randn(6, 10).round()"),
     "sum_of_a_view": _problem("return (x.view(-1, 4) * 2).sum()", "torch.randn(6, 10)"),
 }  # fmt: skip
 
@@ -62,7 +63,7 @@ for name, src in problems.items():
         _, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
         x = P.make_inputs(prob, {}, torch.float32, 0, "cpu")
         got, want = new(*x), ref(*x)
-        if got.shape != want.shape:
+        if got.shape != want.shape or got.dtype != want.dtype:
             errs.append(f"variant {i}: shape {tuple(got.shape)} != {tuple(want.shape)}")
         else:
             errs.append(float((got - want).abs().max()))

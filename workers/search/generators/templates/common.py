@@ -136,12 +136,22 @@ class _Emitter:
 
 
 def _reduce_expr(op: str, val: str, axis: int = 1, keep: bool = True) -> str:
+    if op in ("argmax", "argmin"):  # the first index of the extreme, as torch
+        out = f"tl.{op}({val}, axis={axis}, tie_break_left=True)"
+        return out + ("[:, None]" if keep else "")
     red = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[op]
     out = f"{red}({val}, axis={axis})"
     return out + ("[:, None]" if keep else "")
 
 
-_IDENTITY = {"sum": "0.0", "mean": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
+_IDENTITY = {
+    "sum": "0.0",
+    "mean": "0.0",
+    "max": '-float("inf")',
+    "min": 'float("inf")',
+    "argmax": '-float("inf")',
+    "argmin": 'float("inf")',
+}
 
 
 def _kernel(name: str, plan: Plan, constexprs: list[str], body: list[str], extra_args=()) -> str:

@@ -141,6 +141,12 @@ def _row_split(plan: Plan) -> str:
             b = _reduce_expr(node.op, f"tl.where(maskb, {eb.name(src)}, {_IDENTITY[node.op]})")
             if node.op in ("sum", "mean"):
                 expr = f"({a} + {b})" + (" / N" if node.op == "mean" else "")
+            elif node.op in ("argmax", "argmin"):  # the second chunk's index if strictly better
+                red, cmp = ("tl.max", ">") if node.op == "argmax" else ("tl.min", "<")
+                ident = _IDENTITY[node.op]
+                va = f"{red}(tl.where(mask, {em.name(src)}, {ident}), axis=1)[:, None]"
+                vb = f"{red}(tl.where(maskb, {eb.name(src)}, {ident}), axis=1)[:, None]"
+                expr = f"tl.where({vb} {cmp} {va}, {b} + BLOCK_N, {a})"
             else:
                 expr = f"tl.{'maximum' if node.op == 'max' else 'minimum'}({a}, {b})"
             lines.append(f"v{node.id} = {expr}")
@@ -263,6 +269,8 @@ def _row_looped(plan: Plan) -> str:
         reds = [i for i, v in level.items() if v == lvl]
         for r in reds:
             lines.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
+            if nodes[r].op in ("argmax", "argmin"):  # each lane's first index of its extreme
+                lines.append(f"idx{r} = tl.zeros([ROWS, BLOCK_N], tl.int32)")
             if r in welford:
                 lines.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
         tail = []
@@ -283,6 +291,13 @@ def _row_looped(plan: Plan) -> str:
             masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
             if nodes[r].op in ("sum", "mean"):
                 tail.append(f"acc{r} = acc{r} + {masked}")
+            elif nodes[r].op in ("argmax", "argmin"):  # strictly better: earlier blocks win ties
+                cmp = ">" if nodes[r].op == "argmax" else "<"
+                tail += [
+                    f"take{r} = {masked} {cmp} acc{r}",
+                    f"acc{r} = tl.where(take{r}, {masked}, acc{r})",
+                    f"idx{r} = tl.where(take{r}, cols, idx{r})",
+                ]
             else:
                 fn = "tl.maximum" if nodes[r].op == "max" else "tl.minimum"
                 tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
@@ -299,6 +314,15 @@ def _row_looped(plan: Plan) -> str:
                 if nodes[r2].op == "mean":
                     lines.append(f"v{r2} = v{r2} / N")
                 done.update((r, r2))
+                continue
+            if nodes[r].op in ("argmax", "argmin"):  # the first lane index at the row's extreme
+                red = "tl.max" if nodes[r].op == "argmax" else "tl.min"
+                lines += [
+                    f"best{r} = {red}(acc{r}, axis=1)[:, None]",
+                    f"v{r} = tl.min(tl.where(acc{r} == best{r}, idx{r}, 2147483647), axis=1)"
+                    "[:, None]",
+                ]
+                done.add(r)
                 continue
             expr = _reduce_expr(nodes[r].op, f"acc{r}")
             if nodes[r].op == "mean":
@@ -348,7 +372,8 @@ def _source_row(plan: Plan, p: dict) -> str:
         else:  # the reduced middle dimension kept as 1, or dropped
             middle = " + (1,) + " if keep else " + "
             shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + 1}:])"
-        outs += f"        out{j} = torch.empty({shape}, dtype=odt, device={ref0}.device)\n"
+        dt = "torch.int64" if j in plan.extra.get("index_outputs", ()) else "odt"
+        outs += f"        out{j} = torch.empty({shape}, dtype={dt}, device={ref0}.device)\n"
     ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
     args = ", ".join(
         [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
