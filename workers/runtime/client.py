@@ -12,7 +12,6 @@ rollback is in force within one poll interval) and posts batched metrics.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import random
 import sys
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 
 from workers.runtime import scope as S
 from workers.runtime.manifest import ManifestError, ManifestSource, VerifiedManifest
+from workers.runtime.modules import ModuleCache
 
 DEFAULT_POLL_INTERVAL_S = 10.0
 DEFAULT_REPORT_INTERVAL_S = 5.0
@@ -237,9 +237,8 @@ class DispatchClient:
         self.routes: dict[str, list[Route]] = {}
         self.last_error = ""
         self.reports_sent = 0
-        self._modules: dict[str, object] = {}
+        self._modules = ModuleCache(os.path.join(cache_dir, "modules"), "ke_rt_")
         self._models: dict[tuple, object] = {}
-        self._load_lock = threading.Lock()
         self._stop = threading.Event()
         self._fingerprint = None
         self._collectors = []  # called with the metrics before each flush (torch.ops.ke counts)
@@ -303,24 +302,7 @@ class DispatchClient:
 
     # kernels --------------------------------------------------------------------------------
     def _module(self, key: str, source: str):
-        module = self._modules.get(key)
-        if module is not None:
-            return module
-        with self._load_lock:
-            if key in self._modules:
-                return self._modules[key]
-            folder = os.path.join(self.cache_dir, "modules")
-            os.makedirs(folder, exist_ok=True)
-            name = f"ke_rt_{key[:24]}"
-            path = os.path.join(folder, f"{name}.py")  # Triton reads kernels from a real file
-            with open(path, "w") as fh:
-                fh.write(source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            self._modules[key] = module
-            return module
+        return self._modules.get(key, source)
 
     def _problem(self, operator: str):
         op = (self.manifest.body.get("operators") or {}).get(operator) if self.manifest else None

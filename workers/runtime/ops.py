@@ -40,10 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
-import os
 import queue
-import sys
 import tempfile
 import threading
 import time
@@ -55,6 +52,7 @@ import torch.nn.functional as F
 
 from workers.runtime import scope as S
 from workers.runtime.kinds import ALIASES, kind_of
+from workers.runtime.modules import ModuleCache
 
 LIBRARY = "ke"
 PATH_DEFAULT, PATH_CANARY, PATH_FALLBACK = "default", "canary", "fallback"
@@ -569,7 +567,7 @@ class OpRuntime:
         self.op_calls: dict[str, int] = {}  # per kind: calls that came through torch.ops.ke
         self.shadow_results: list[dict] = []  # local runtimes keep them; attached ones report
         self.shadow_dropped = 0
-        self._modules: dict[str, object] = {}
+        self._modules = ModuleCache(self.cache_dir, "ke_op_")
         self._lock = threading.RLock()
         self._client = None
         self._client_routes = None
@@ -759,18 +757,7 @@ class OpRuntime:
         return launcher
 
     def _module(self, key: str, source: str):
-        module = self._modules.get(key)
-        if module is None:
-            name = f"ke_op_{key[:24]}"
-            path = os.path.join(self.cache_dir, f"{name}.py")  # Triton reads kernels from files
-            with open(path, "w") as fh:
-                fh.write(source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            self._modules[key] = module
-        return module
+        return self._modules.get(key, source)
 
     def _kernel_call(
         self, kind: Kind, route: RouteSpec, spec: KernelSpec, b: Binding, args: tuple, device
