@@ -10,9 +10,11 @@ the live events) and the size of the saved `engine_state`.
 """
 
 import argparse
+import atexit
 import copy
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -25,7 +27,9 @@ TAIL = 20
 
 
 def _setup() -> None:
-    os.environ["KERNELEVOLVE_DATA_DIR"] = tempfile.mkdtemp(prefix="ke-bench-record-")
+    folder = tempfile.mkdtemp(prefix="ke-bench-record-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["KERNELEVOLVE_DATA_DIR"] = folder
     os.environ.pop("DATABASE_URL", None)
     os.environ["REDIS_URL"] = "redis://127.0.0.1:1/0"  # never reached: events go in memory
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelevolve_site.settings.dev")

@@ -559,7 +559,9 @@ class OpRuntime:
 
     def __init__(self, *, platform: str = "interpret", cache_dir: str | None = None):
         self.platform = platform
-        self.cache_dir = cache_dir or tempfile.mkdtemp(prefix="ke-ops-")
+        # A folder of its own is removed with the runtime (or at exit): nothing outlives it.
+        self._folder = None if cache_dir else tempfile.TemporaryDirectory(prefix="ke-ops-")
+        self.cache_dir = cache_dir or self._folder.name
         self.routes: dict[str, list[RouteSpec]] = {}
         self.launchers: dict[tuple, Launcher] = {}
         self.last_error = ""
