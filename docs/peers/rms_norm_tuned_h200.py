@@ -1,7 +1,7 @@
 """KernelEvolve template candidate (row).
 
 Operator (traced): row-wise over the last dimension: reductions [mean], 1 row input(s), 1 vector(s)
-Parameters: {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "table": {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [1, 2, 8192, 16, 1, 0, 0]}, "tile": 4096, "vec": 8}
+Parameters: {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "table": {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 1, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [0, 1, 2048, 16, 1, 0, 1, 1]}, "tile": 4096, "vec": 8}
 """
 
 import math
@@ -17,7 +17,10 @@ eps = 1e-06
 
 
 @triton.jit
-def _ke_row_one_pass(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr):
+def _ke_row_one_pass(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr, NC: tl.constexpr, MC: tl.constexpr):
+    if NC > 0:
+        N = NC
+        M = MC
     pid = tl.program_id(0)
     if PROGRAMS == 0:
         tile = pid
@@ -56,7 +59,10 @@ def _ke_row_one_pass(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK
 
 
 @triton.jit
-def _ke_row_looped(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr):
+def _ke_row_looped(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr, NC: tl.constexpr, MC: tl.constexpr):
+    if NC > 0:
+        N = NC
+        M = MC
     pid = tl.program_id(0)
     if PROGRAMS == 0:
         tile = pid
@@ -111,7 +117,10 @@ def _ke_row_looped(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N
 
 
 @triton.jit
-def _ke_row_split(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr, BLOCK_B: tl.constexpr):
+def _ke_row_split(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, PROGRAMS: tl.constexpr, EV_T: tl.constexpr, EV_V: tl.constexpr, NC: tl.constexpr, MC: tl.constexpr, BLOCK_B: tl.constexpr):
+    if NC > 0:
+        N = NC
+        M = MC
     pid = tl.program_id(0)
     if PROGRAMS == 0:
         tile = pid
@@ -170,25 +179,27 @@ def _ke_row_split(in0_ptr, in1_ptr, out0_ptr, M, N, ROWS: tl.constexpr, BLOCK_N:
 _PARAMS = {"block_n": 2048, "max_one_pass": 16384, "max_rows": 16, "stages": 2, "strategy": "auto", "tile": 4096, "vec": 8}
 # Launch configurations tuned per shape ("M,N,dtype" -> [one_pass (0: looped, 1: one pass,
 # 2: one pass over two chunks, BLOCK_N + the rest), ROWS, BLOCK_N, warps, stages, programs
-# (0: one per tile; else a persistent launch), eviction hints (0/1)]); any other shape takes
-# the policy in _PARAMS.
-_TABLE = {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [1, 2, 8192, 16, 1, 0, 0]}
+# (0: one per tile; else a persistent launch), eviction hints (0/1), shape constants (0/1: M
+# and N compiled into the kernel)]); any other shape takes the policy in _PARAMS.
+_TABLE = {"1,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "32,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 0], "4096,4096,bfloat16": [1, 1, 4096, 8, 1, 0, 1, 1], "4096,5120,float32": [2, 1, 4096, 4, 1, 0, 0], "8192,8192,bfloat16": [0, 1, 2048, 16, 1, 0, 1, 1]}
 _CONFIGS = {}
 
 
 def _ke_config(M, N, dtype):
-    """(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints) for M rows of N (cached)."""
+    """(one_pass, ROWS, BLOCK_N, warps, stages, programs, hints, constant shape) for M rows
+    of N (cached)."""
     key = (M, N, dtype)
     hit = _CONFIGS.get(key)
     if hit is None:
         tuned = _TABLE.get(f"{M},{N},{str(dtype).removeprefix('torch.')}")
-        hit = _CONFIGS[key] = (tuple(tuned) + (0, 0))[:7] if tuned else _ke_policy(M, N)
+        hit = (tuple(tuned) + (0, 0, 0))[:8] if tuned else _ke_policy(M, N) + (0,)
+        _CONFIGS[key] = hit
     return hit
 
 
 def _ke_policy(M, N):
     p = _PARAMS
-    full = triton.next_power_of_2(N)
+    full = triton.next_power_of_2(max(N, 1))
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
@@ -216,22 +227,27 @@ class ModelNew(nn.Module):
         in1 = x.contiguous()
         out0 = torch.empty(x.shape, dtype=odt, device=x.device)
         N = x.shape[-1]
-        M = x.numel() // N if N else 0
-        if M == 0 or N == 0:
+        M = math.prod(x.shape[:-1])
+        if M == 0:
             return out0
-        one_pass, rows, block_n, warps, stages, programs, hints = _ke_config(M, N, x.dtype)
+        one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
+            M, N, x.dtype
+        )
         tiles = triton.cdiv(M, rows)
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
+        nc, mc = (N, M) if const else (0, 0)
         if one_pass == 2:
             _ke_row_split[grid](in0, in1, out0, M, N, ROWS=rows, BLOCK_N=block_n,
                                 BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
-                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, num_warps=warps,
-                                num_stages=stages)
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,
+                                num_warps=warps, num_stages=stages)
         elif one_pass:
             _ke_row_one_pass[grid](in0, in1, out0, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                   EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                   num_stages=stages)
         else:
             _ke_row_looped[grid](in0, in1, out0, M, N, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                 EV_T=ev_t, EV_V=ev_v, num_warps=warps, num_stages=stages)
+                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                 num_stages=stages)
         return out0

@@ -125,6 +125,12 @@ def _key_of(problem, cand, case, device="cuda"):
     return seen[0], model, inputs
 
 
+def set_config(cand, key, cfg) -> None:
+    """Make the candidate launch ``cfg`` for ``key`` (padded to the full launch tuple: a
+    stage-one configuration leaves programs, hints and shape constants at 0)."""
+    cand._CONFIGS[key] = (tuple(cfg) + (0, 0, 0))[:8]
+
+
 def _compile_worker(args) -> None:
     """Child: call the candidate once per (case, config) given on stdin, to fill the cache."""
     import torch
@@ -136,7 +142,7 @@ def _compile_worker(args) -> None:
         for name, cfgs in todo.items():
             key, model, inputs = _key_of(problem, cand, cases[name])
             for cfg in cfgs:
-                cand._CONFIGS[key] = tuple(cfg)
+                set_config(cand, key, cfg)
                 try:
                     with torch.no_grad():
                         model(*inputs)
@@ -242,6 +248,9 @@ class _Tuner:
         """{case: [(ms, config)] fastest first} over every configuration that compiled."""
         failures = _compile_all(self.args, spaces)
         bad = {(f["case"], tuple(f["config"])) for f in failures}
+        if failures:
+            first = failures[0]
+            print(f"tune: {len(failures)} configurations failed, first: {first}", file=sys.stderr)
         if self.flush is None:
             self.flush = self.G._flush_buffer()
             self.clocks = self.G.steady_clocks(self.flush)
@@ -252,7 +261,7 @@ class _Tuner:
             for cfg in spaces[case["name"]]:
                 if (case["name"], tuple(cfg)) in bad:
                     continue
-                self.cand._CONFIGS[key] = tuple(cfg)
+                set_config(self.cand, key, cfg)
                 side = self.G.Side("candidate", model, sets, self.flush, "graph", self.policy)
                 try:
                     side.prepare()
@@ -260,6 +269,11 @@ class _Tuner:
                 except Exception as exc:  # noqa: BLE001 - a configuration that fails to run
                     print(f"{case['name']} {cfg}: {exc!r}"[:300], file=sys.stderr)
                 del side
+            if not timed:
+                raise SystemExit(
+                    f"tune: no configuration of case {case['name']} ran"
+                    + (f" (first failure: {failures[0]['error']})" if failures else "")
+                )
             timed.sort()
             out[case["name"]] = timed
             del sets
@@ -271,7 +285,7 @@ class _Tuner:
         key, model, compiled, sets = self._sides(case)
         rows = []
         for cfg in leaders:
-            self.cand._CONFIGS[key] = tuple(cfg)
+            set_config(self.cand, key, cfg)
             sides = {
                 "candidate": self.G.Side(
                     "candidate", model, sets, self.flush, "graph", self.policy

@@ -342,3 +342,37 @@ def test_a_launch_compiled_for_its_shape_loses_its_masks_and_loop_control(tmp_pa
     assert got["0"]["branches"] > 0 and got["0"]["predicates"] > 4, got
     assert got["8192"]["branches"] < got["0"]["branches"], got
     assert got["8192"]["predicates"] <= 2, got
+
+
+_TUNER_PATH = r"""
+import json, sys, torch
+from workers.search import tune
+
+problem, workload, cand = tune._load(sys.argv[1], sys.argv[2], sys.argv[3])
+case = tune._cases(workload)[0]
+case["dtype"] = "float32"
+key, model, inputs = tune._key_of(problem, cand, case, device="cpu")
+out = []
+space = tune.row_space(*key[:2])
+for cfg in space[:3] + [c[:7] for c in tune.variants(space[:1], 1, 4)]:
+    tune.set_config(cand, key, cfg)
+    got = model(*inputs)
+    out.append({"config": list(cfg), "used": list(cand._ke_config(*key))})
+print("RESULTS" + json.dumps({"key": [key[0], key[1]], "runs": out}))
+"""
+
+
+def test_the_tuners_stage_configurations_launch(tmp_path):
+    """The tuner sets stage-one configurations (five fields) and stage-two ones (seven) on
+    the candidate: each must launch as the full eight-field configuration, or every one
+    of them fails and the tuner has nothing to time (as it had on the H200)."""
+    problem = tmp_path / "p.py"
+    problem.write_text(catalog_get("rms_norm").problem_source())
+    workload = tmp_path / "w.json"
+    case = {"name": "small", "overrides": {"num_tokens": 3, "hidden_size": 256}, "weight": 1}
+    workload.write_text(json.dumps({"cases": [case]}))
+    result = run_child(_TUNER_PATH, str(problem), str(workload), str(tmp_path))
+    assert result["key"] == [3, 256]
+    assert len(result["runs"]) >= 4
+    for run in result["runs"]:
+        assert run["used"] == (run["config"] + [0, 0, 0])[:8], run
