@@ -20,6 +20,7 @@ urlpatterns = [
     path("<int:pk>/reviews/", views.CampaignReviewListView.as_view(), name="reviews"),
     path("<int:pk>/charts/", views.CampaignChartsView.as_view(), name="charts"),
     path("<int:pk>/compare/", views.NodeCompareView.as_view(), name="compare"),
+    path("<int:pk>/insight/", views.CampaignInsightView.as_view(), name="insight"),
     re_path(
         r"^(?P<pk>\d+)/export\.(?P<fmt>csv|json)$",
         views.CampaignExportView.as_view(),

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
-from apps.campaigns import charts, selectors
+from apps.campaigns import charts, insight, selectors
 from apps.campaigns.constants import NodeStatus
 from apps.campaigns.forms import (
     REVIEW_FILTER_CHOICES,
@@ -597,6 +597,15 @@ class NodeCompareView(PortalPermissionRequiredMixin, View):
             except Node.DoesNotExist as exc:
                 context["compare_error"] = str(exc)
         return render(request, "campaigns/compare.html", context)
+
+
+class CampaignInsightView(PortalPermissionRequiredMixin, View):
+    """Search insight: parameter importance, parallel coordinates, slices and history."""
+
+    def get(self, request, pk: int):
+        campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
+        context = {"campaign": campaign, **insight.campaign_insight_page(campaign=campaign)}
+        return render(request, "campaigns/insight.html", context)
 
 
 class NodeContinueView(PortalPermissionRequiredMixin, View):
