@@ -73,10 +73,9 @@ def _build(n_nodes: int, demo: dict):
     Campaign.objects.filter(pk=campaign.pk).update(status="running")
     campaign.refresh_from_db()
     state = campaign.engine_state
-    state["baseline"] = demo["baseline"]
-    state["baseline_times"] = {c["name"]: c.get("timings") or {} for c in demo["baseline"]["cases"]}
     store = RowGraphStore(campaign)
-    engine = SearchEngine.from_state(state, store=store, generators={})
+    engine = SearchEngine.from_state(state, store=store, generators={}, keep_reports=False)
+    engine.record_baseline(state, demo["baseline"])  # as services.search.baseline_record
     with transaction.atomic():
         for i in range(n_nodes):
             source = f"{sources[i % len(sources)]}\n# candidate {i}\n"

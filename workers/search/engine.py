@@ -224,7 +224,11 @@ class SearchEngine:
             else {name: make_generator(name) for name in cfg["generators"]}
         )
         policy = make_policy(cfg["policy"], **cfg["policy_args"])
-        return cls(gens, policy, retrieve, keep_reports=keep_reports, store=store)
+        engine = cls(gens, policy, retrieve, keep_reports=keep_reports, store=store)
+        if "baseline_times" in state and state.get("baseline") is not None:
+            # Saved before the baseline was kept once: keep it the way it is kept now.
+            engine.record_baseline(state, state["baseline"])
+        return engine
 
     # ------------------------------------------------------------------ helpers on the state
     def _store(self, state: dict) -> GraphStore:
@@ -439,10 +443,18 @@ class SearchEngine:
             raise KeyError(f"no node {node_id} in this campaign")
         return evaluation_request(state, node.source)
 
-    def record_baseline(self, state: dict, baseline: dict, baseline_times: dict | None = None):
-        """Keep the reference's timing (from ``baseline()``) so candidates reuse it."""
-        state["baseline"] = baseline
-        state["baseline_times"] = baseline_times if baseline_times is not None else baseline
+    def record_baseline(self, state: dict, baseline: dict) -> None:
+        """Keep the reference's measurement (``BaselineReport.to_dict()``), once.
+
+        Candidates' requests carry its per-case timings (:func:`evaluation_request` derives
+        them), its fingerprint says where it was measured, its device time is charged to the
+        campaign. A host that keeps reports elsewhere (``keep_reports=False``, the portal) keeps
+        it without each timing's raw samples (``samples_ms``: 200 numbers per case and
+        baseline, most of a cuda state's size; medians, quantiles and intervals stay). Nothing
+        reads them: the performance gate times the baselines again beside each candidate, and
+        a candidate's evidence keeps those paired samples."""
+        state["baseline"] = baseline if self.keep_reports else _without_samples(baseline)
+        state.pop("baseline_times", None)  # a state from before: the same timings again
         state["baseline_device_s"] = float(baseline.get("device_s") or 0.0)
 
     def record(self, state: dict, node_id: str, report: dict) -> bool:
@@ -724,8 +736,7 @@ def run_campaign(
         if state["config"]["platform"] != "interpret" and state.get("baseline") is None:
             req = ev_mod.EvaluationRequest(**baseline_request(state))
             base = ev.baseline(req)
-            base_d = base.to_dict() if hasattr(base, "to_dict") else dict(base)
-            engine.record_baseline(state, base_d, _baseline_times(base, base_d))
+            engine.record_baseline(state, base.to_dict() if hasattr(base, "to_dict") else base)
         # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
         for node in engine.graph(state).pending():
             _evaluate_one(engine, ev, ev_mod, state, node.id, progress)
@@ -759,9 +770,29 @@ def baseline_request(state: dict) -> dict:
 def evaluation_request(state: dict, candidate_source: str) -> dict:
     """Keyword arguments for ``workers.evaluate.EvaluationRequest`` for one candidate."""
     kw = {**engine_request_defaults(state["config"]), "candidate_source": candidate_source}
-    if state.get("baseline_times") is not None:
-        kw["baseline_times"] = state["baseline_times"]
+    if state.get("baseline") is not None:
+        kw["baseline_times"] = baseline_times(state["baseline"])
     return kw
+
+
+def baseline_times(baseline: dict) -> dict:
+    """``{case name: {baseline name: timing}}`` of a baseline report (a request's
+    ``baseline_times``; ``BaselineReport.times()`` of its plain form)."""
+    return {c["name"]: c.get("timings") or {} for c in baseline.get("cases") or []}
+
+
+def _without_samples(baseline: dict) -> dict:
+    """The baseline report without its timings' raw samples (see ``record_baseline``)."""
+    cases = []
+    for case in baseline.get("cases") or []:
+        timings = {
+            name: {k: v for k, v in timing.items() if k != "samples_ms"}
+            if isinstance(timing, dict)
+            else timing
+            for name, timing in (case.get("timings") or {}).items()
+        }
+        cases.append({**case, "timings": timings})
+    return {**baseline, "cases": cases}
 
 
 def seed_add(
@@ -805,14 +836,6 @@ def engine_request_defaults(cfg: dict) -> dict:
     }
 
 
-def _baseline_times(base, base_d: dict) -> dict | None:
-    for attr in ("baseline_times", "times"):
-        value = getattr(base, attr, None)
-        if isinstance(value, dict):
-            return value
-    return base_d
-
-
 def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
     kwargs = engine.request_kwargs(state, node_id)
     t0 = time.time()
@@ -837,6 +860,7 @@ __all__ = [
     "OUTCOMES",
     "SearchEngine",
     "baseline_request",
+    "baseline_times",
     "campaign_new",
     "campaign_summary",
     "evaluation_request",

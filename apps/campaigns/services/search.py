@@ -7,8 +7,9 @@ redelivered evaluation is ignored) and triggers the next step when the round is 
 
 The search graph is the campaign's Node and Edge rows, which the engine reads and writes through
 `RowGraphStore`; `Campaign.engine_state` keeps only the search's scalars (round, next id, best,
-saturation counters, the baseline's timings, the outcome), so a step saves a few kB whatever the
-graph's size. The funnel and counters on the campaign row are counted from the rows.
+saturation counters, the outcome) and the baseline's measurement once (without its raw
+samples), so a step saves a few kB whatever the graph's size. The funnel and counters on the
+campaign row are counted from the rows.
 
 A campaign that ends early (cancelled, or failed by the watchdog) settles its unevaluated nodes
 as `cancelled` (`campaign_nodes_settle`), and from then on its counts come from the node rows
@@ -373,8 +374,7 @@ def baseline_record(*, campaign_id: int, report: dict) -> bool:
     state = campaign.engine_state
     if state.get("baseline") is not None:
         return False
-    times = {c["name"]: c.get("timings") or {} for c in report.get("cases") or []}
-    _engine(campaign).record_baseline(state, report, times)
+    _engine(campaign).record_baseline(state, report)
     campaign.engine_state = state
     campaign.save(update_fields=["engine_state"])
     transaction.on_commit(lambda: campaign_step_send(campaign_id))

@@ -34,9 +34,9 @@ def operator_list() -> list[dict]:
 
 
 # What no page or API answer reads from an artifact's related rows: the node's report (~150 kB
-# of JSON) and source (the body carries the source), the campaign's engine state. `ir` (the
-# compiler's IR dumps, ~100 kB) is recorded for the digest and read by no page or API.
-ARTIFACT_LIST_DEFERRED = ("ir", "node__report", "node__source", "campaign__engine_state")
+# of JSON) and source (the body carries the source). `ir` (the compiler's IR dumps, ~100 kB) is
+# recorded for the digest and read by no page or API.
+ARTIFACT_LIST_DEFERRED = ("ir", "node__report", "node__source")
 
 
 def artifact_list(*, region: Region | None = None, stage: str | None = None) -> QuerySet:
@@ -158,6 +158,6 @@ def approvals_awaiting(*, user) -> QuerySet:
         Artifact.objects.filter(awaiting)
         .exclude(campaign__created_by=user)
         .select_related("region", "campaign", "node")
-        .defer("body", "ir", "node__source", "node__report", "campaign__engine_state")
+        .defer("body", "ir", "node__source", "node__report")
         .order_by("-created_at")[:100]
     )

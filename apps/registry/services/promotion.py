@@ -55,11 +55,7 @@ def _lock_region(region: Region) -> Region:
 
 
 def _fresh(artifact: Artifact) -> Artifact:
-    return (
-        Artifact.objects.select_related("region", "campaign")
-        .defer("campaign__engine_state")
-        .get(pk=artifact.pk)
-    )
+    return Artifact.objects.select_related("region", "campaign").get(pk=artifact.pk)
 
 
 def _snapshot(artifact: Artifact, gates=None, **extra) -> dict:

@@ -143,11 +143,7 @@ def runtime_report_ingest(*, payload: dict, by=None) -> RuntimeReport:
                 evidence=r,
             )
         _coverage_alarms(report, payload.get("counts", []))
-    touched_artifacts = (
-        Artifact.objects.filter(pk__in=touched)
-        .select_related("region", "campaign")
-        .defer("campaign__engine_state")
-    )
+    touched_artifacts = Artifact.objects.filter(pk__in=touched).select_related("region", "campaign")
     for artifact in touched_artifacts:
         _run_stage_gate(artifact)
     return report

@@ -7,8 +7,10 @@ import json
 from workers.search.engine import (
     FUNNEL_STAGES,
     SearchEngine,
+    baseline_times,
     campaign_new,
     campaign_summary,
+    evaluation_request,
     funnel,
     run_campaign,
 )
@@ -196,3 +198,45 @@ def test_a_state_without_reports_still_feeds_repairs_their_evidence(softmax_sour
     failed = [n for n in nodes if n["failed_gate"] == "compile"]
     assert failed and failed[0]["feedback"] == "{'log': 'evidence for compile'}"
     assert any(fb and fb["evidence"] == failed[0]["feedback"] for fb in seen)
+
+
+def test_the_baseline_is_kept_once_and_every_request_carries_its_timings(
+    softmax_source, fake_evaluator
+):
+    timings = {"eager": {"median_ms": 0.5, "ci95_ms": [0.49, 0.51], "samples_ms": [0.5] * 200}}
+    ev = fake_evaluator(by_tile)
+    ev.baseline = lambda req: {
+        "status": "passed",
+        "cases": [{"name": "c", "timings": timings}],
+        "device_s": 2.0,
+        "fingerprint": {"device": "fake"},
+    }
+    given = []
+    evaluate = ev.evaluate
+    ev.evaluate = lambda req: given.append(req.baseline_times) or evaluate(req)
+    state = _state(softmax_source, max_candidates=6, saturation_rounds=50)
+    run_campaign(state, evaluator=ev)
+
+    assert "baseline_times" not in state
+    assert state["baseline"]["cases"] == [{"name": "c", "timings": timings}], "whole on the CLI"
+    assert len(given) == 6 and all(times == {"c": timings} for times in given)
+    assert funnel(state)["baseline_device_s"] == 2.0
+
+
+def test_a_host_keeping_reports_elsewhere_keeps_the_baseline_without_raw_samples(softmax_source):
+    state = _state(softmax_source)
+    timing = {"median_ms": 0.5, "p10_ms": 0.4, "ci95_ms": [0.49, 0.51], "samples_ms": [0.5] * 200}
+    baseline = {"cases": [{"name": "c", "timings": {"eager": timing}}], "device_s": 2.0}
+    SearchEngine.from_state(state, keep_reports=False, generators={}).record_baseline(
+        state, baseline
+    )
+    kept = state["baseline"]["cases"][0]["timings"]["eager"]
+    assert kept == {"median_ms": 0.5, "p10_ms": 0.4, "ci95_ms": [0.49, 0.51]}
+    assert baseline["cases"][0]["timings"]["eager"]["samples_ms"], "the report given is intact"
+    assert evaluation_request(state, "src")["baseline_times"] == {"c": {"eager": kept}}
+
+    # A state saved when the timings were kept twice is kept once when next rebuilt.
+    state["baseline"], state["baseline_times"] = baseline, baseline_times(baseline)
+    SearchEngine.from_state(state, keep_reports=False, generators={})
+    assert "baseline_times" not in state
+    assert state["baseline"]["cases"][0]["timings"]["eager"] == kept
