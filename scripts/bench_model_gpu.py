@@ -197,6 +197,9 @@ def main() -> int:
                 f"{row['speedup']:8.3f} {ci[0]:7.3f}-{ci[1]:.3f}  {served.get('path', '?')} "
                 f"({served.get('calls', 0)} calls, {served.get('via_op', 0)} via torch.ops.ke)"
             )
+    for kind, row in (report.get("coverage") or {}).items():
+        for sig in row["signatures"]:
+            print(f"  {kind:18} {sig['signature']:32} launch: {sig.get('launch', '?')}")
     for row in report.get("dispatch_overhead", []):
         print(f"dispatch cost per call, rms_norm {row['shape']} {row['dtype']} (us):")
         for name in ("direct", "lean", "patched", "stock", "ke_op"):

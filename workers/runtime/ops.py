@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from workers.runtime import fastlaunch
 from workers.runtime import scope as S
 from workers.runtime.kinds import ALIASES, kind_of
 from workers.runtime.modules import ModuleCache
@@ -427,8 +428,19 @@ class _KernelCall:
     binds the parameters by position and reshapes only where the signature said it must.
     """
 
-    def __init__(self, kind: Kind, instance, owners: list, b: Binding, args: tuple):
+    # Calls recorded for a launch replay before giving up on one (a first call whose tensors
+    # share memory is tried again on the next).
+    REPLAY_TRIES = 3
+
+    def __init__(
+        self, kind: Kind, instance, owners: list, b: Binding, args: tuple, *, replay: bool = False
+    ):
         self.kind = kind
+        # The launch replay (``workers.runtime.fastlaunch``): built on a first call on a GPU,
+        # then serving every call whose strides and alignment match the recorded ones.
+        self.fast: fastlaunch.Replay | None = None
+        self.fast_tries = self.REPLAY_TRIES if replay else 0
+        self.fast_reason = "" if replay else "not on a GPU runtime"
         self.instance = instance
         self.forward = instance.forward
         # (the owning module's parameter dict, the parameter's name, the argument's index)
@@ -447,6 +459,33 @@ class _KernelCall:
             assert tensor is args[i], f"{kind.name}: Kind.params disagrees with Kind.bind"
 
     def __call__(self, args):
+        fast = self.fast
+        if fast is not None and fast.admits(args):
+            return fast(args)
+        if self.fast_tries and not _capturing():
+            return self._record(args)
+        return self.call(args)
+
+    def _record(self, args):
+        """Serve this call through the module while recording it; keep the replay if it gives
+        the module's outputs bit for bit."""
+        self.fast_tries -= 1
+        try:
+            out, replay = fastlaunch.record(self.call, args)
+        except fastlaunch.Refused as exc:
+            self.fast_reason = str(exc)
+            if not exc.retry:
+                self.fast_tries = 0
+            return exc.output
+        why = fastlaunch.verified(self.call, args, replay)
+        if why:
+            self.fast_reason, self.fast_tries = why, 0
+        else:
+            self.fast, self.fast_reason, self.fast_tries = replay, "", 0
+        return out
+
+    def call(self, args):
+        """The kernel module's own path."""
         for params, name, i in self.params:
             params[name] = args[i]
         inputs = self.inputs
@@ -557,8 +596,13 @@ class Launcher:
 class OpRuntime:
     """The serving table behind ``torch.ops.ke.*`` in this process."""
 
-    def __init__(self, *, platform: str = "interpret", cache_dir: str | None = None):
+    def __init__(
+        self, *, platform: str = "interpret", cache_dir: str | None = None, fast_launch=True
+    ):
         self.platform = platform
+        # Serve a signature by replaying its launches (``workers.runtime.fastlaunch``) once
+        # recorded and verified; False: every call through the kernel module's forward.
+        self.fast_launch = fast_launch
         # A folder of its own is removed with the runtime (or at exit): nothing outlives it.
         self._folder = None if cache_dir else tempfile.TemporaryDirectory(prefix="ke-ops-")
         self.cache_dir = cache_dir or self._folder.name
@@ -802,7 +846,8 @@ class OpRuntime:
                     return None, f"{name} {value:g} differs from the kernel's ({own:g})"
         except Exception as exc:  # noqa: BLE001 - a kernel that cannot be built falls back
             return None, f"the kernel module could not be built: {type(exc).__name__}: {exc}"
-        return _KernelCall(kind, instance, owners, b, args), ""
+        replay = self.fast_launch and self.platform == "cuda"
+        return _KernelCall(kind, instance, owners, b, args, replay=replay), ""
 
     # shadow (off the hot path) --------------------------------------------------------------
     def shadow_submit(self, launcher: Launcher, args) -> None:
@@ -904,6 +949,7 @@ class OpRuntime:
                     "failed": ln.failed,
                     "error": ln.error,
                     "reason": ln.reason,
+                    "launch": _launch_route(ln.serve),
                 }
             )
         return out
@@ -915,6 +961,18 @@ class OpRuntime:
                 ln.calls = ln.canary_calls = ln.errors = 0
                 ln.reported = {}
                 ln.latency_ms = {}
+
+
+def _launch_route(serve) -> str:
+    """How a signature's kernel is launched: by its launch replay, or through the kernel
+    module (and why), or "reference" where no kernel serves it."""
+    if not isinstance(serve, _KernelCall):
+        return "reference"
+    if serve.fast is not None:
+        return "launch replay"
+    if serve.fast_tries:
+        return "kernel module (not yet recorded)"
+    return f"kernel module ({serve.fast_reason})"
 
 
 def _float_attr(module, name: str):
