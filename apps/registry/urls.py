@@ -7,6 +7,7 @@ from apps.registry import views
 app_name = "registry"
 urlpatterns = [
     path("", views.IndexView.as_view(), name="index"),
+    path("artifacts/", views.FreezeListView.as_view(), name="freeze-list"),
     path("artifacts/new/", views.ArtifactCreateView.as_view(), name="artifact-create"),
     path("artifacts/<int:pk>/", views.ArtifactView.as_view(), name="artifact"),
     path("artifacts/<int:pk>/narrow/", views.ArtifactNarrowView.as_view(), name="narrow"),

@@ -1,19 +1,34 @@
-"""Pages of the registry: index (operators, coverage matrix, alarms, freezable candidates),
-operator (what serves per region, metrics, latency, history, rollback) and the promotion page
-of an artifact. Plain form posts; each action calls one service."""
+"""Pages of the registry: index (operators, coverage matrix, alarms, freezable candidates), the
+freeze list (every frozen kernel, sorted and filtered), operator (what serves per region,
+metrics, latency, history, rollback) and the promotion page of an artifact. Plain form posts;
+each action calls one service."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, has_portal_permission
 from apps.campaigns.models import Node
+from apps.campaigns.views import _headers as sort_headers
 from apps.registry import selectors, services, signing
 from apps.registry.constants import NEXT_STAGE, Stage
 from apps.registry.figures import latency_figure
-from apps.registry.forms import NarrowForm, PromoteForm, ReasonForm, RollbackForm
+from apps.registry.forms import (
+    FreezeListFilterForm,
+    NarrowForm,
+    PromoteForm,
+    ReasonForm,
+    RollbackForm,
+)
 from apps.registry.models import Alarm, Artifact, Region
+from apps.registry.selectors.freeze_list import (
+    FREEZE_LIST_SIZE,
+    artifact_freeze_list,
+    freeze_list_operators,
+    freeze_list_sort,
+)
 from apps.registry.selectors.model_check import (
     model_check_covers,
     model_check_for,
@@ -45,6 +60,46 @@ class IndexView(PortalPermissionRequiredMixin, View):
                 "key_id": signing.key_id(),
             },
         )
+
+
+FREEZE_LIST_COLUMNS = [
+    ("Artifact", None),
+    ("Operator", "operator"),
+    ("Platform", "platform"),
+    ("Region", None),
+    ("Stage", None),
+    ("Fitness", "fitness"),
+    ("Frozen from", None),
+    ("Frozen", "date"),
+    ("By", None),
+]
+
+
+class FreezeListView(PortalPermissionRequiredMixin, View):
+    """Every frozen kernel, whatever its stage: sortable by fitness, date, operator and platform
+    from the column headers, filtered by operator, platform and stage (all in the URL)."""
+
+    def get(self, request):
+        filters = FreezeListFilterForm(request.GET)
+        filters.is_valid()
+        params = {k: v for k, v in filters.cleaned_data.items() if v}
+        query = request.GET.copy()
+        query.pop("page", None)
+        page = Paginator(artifact_freeze_list(**params), FREEZE_LIST_SIZE).get_page(
+            request.GET.get("page")
+        )
+        context = {
+            "filters": filters,
+            "operators": freeze_list_operators(),
+            "page": page,
+            "rows": page.object_list,
+            "query": query.urlencode(),
+            "filtered": any(params.get(k) for k in ("operator", "platform", "stage")),
+            "headers": sort_headers(
+                query, freeze_list_sort(params.get("sort", "")), FREEZE_LIST_COLUMNS
+            ),
+        }
+        return render(request, "registry/freeze_list.html", context)
 
 
 class OperatorView(PortalPermissionRequiredMixin, View):
