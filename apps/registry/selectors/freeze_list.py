@@ -16,8 +16,8 @@ FREEZE_LIST_SORTS = {
 }
 FREEZE_LIST_DEFAULT_SORT = "-date"
 # The list shows ids, digests, regions' labels and the candidate's fitness: not the signed body
-# (the source and its evidence) or the campaign's engine state.
-FREEZE_LIST_DEFERRED = ("body", "campaign__engine_state", "node__fitness_detail", "node__feedback")
+# (the source and its evidence, tens of kB) nor the node's feedback and fitness detail.
+FREEZE_LIST_DEFERRED = ("body", "node__fitness_detail", "node__feedback")
 
 
 def freeze_list_sort(sort: str) -> str:
