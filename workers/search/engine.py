@@ -10,16 +10,19 @@ it saves after each evaluation then stays a few kB at any graph size. The engine
 only its collaborators (generators, policy, knowledge retrieval, the store) and can be rebuilt
 from the state at any step (:meth:`SearchEngine.from_state`). Two ways to drive it:
 
-Step by step (an external orchestrator such as a Celery control task)::
+Step by step (an external orchestrator such as a Celery control task). :meth:`SearchEngine.step`
+is the one rule for what comes next (measure the baseline, wait for evaluations, stop with an
+outcome, or propose a round); every driver asks it and does what it says::
 
     state = campaign_new(problem_source=..., workload=..., platform="cuda")
     engine = SearchEngine.from_state(state, retrieve=my_retrieval)  # store=... to keep the graph
-    engine.record_baseline(state, baseline_report.to_dict())   # cuda: time the reference once
-    while not engine.should_stop(state):
-        for spec in engine.propose(state):                      # new pending nodes
-            req = engine.request_kwargs(state, spec["node_id"]) # -> EvaluationRequest(**req)
-            ...evaluate elsewhere...
-            engine.record(state, spec["node_id"], report.to_dict())
+    while (step := engine.step(state)).action != STEP_FINISHED:
+        if step.action == STEP_BASELINE:                        # cuda: time the reference once
+            engine.record_baseline(state, baseline(baseline_request(state)).to_dict())
+        for node_id in step.node_ids:                           # STEP_EVALUATE: new nodes
+            req = engine.request_kwargs(state, node_id)         # -> EvaluationRequest(**req)
+            ...evaluate elsewhere (STEP_WAIT until every report is recorded)...
+            engine.record(state, node_id, report.to_dict())
     summary = campaign_summary(state)                           # outcome, funnel, best, ...
 
 or in one process with an ``Evaluator``: :func:`run_campaign`.
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from workers.search.generators.base import (
     EDGE_ALTERNATIVE,
@@ -97,6 +101,24 @@ GATE_TO_STAGE = {
 }
 
 Retrieve = Callable[[dict], list[dict]]
+
+STEP_BASELINE = "baseline"  # measure the reference first (baseline_request), record_baseline
+STEP_WAIT = "wait"  # evaluations are out: record their reports, then ask again
+STEP_EVALUATE = "evaluate"  # a new round: evaluate these nodes and record their reports
+STEP_FINISHED = "finished"  # over: state["outcome"], "stop_reason" and "message" say how
+STEP_ACTIONS = (STEP_BASELINE, STEP_WAIT, STEP_EVALUATE, STEP_FINISHED)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a campaign does next (:meth:`SearchEngine.step`)."""
+
+    action: str  # one of STEP_ACTIONS
+    round: int
+    node_ids: tuple[str, ...] = ()  # evaluate: the round's new nodes, in creation order
+    pending: int = 0  # wait: evaluations not recorded yet
+    outcome: str | None = None  # finished: one of OUTCOMES
+    no_proposals: bool = False  # finished because no generator had anything new to offer
 
 
 def campaign_new(
@@ -272,12 +294,39 @@ class SearchEngine:
         # texts); a generator needs them for the few nodes it is shown.
         return node if node.source else (self._store(state).node(node.id) or node)
 
+    # ---------------------------------------------------------------------------------- step
+    def step(self, state: dict) -> Step:
+        """The search's one rule for what comes next, whoever drives it (:func:`run_campaign`
+        here, the portal's control task there).
+
+        A campaign that is over stays over. A platform with a performance gate measures its
+        baseline before anything else. While evaluations are out it waits: a round is proposed
+        only when the last one is fully recorded, so each proposal sees every result. Then it
+        stops when a stop condition holds (deciding the outcome), or proposes the next round;
+        a round with nothing new in it ends the campaign too (``no_proposals``)."""
+        if state["outcome"] is not None:
+            return Step(STEP_FINISHED, state["round"], outcome=state["outcome"])
+        if state["config"]["platform"] != "interpret" and state.get("baseline") is None:
+            return Step(STEP_BASELINE, state["round"])
+        pending = self._store(state).totals().pending
+        if pending:
+            return Step(STEP_WAIT, state["round"], pending=pending)
+        if self.should_stop(state):
+            return Step(STEP_FINISHED, state["round"], outcome=state["outcome"])
+        specs = self.propose(state)
+        if specs:
+            ids = tuple(spec["node_id"] for spec in specs)
+            return Step(STEP_EVALUATE, state["round"], node_ids=ids)
+        self.should_stop(state, no_proposals=True)
+        return Step(STEP_FINISHED, state["round"], outcome=state["outcome"], no_proposals=True)
+
     # ------------------------------------------------------------------------------- propose
     def propose(self, state: dict) -> list[dict]:
         """Create the next round's nodes (status ``pending``) and return their specs.
 
         Returns [] when a stop condition holds or no generator has anything to offer; call
-        :meth:`should_stop` next, which then ends the campaign with its reason.
+        :meth:`should_stop` next, which then ends the campaign with its reason. A driver asks
+        :meth:`step`, which does both in their order.
         """
         if state["outcome"] is not None or self._stop_reason(state):
             return []
@@ -733,22 +782,17 @@ def run_campaign(
     if own:
         ev.__enter__()
     try:
-        if state["config"]["platform"] != "interpret" and state.get("baseline") is None:
-            req = ev_mod.EvaluationRequest(**baseline_request(state))
-            base = ev.baseline(req)
-            engine.record_baseline(state, base.to_dict() if hasattr(base, "to_dict") else base)
-        # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
-        for node in engine.graph(state).pending():
-            _evaluate_one(engine, ev, ev_mod, state, node.id, progress)
-        while True:
-            if engine.should_stop(state):
-                break
-            specs = engine.propose(state)
-            if not specs:
-                engine.should_stop(state, no_proposals=True)
-                break
-            for spec in specs:
-                _evaluate_one(engine, ev, ev_mod, state, spec["node_id"], progress)
+        while (step := engine.step(state)).action != STEP_FINISHED:
+            if step.action == STEP_BASELINE:
+                base = ev.baseline(ev_mod.EvaluationRequest(**baseline_request(state)))
+                engine.record_baseline(state, base.to_dict() if hasattr(base, "to_dict") else base)
+                continue
+            node_ids = step.node_ids
+            if step.action == STEP_WAIT:
+                # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
+                node_ids = tuple(n.id for n in engine.graph(state, full=False).pending())
+            for node_id in node_ids:
+                _evaluate_one(engine, ev, ev_mod, state, node_id, progress)
     finally:
         if own:
             ev.__exit__(None, None, None)
@@ -858,7 +902,13 @@ def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
 
 __all__ = [
     "OUTCOMES",
+    "STEP_ACTIONS",
+    "STEP_BASELINE",
+    "STEP_EVALUATE",
+    "STEP_FINISHED",
+    "STEP_WAIT",
     "SearchEngine",
+    "Step",
     "baseline_request",
     "baseline_times",
     "campaign_new",

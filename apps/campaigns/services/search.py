@@ -41,6 +41,9 @@ from workers.fingerprint import harness_hash
 from workers.search.engine import (
     FUNNEL_STAGES,
     GATE_TO_STAGE,
+    STEP_BASELINE,
+    STEP_FINISHED,
+    STEP_WAIT,
     SearchEngine,
     baseline_request,
     evaluation_request,
@@ -302,31 +305,25 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
     state = campaign.engine_state
     engine = _engine(campaign)
 
-    if campaign.platform != "interpret" and state.get("baseline") is None:
+    # The engine's rule says what comes next; this carries it out with rows, queues and events.
+    step = engine.step(state)
+    if step.action == STEP_BASELINE:
         # A warm-start seed is a row (pending) before the baseline: it shows on the graph and
         # the table, and the funnel counts it, until the baseline lets it be dispatched.
         action = _ensure_baseline(campaign, state)
-    else:
+    elif step.action == STEP_WAIT:
         # Rows not dispatched yet: a warm-start seed (or a step that died before sending).
         _dispatch(campaign, state, list(campaign.nodes.filter(status=NodeStatus.PENDING)))
-        pending = engine.store.totals().pending
-        if pending:
-            redone = _redispatch_orphans(campaign, state)
-            action = f"waiting for {pending} evaluations ({redone} re-dispatched)"
-        elif engine.should_stop(state):
-            _finish(campaign, state)
-            action = f"finished: {state['outcome']}"
-        else:
-            engine.propose(state)
-            created = engine.store.created
-            if not created:
-                engine.should_stop(state, no_proposals=True)
-                _finish(campaign, state)
-                action = f"finished: {state['outcome']} (no proposals)"
-            else:
-                nodes_created(campaign, created)
-                _dispatch(campaign, state, created)
-                action = f"round {state['round']}: dispatched {len(created)} candidates"
+        redone = _redispatch_orphans(campaign, state)
+        action = f"waiting for {step.pending} evaluations ({redone} re-dispatched)"
+    elif step.action == STEP_FINISHED:
+        _finish(campaign, state)
+        action = f"finished: {state['outcome']}" + (" (no proposals)" if step.no_proposals else "")
+    else:
+        created = engine.store.created
+        nodes_created(campaign, created)
+        _dispatch(campaign, state, created)
+        action = f"round {step.round}: dispatched {len(created)} candidates"
     campaign.engine_state = state
     _refresh_counters(campaign, state)
     _schedule_watchdog(campaign)

@@ -187,6 +187,27 @@ def test_a_cancelled_campaigns_step_does_nothing(running, broker):
     assert len(broker.sent(eval_queue("interpret"))) == sent, "nothing dispatched"
 
 
+def test_a_round_with_nothing_new_ends_the_campaign_as_the_engine_rules(
+    running, broker, monkeypatch
+):
+    """The step carries out the engine's rule (`SearchEngine.step`): no proposals, no round."""
+    from workers.search.generators.template import TemplateGenerator
+
+    campaign_step(campaign_id=running.pk)
+    first = running.nodes.count()
+    _record_all(running, _report("rejected", "compile"))
+    monkeypatch.setattr(TemplateGenerator, "propose", lambda self, ctx, n: [])
+
+    assert campaign_step(campaign_id=running.pk) == "finished: failed (no proposals)"
+
+    running.refresh_from_db()
+    assert running.status == CampaignStatus.FAILED and running.outcome == "failed"
+    assert (
+        running.outcome_reason == "stopped (no_proposals): no candidate passed the correctness gate"
+    )
+    assert running.nodes.count() == first and running.engine_state["round"] == 2
+
+
 def test_a_paused_campaign_waits_and_goes_on_where_it_was_when_resumed(running, broker):
     campaign_step(campaign_id=running.pk)
     first = running.nodes.count()

@@ -6,7 +6,12 @@ import json
 
 from workers.search.engine import (
     FUNNEL_STAGES,
+    STEP_BASELINE,
+    STEP_EVALUATE,
+    STEP_FINISHED,
+    STEP_WAIT,
     SearchEngine,
+    Step,
     baseline_times,
     campaign_new,
     campaign_summary,
@@ -120,23 +125,22 @@ def test_step_by_step_with_json_state_resumes_and_records_once(softmax_source, f
     from workers.evaluate import EvaluationRequest
 
     state = _state(softmax_source, max_candidates=10, saturation_rounds=50)
-    stops = 0
     while True:
         state = json.loads(json.dumps(state))
         engine = SearchEngine.from_state(state)  # rebuilt from nothing but the state
-        if engine.should_stop(state):
+        step = engine.step(state)
+        if step.action == STEP_FINISHED:
             break
-        specs = engine.propose(state)
-        if not specs:
-            engine.should_stop(state, no_proposals=True)
-            break
-        for spec in specs:
+        if step.action == STEP_BASELINE:
+            engine.record_baseline(state, ev.baseline(None).to_dict())
+            continue
+        assert step.action == STEP_EVALUATE and step.node_ids
+        for node_id in step.node_ids:
             state = json.loads(json.dumps(state))
-            report = ev.evaluate(EvaluationRequest(**engine.request_kwargs(state, spec["node_id"])))
-            assert engine.record(state, spec["node_id"], report.to_dict()) is True
+            report = ev.evaluate(EvaluationRequest(**engine.request_kwargs(state, node_id)))
+            assert engine.record(state, node_id, report.to_dict()) is True
             # A redelivered result is ignored.
-            assert engine.record(state, spec["node_id"], report.to_dict()) is False
-        stops += 1
+            assert engine.record(state, node_id, report.to_dict()) is False
     assert state["outcome"] == "improved"
     assert len(state["graph"]["nodes"]) == 10 == ev.calls
     _funnel_adds_up(state)
@@ -188,11 +192,14 @@ def test_a_state_without_reports_still_feeds_repairs_their_evidence(softmax_sour
         template = engine.generators["template"]
         propose = template.propose
         template.propose = lambda ctx, n, _p=propose: seen.append(ctx.feedback) or _p(ctx, n)
-        if engine.should_stop(state) or not engine.propose(state):
+        step = engine.step(state)
+        if step.action == STEP_FINISHED:
             break
-        for node in engine.graph(state).pending():
-            request = EvaluationRequest(**engine.request_kwargs(state, node.id))
-            engine.record(state, node.id, ev.evaluate(request).to_dict())
+        if step.action == STEP_BASELINE:
+            engine.record_baseline(state, ev.baseline(None).to_dict())
+        for node_id in step.node_ids:
+            request = EvaluationRequest(**engine.request_kwargs(state, node_id))
+            engine.record(state, node_id, ev.evaluate(request).to_dict())
     nodes = state["graph"]["nodes"]
     assert all(n["report"] is None for n in nodes)
     failed = [n for n in nodes if n["failed_gate"] == "compile"]
@@ -240,3 +247,49 @@ def test_a_host_keeping_reports_elsewhere_keeps_the_baseline_without_raw_samples
     SearchEngine.from_state(state, keep_reports=False, generators={})
     assert "baseline_times" not in state
     assert state["baseline"]["cases"][0]["timings"]["eager"] == kept
+
+
+def test_a_step_measures_the_baseline_first_and_proposes_only_a_fully_recorded_round(
+    softmax_source, fake_evaluator
+):
+    """The rule every driver follows (the portal's control task, run_campaign)."""
+    from workers.evaluate import EvaluationRequest
+
+    ev = fake_evaluator(by_tile)
+    state = _state(softmax_source, max_candidates=30, saturation_rounds=50)
+    engine = SearchEngine.from_state(state)
+    step = engine.step(state)
+    assert step.action == STEP_BASELINE and not engine.graph(state).nodes, "nothing before it"
+    engine.record_baseline(state, ev.baseline(None).to_dict())
+
+    first = engine.step(state)
+    assert first.action == STEP_EVALUATE and first.round == 1 and len(first.node_ids) >= 2
+    assert [n.id for n in engine.graph(state).pending()] == list(first.node_ids)
+    *recorded, last = first.node_ids
+    for node_id in recorded:
+        report = ev.evaluate(EvaluationRequest(**engine.request_kwargs(state, node_id)))
+        engine.record(state, node_id, report.to_dict())
+    again = engine.step(state)
+    assert again == Step(STEP_WAIT, 1, pending=1), "no round while one is out"
+    assert len(engine.graph(state).nodes) == len(first.node_ids)
+
+    report = ev.evaluate(EvaluationRequest(**engine.request_kwargs(state, last)))
+    engine.record(state, last, report.to_dict())
+    second = engine.step(state)
+    assert second.action == STEP_EVALUATE and second.round == 2
+    assert not set(second.node_ids) & set(first.node_ids)
+
+
+def test_a_step_with_nothing_new_to_propose_ends_the_campaign_and_it_stays_ended(softmax_source):
+    class Empty:
+        def propose(self, ctx, n):
+            return []
+
+    state = _state(softmax_source, platform="interpret")
+    engine = SearchEngine.from_state(state, generators={"empty": Empty()})
+    step = engine.step(state)
+    assert step.action == STEP_FINISHED and step.no_proposals
+    assert step.outcome == state["outcome"] == "failed"
+    assert state["stop_reason"] == "no_proposals"
+    assert engine.step(state) == Step(STEP_FINISHED, step.round, outcome="failed")
+    assert not engine.graph(state).nodes
