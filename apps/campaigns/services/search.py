@@ -1,8 +1,9 @@
 """The control side of a search: one step at a time, driven by Celery.
 
-`campaign_step` advances a running campaign: it re-dispatches evaluations that no worker holds
-any more, proposes the next round when the last one is fully recorded, and ends the campaign
-with its outcome when the engine says stop. `evaluation_record` stores a report once (a
+`campaign_step` advances a running campaign as the engine's rule says (`SearchEngine.step`): it
+re-dispatches evaluations that no worker holds any more (the broker and the workers are asked
+before the campaign's row lock is taken, never under it), proposes the next round when the last
+one is fully recorded, and ends the campaign with its outcome when the engine says stop. `evaluation_record` stores a report once (a
 redelivered evaluation is ignored) and triggers the next step when the round is complete.
 
 The search graph is the campaign's Node and Edge rows, which the engine reads and writes through
@@ -18,6 +19,7 @@ only its device time (`evaluation_record`).
 """
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
@@ -141,24 +143,57 @@ def _queued_task_ids(queue: str) -> set[str]:
     return ids
 
 
-def _redispatch_orphans(campaign: Campaign, state: dict) -> int:
+@dataclass(frozen=True)
+class BrokerView:
+    """What the broker and the workers said of a campaign's evaluations that may be lost (sent
+    longer than a lease ago and not recorded), asked before its row lock is taken."""
+
+    asked: dict[int, str]  # node id -> the task id it had when asked
+    alive: frozenset[str]  # of those task ids, the ones still queued or held by a worker
+
+
+NOTHING_ASKED = BrokerView({}, frozenset())
+
+
+def _stale_evaluations(campaign_id: int):
+    stale_before = timezone.now() - timedelta(seconds=EVALUATION_LEASE_S)
+    return Node.objects.filter(
+        campaign_id=campaign_id, status=NodeStatus.EVALUATING, dispatched_at__lt=stale_before
+    )
+
+
+def _broker_view(campaign_id: int) -> BrokerView:
+    """Ask the broker which of a running campaign's stale evaluations still wait in its queue,
+    and the workers (a broadcast that waits up to a second) which they hold. Called outside any
+    transaction: neither answer may keep the campaign's row locked."""
+    asked = dict(
+        _stale_evaluations(campaign_id)
+        .filter(campaign__status=CampaignStatus.RUNNING)
+        .values_list("pk", "task_id")
+    )
+    if not asked:
+        return NOTHING_ASKED
+    platform = Campaign.objects.values_list("platform", flat=True).get(pk=campaign_id)
+    task_ids = set(asked.values())
+    alive = _queued_task_ids(eval_queue(platform)) & task_ids
+    if task_ids - alive:
+        alive |= (_held_task_ids() or set()) & task_ids
+    return BrokerView(asked, frozenset(alive))
+
+
+def _redispatch_orphans(campaign: Campaign, state: dict, broker: BrokerView) -> int:
     """Evaluations that no live worker holds and the queue no longer has are sent again.
 
     That is a worker killed mid-evaluation (its message sits unacknowledged until the
-    visibility timeout) or a message lost with the broker. Evaluations are idempotent.
+    visibility timeout) or a message lost with the broker. Evaluations are idempotent. Only
+    what `broker` was asked about is decided: an evaluation sent again since (its task id
+    changed) or stale only since is left for the next watchdog step.
     """
-    stale_before = timezone.now() - timedelta(seconds=EVALUATION_LEASE_S)
-    stale = list(
-        campaign.nodes.filter(status=NodeStatus.EVALUATING, dispatched_at__lt=stale_before)
-    )
-    if not stale:
-        return 0
-    waiting = _queued_task_ids(eval_queue(campaign.platform))
-    stale = [n for n in stale if n.task_id not in waiting]
-    if not stale:
-        return 0
-    held = _held_task_ids() or set()
-    orphans = [n for n in stale if n.task_id not in held]
+    orphans = [
+        node
+        for node in _stale_evaluations(campaign.pk)
+        if broker.asked.get(node.pk) == node.task_id and node.task_id not in broker.alive
+    ]
     if orphans:
         logger.warning(
             "campaign %s: re-dispatching %d orphaned evaluations", campaign.pk, len(orphans)
@@ -294,9 +329,17 @@ def campaign_counters_from_rows(*, campaign: Campaign) -> None:
     campaign.device_seconds = device_total
 
 
-@transaction.atomic
 def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
-    """Advance a running campaign by one step; returns what it did (for logs and tests)."""
+    """Advance a running campaign by one step; returns what it did (for logs and tests).
+
+    The broker and the workers are asked about evaluations that may be lost first, outside
+    the transaction (`_broker_view`); the campaign's row lock is held only while deciding."""
+    broker = _broker_view(campaign_id)
+    with transaction.atomic():
+        return _campaign_step(campaign_id, watchdog, broker)
+
+
+def _campaign_step(campaign_id: int, watchdog: bool, broker: BrokerView) -> str:
     campaign = Campaign.objects.select_for_update().select_related("problem").get(pk=campaign_id)
     if campaign.status != CampaignStatus.RUNNING:
         return f"not running ({campaign.status})"
@@ -314,7 +357,7 @@ def campaign_step(*, campaign_id: int, watchdog: bool = False) -> str:
     elif step.action == STEP_WAIT:
         # Rows not dispatched yet: a warm-start seed (or a step that died before sending).
         _dispatch(campaign, state, list(campaign.nodes.filter(status=NodeStatus.PENDING)))
-        redone = _redispatch_orphans(campaign, state)
+        redone = _redispatch_orphans(campaign, state, broker)
         action = f"waiting for {step.pending} evaluations ({redone} re-dispatched)"
     elif step.action == STEP_FINISHED:
         _finish(campaign, state)
