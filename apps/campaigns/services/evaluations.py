@@ -1,22 +1,29 @@
-"""Recording an evaluation report: gate results, measurements and the node's verdict."""
+"""Recording an evaluation report: gate results, measurements and the node's verdict.
+
+A report arrives as the plain JSON a worker sent (`EvaluationReport.to_dict()`); its cases are
+read as the compute core's typed `workers.report.Case` and `Timing`, once, where they become
+measurement rows.
+"""
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.campaigns.constants import NodeStatus
 from apps.campaigns.models import GateResult, Measurement, Node
+from workers.report import Case, Timing
 
 
-def _timing(case: dict) -> dict:
-    timing = case.get("timing") or {}
-    ci = timing.get("ci95_ms") or [None, None]
+def _timing(timing: Timing | None) -> dict:
+    if timing is None:
+        timing = Timing(median_ms=None)
+    low, high = timing.ci95_ms or (None, None)
     return {
-        "median_ms": timing.get("median_ms"),
-        "p10_ms": timing.get("p10_ms"),
-        "p90_ms": timing.get("p90_ms"),
-        "ci_low_ms": ci[0],
-        "ci_high_ms": ci[1],
-        "samples_ms": timing.get("samples_ms") or [],
+        "median_ms": timing.median_ms,
+        "p10_ms": timing.p10_ms,
+        "p90_ms": timing.p90_ms,
+        "ci_low_ms": low,
+        "ci_high_ms": high,
+        "samples_ms": list(timing.samples_ms),
     }
 
 
@@ -101,15 +108,15 @@ def _store_evidence(node: Node, report: dict) -> None:
     Measurement.objects.bulk_create(
         Measurement(
             node=node,
-            case=case.get("name", ""),
-            kind=case.get("kind", "workload"),
-            weight=float(case.get("weight") or 0.0),
-            status=case.get("status", ""),
-            skip_reason=case.get("skip_reason") or "",
-            max_abs_err=case.get("max_abs_err"),
-            max_rel_err=case.get("max_rel_err"),
-            baselines=case.get("baselines") or {},
-            **_timing(case),
+            case=case.name,
+            kind=case.kind,
+            weight=case.weight,
+            status=case.status,
+            skip_reason=case.skip_reason or "",
+            max_abs_err=case.max_abs_err,
+            max_rel_err=case.max_rel_err,
+            baselines={name: timing.to_dict() for name, timing in case.baselines.items()},
+            **_timing(case.timing),
         )
-        for case in report.get("cases") or []
+        for case in map(Case.from_dict, report.get("cases") or [])
     )

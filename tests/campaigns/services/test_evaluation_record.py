@@ -90,3 +90,32 @@ def test_a_report_is_recorded_once_on_the_rows_and_counted(dispatched):
     assert "graph" not in campaign.engine_state
     assert len(json.dumps(campaign.engine_state)) < 10_000
     assert campaign.engine_state["best_id"] == first.key
+
+
+def test_a_timed_report_becomes_one_measurement_per_case_with_its_timings(dispatched):
+    """A real H200 report (docs/demo): each case's timing, interval, samples and baselines."""
+    from pathlib import Path
+
+    from apps.campaigns.models import Measurement
+
+    demo = Path(__file__).resolve().parents[3] / "docs" / "demo" / "h200-rms_norm.json"
+    report = next(n["report"] for n in json.loads(demo.read_text())["nodes"] if n.get("report"))
+    campaign, nodes = dispatched
+    node = nodes[0]
+    assert search.evaluation_record(
+        node_id=node.pk, evaluation_key=node.evaluation_key, report=report
+    )
+
+    rows = {m.case: m for m in Measurement.objects.filter(node=node)}
+    assert set(rows) == {case["name"] for case in report["cases"]}
+    for case in report["cases"]:
+        row, timing = rows[case["name"]], case["timing"]
+        assert (row.kind, row.weight, row.status) == (case["kind"], case["weight"], case["status"])
+        assert row.max_abs_err == case["max_abs_err"]
+        if timing is None:
+            assert row.median_ms is None and row.samples_ms == [] and row.baselines == {}
+            continue
+        assert row.median_ms == timing["median_ms"] and row.p90_ms == timing["p90_ms"]
+        assert [row.ci_low_ms, row.ci_high_ms] == timing["ci95_ms"]
+        assert row.samples_ms == timing["samples_ms"]
+        assert row.baselines == case["baselines"]
