@@ -3,8 +3,9 @@
 `campaign_step` advances a running campaign as the engine's rule says (`SearchEngine.step`): it
 re-dispatches evaluations that no worker holds any more (the broker and the workers are asked
 before the campaign's row lock is taken, never under it), proposes the next round when the last
-one is fully recorded, and ends the campaign with its outcome when the engine says stop. `evaluation_record` stores a report once (a
-redelivered evaluation is ignored) and triggers the next step when the round is complete.
+one is fully recorded, and ends the campaign with its outcome when the engine says stop.
+`evaluation_record` stores a report once (a redelivered evaluation is ignored) and triggers the
+next step when the round is complete.
 
 The search graph is the campaign's Node and Edge rows, which the engine reads and writes through
 `RowGraphStore`; `Campaign.engine_state` keeps only the search's scalars (round, next id, best,
