@@ -7,21 +7,21 @@ the caller shows `empty_reason(...)` instead.
 """
 
 import math
-import zlib
 from collections import defaultdict
+from collections.abc import Hashable, Iterable
 
-# Where a node got to, bottom to top: one lane per gate it failed, then accepted, pending, and
-# cancelled (unevaluated when its campaign ended) on top.
-LANES = [
-    ("static", "rejected at static"),
-    ("compile", "failed to compile"),
-    ("correctness", "incorrect"),
-    ("performance", "slower / not significant"),
-    ("accepted", "accepted"),
-    ("pending", "pending or evaluating"),
-    ("cancelled", "cancelled unevaluated"),
+# The search graph: one group per way a node ended (key, legend label, marker symbol), each in
+# the funnel's colour for it. Rejected nodes share a symbol and their colour says the gate.
+GRAPH_GROUPS = [
+    ("accepted", "accepted", "circle"),
+    ("static", "rejected · static", "x"),
+    ("compile", "rejected · compile", "x"),
+    ("correctness", "rejected · correctness", "x"),
+    ("performance", "rejected · not faster", "x"),
+    ("pending", "pending or evaluating", "circle-open"),
+    ("cancelled", "cancelled unevaluated", "square-open"),
 ]
-LANE_INDEX = {key: i for i, (key, _) in enumerate(LANES)}
+GROUP_KEYS = {key for key, _, _ in GRAPH_GROUPS}
 LANE_COLOURS = {
     "static": "#8e44ad",
     "compile": "#c0392b",
@@ -31,13 +31,20 @@ LANE_COLOURS = {
     "pending": "#9aa3b2",
     "cancelled": "#c9ced6",
 }
+# Mid-tone lines that read on the light and the dark theme alike. A seed has no parent: no line.
 EDGE_STYLES = {
-    "seed": ("#2357d9", "solid"),
-    "mutation": ("#5b6475", "solid"),
-    "repair": ("#c62828", "dot"),
-    "crossover": ("#8e44ad", "dash"),
-    "alternative": ("#a15c00", "dashdot"),
+    "mutation": ("#8a93a6", "solid"),
+    "repair": ("#d9534f", "dot"),
+    "crossover": ("#9b59b6", "dash"),
+    "alternative": ("#c98a1b", "dashdot"),
 }
+BEST_COLOUR = "#e0a800"
+# The graph is SVG (`scatter`) at every size. WebGL (`scattergl`) cannot draw on these pages:
+# its regl renderer compiles shaders' glue with `new Function`, which the Content-Security-Policy
+# (no 'unsafe-eval', settings.CONTENT_SECURITY_POLICY) refuses, and Plotly then shows "WebGL is
+# not supported". SVG draws 2,000 nodes well inside the budget (docs/benchmarks.md, Portal):
+# markers are one trace per status, and each edge kind one path with `None` between edges.
+GRAPH_TRACE = "scatter"
 FONT = {"family": "system-ui, sans-serif", "size": 12}
 
 
@@ -54,8 +61,8 @@ def _layout(**extra) -> dict:
     return base
 
 
-def node_lane(status: str, failed_gate: str) -> str:
-    """The lane of a node: the gate that stopped it, accepted, pending, or cancelled."""
+def node_group(status: str, failed_gate: str) -> str:
+    """How a node ended: the gate that stopped it, accepted, pending, or cancelled."""
     if status == "accepted":
         return "accepted"
     if status in ("pending", "evaluating"):
@@ -64,107 +71,294 @@ def node_lane(status: str, failed_gate: str) -> str:
         return "cancelled"
     if failed_gate == "fitness":
         return "performance"
-    return failed_gate if failed_gate in LANE_INDEX else "static"
+    return failed_gate if failed_gate in GROUP_KEYS else "static"
 
 
-def node_position(n: dict) -> tuple[float, float]:
-    """x = round, y = lane; a pure function of the node, so pages of the graph are independent.
+def graph_layout(
+    *, rounds: dict[Hashable, int], edges: Iterable[tuple[Hashable, Hashable]]
+) -> dict[Hashable, tuple[int, float]]:
+    """A layered drawing of the search graph: node -> (x, y), x its round, y its lane.
 
-    Inside a lane, a timed node sits higher the fitter it is; others are spread by a hash of
-    their key (deterministic, so a node does not jump between refreshes).
+    `rounds`: node -> round, in creation order (ties keep it, so the output is a function of
+    the input). `edges`: (parent, child) pairs; only those from an earlier round place a node.
+
+    Rounds are placed first to last. A node's wanted height is the mean height of its parents
+    (the barycenter heuristic of layered drawing, which removes most crossings between two
+    rounds); a round is ordered by it, parentless nodes after the others, and spread to one
+    lane apart with the least total movement from where they want to be. Nothing of a later
+    round moves an earlier one, so on a live campaign only the round being filled changes.
     """
-    lane = node_lane(n["status"], n["failed_gate"])
-    h = zlib.crc32(n["key"].encode())
-    dx = ((h & 0xFFFF) / 0xFFFF - 0.5) * 0.7
-    if n.get("fitness"):
-        dy = max(-0.4, min(0.4, 0.4 * math.log2(n["fitness"])))
-    else:
-        dy = ((h >> 16) / 0xFFFF - 0.5) * 0.7
-    return round(n["round"] + dx, 3), round(LANE_INDEX[lane] + dy, 3)
+    parents: dict[Hashable, list] = defaultdict(list)
+    for parent, child in edges:
+        if parent in rounds and child in rounds and rounds[parent] < rounds[child]:
+            parents[child].append(parent)
+    layers: dict[int, list] = defaultdict(list)
+    for node, r in rounds.items():
+        layers[r].append(node)
+    positions: dict[Hashable, tuple[int, float]] = {}
+    for r in sorted(layers):
+        wanted = {}
+        for node in layers[r]:
+            ys = [positions[p][1] for p in parents.get(node, ())]
+            wanted[node] = sum(ys) / len(ys) if ys else None
+        order = sorted(
+            range(len(layers[r])),
+            key=lambda i: (wanted[layers[r][i]] is None, wanted[layers[r][i]] or 0.0, i),
+        )
+        nodes = [layers[r][i] for i in order]
+        targets: list[float] = []
+        for i, node in enumerate(nodes):
+            want = wanted[node]
+            if want is None:  # a seed: centred when the round is all seeds, else after the rest
+                want = targets[-1] + 1 if targets else i - (len(nodes) - 1) / 2
+            targets.append(want)
+        for node, y in zip(nodes, _spread(targets), strict=True):
+            positions[node] = (r, round(y, 3))
+    return positions
+
+
+def _spread(targets: list[float]) -> list[float]:
+    """Heights in the given order, each at least 1 above the one before, as close as possible
+    (least squares) to `targets`: with z_i = y_i - i that is an isotonic regression of
+    t_i - i, solved by pooling adjacent violators."""
+    blocks: list[list[float]] = []  # [sum, count] of pooled z targets
+    for i, t in enumerate(targets):
+        blocks.append([t - i, 1])
+        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] > blocks[-1][0] * blocks[-2][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    heights: list[float] = []
+    for total, count in blocks:
+        z = total / count
+        heights += [z + len(heights) + k for k in range(int(count))]
+    return heights
 
 
 def graph_figure(
-    *, nodes: list[dict], edges: list[dict], node_url: str, revision: str, rounds: int
+    *,
+    nodes: list[dict],
+    edges: list[dict],
+    node_url: str,
+    revision: str,
+    rounds: int,
+    whole: tuple[list[dict], list[dict]] | None = None,
+    best_key: str = "",
 ) -> dict:
-    """One page of the search graph; the browser concatenates pages trace by trace (by name).
+    """One page of the search graph; the browser concatenates pages trace by trace.
 
     `nodes`: dicts with key, round, status, failed_gate, fitness, generator. `edges`: the
     in-edges of those nodes, dicts with kind, `child` and `parent` (node dicts, parent None for a
     seed). `node_url` has a `{key}` slot. `rounds`: the campaign's last round, for the x range.
+    `whole`: every node and in-edge of the graph (same shapes) when this is one page of it: the
+    layout, axes and legend come from the whole graph, so every page is drawn in the same frame
+    and carries its own parents' coordinates. Without it the page is laid out on its own.
+    `best_key`: the campaign's best node, marked with a ring and a label.
     """
+    all_nodes, all_edges = whole if whole is not None else (nodes, edges)
+    known = {n["key"]: n for n in all_nodes}
+    for e in all_edges:
+        if e["parent"] is not None:
+            known.setdefault(e["parent"]["key"], e["parent"])
+    pairs = [(e["parent"]["key"], e["child"]["key"]) for e in all_edges if e["parent"] is not None]
+    positions = graph_layout(rounds={k: n["round"] for k, n in known.items()}, edges=pairs)
+    present_groups = {node_group(n["status"], n["failed_gate"]) for n in all_nodes}
+    present_kinds = {e["kind"] for e in all_edges if e["parent"] is not None}
+
+    columns = [x for x, _ in positions.values()]
+    first_round, last_round = min(columns, default=0), max([rounds, *columns])
+    heights = [y for _, y in positions.values()] or [0.0]
+    low, high = min(heights), max(heights)
+    height = int(max(340, min(760, 150 + 16 * (high - low + 1))))
+    # Markers no wider than a lane or a round's column (about 1,100 px wide), so that a dense
+    # graph stays a graph of points rather than a carpet.
+    span = last_round - first_round + 1
+    largest = max(5.0, min(16.0, 1100 / span, (height - 150) / (high - low + 1)))
+
     traces = []
     by_kind: dict[str, list[dict]] = defaultdict(list)
     for e in edges:
-        if e["parent"] is not None:
+        if e["parent"] is not None and e["parent"]["key"] in positions:
             by_kind[e["kind"]].append(e)
-    for kind in EDGE_STYLES:
-        members = by_kind.get(kind) or []
-        colour, dash = EDGE_STYLES[kind]
+    # Edges first, so nodes are drawn over them; the legend lists nodes first (legendrank).
+    for rank, (edge_kind, (colour, dash)) in enumerate(EDGE_STYLES.items()):
         xs: list = []
         ys: list = []
-        for e in members:
-            (x0, y0), (x1, y1) = node_position(e["parent"]), node_position(e["child"])
+        for e in by_kind.get(edge_kind, ()):
+            (x0, y0), (x1, y1) = positions[e["parent"]["key"]], positions[e["child"]["key"]]
             xs += [x0, x1, None]
             ys += [y0, y1, None]
         traces.append(
             {
-                "type": "scatter",
+                "type": GRAPH_TRACE,
                 "mode": "lines",
-                "name": f"{kind} edge",
+                "name": f"{edge_kind} edge",
+                "legendrank": 2000 + rank,
+                "showlegend": edge_kind in present_kinds,
                 "x": xs,
                 "y": ys,
                 "hoverinfo": "skip",
                 "line": {"color": colour, "dash": dash, "width": 1},
-                "opacity": 0.45,
+                "opacity": 0.55,
             }
         )
-    by_lane: dict[str, list[dict]] = defaultdict(list)
+    by_group: dict[str, list[dict]] = defaultdict(list)
     for n in nodes:
-        by_lane[node_lane(n["status"], n["failed_gate"])].append(n)
-    for lane, label in LANES:
-        members = by_lane.get(lane) or []
-        points = [node_position(n) for n in members]
+        by_group[node_group(n["status"], n["failed_gate"])].append(n)
+    for rank, (group, label, symbol) in enumerate(GRAPH_GROUPS):
+        members = by_group.get(group) or []
+        colour = LANE_COLOURS[group]
         traces.append(
             {
-                "type": "scatter",
+                "type": GRAPH_TRACE,
                 "mode": "markers",
                 "name": label,
-                "x": [p[0] for p in points],
-                "y": [p[1] for p in points],
+                "legendrank": 1000 + rank,
+                "showlegend": group in present_groups,
+                "x": [positions[n["key"]][0] for n in members],
+                "y": [positions[n["key"]][1] for n in members],
                 "customdata": [node_url.replace("{key}", n["key"]) for n in members],
-                "text": [
-                    f"{n['key']} · round {n['round']} · {n['generator']}<br>"
-                    + (f"fitness {n['fitness']:.3f}×" if n["fitness"] else "no timing")
-                    for n in members
-                ],
-                "hovertemplate": "%{text}<extra>" + label + "</extra>",
+                "text": [_hover(n, label) for n in members],
+                "hovertemplate": "%{text}<extra></extra>",
                 "marker": {
-                    "color": LANE_COLOURS[lane],
-                    "size": [_marker_size(n["fitness"]) for n in members],
-                    "line": {"width": 0.5, "color": "#ffffff"},
+                    "color": colour,
+                    "symbol": symbol,
+                    "size": [_marker_size(n["fitness"], largest) for n in members],
+                    "line": {"width": 1.5, "color": colour},
                 },
             }
         )
+
     layout = _layout(
         uirevision=revision,
-        height=460,
-        xaxis={"title": {"text": "round"}, "range": [-0.6, rounds + 0.6]},
+        height=height,
+        xaxis={
+            "title": {"text": "round"},
+            "range": [first_round - 0.5, last_round + 0.5],
+            "tickmode": "linear",
+            "tick0": 0,
+            "dtick": max(1, math.ceil(span / 25)),
+            "zeroline": False,
+        },
+        # Lanes have no meaning beyond keeping nodes apart: no ticks. First lane on top.
         yaxis={
+            "range": [high + 0.8, low - 0.8],
+            "showticklabels": False,
+            "showgrid": False,
+            "zeroline": False,
             "title": {"text": ""},
-            "tickvals": list(range(len(LANES))),
-            "ticktext": [label for _, label in LANES],
-            "range": [-0.6, len(LANES) - 0.4],
+        },
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "y": 1.02,
+            "yanchor": "bottom",
+            "itemclick": "toggle",
         },
         dragmode="pan",
-        margin={"l": 170, "r": 20, "t": 20, "b": 45},
+        # Room above the legend for Plotly's toolbar, which shows over the top right on hover.
+        margin={"l": 20, "r": 20, "t": 58, "b": 45},
     )
+    best = known.get(best_key) if best_key else None
+    if best is not None and best["key"] in positions:
+        x, y = positions[best["key"]]
+        fitness = f" · {best['fitness']:.3f}×" if best.get("fitness") else ""
+        layout["shapes"] = [
+            {
+                "type": "circle",
+                "xref": "x",
+                "yref": "y",
+                "xsizemode": "pixel",
+                "ysizemode": "pixel",
+                "xanchor": x,
+                "yanchor": y,
+                "x0": -11,
+                "x1": 11,
+                "y0": -11,
+                "y1": 11,
+                "line": {"color": BEST_COLOUR, "width": 2.5},
+            }
+        ]
+        layout["annotations"] = [
+            {
+                "x": x,
+                "y": y,
+                "text": f"★ best {best['key']}{fitness}",
+                "showarrow": True,
+                "arrowcolor": BEST_COLOUR,
+                "arrowhead": 0,
+                "ax": 0,
+                "ay": -30,
+                "bgcolor": "rgba(224,168,0,0.18)",
+                "bordercolor": BEST_COLOUR,
+                "borderpad": 3,
+            }
+        ]
     return {"data": traces, "layout": layout}
 
 
-def _marker_size(fitness: float | None) -> float:
+def _hover(n: dict, label: str) -> str:
+    """Hover text of a node: its key, how it ended, its fitness, and the gate that stopped it."""
+    lines = [f"<b>{n['key']}</b> · {label}", f"round {n['round']} · {n['generator']}"]
+    lines.append(f"fitness {n['fitness']:.3f}×" if n.get("fitness") else "no timing")
+    if n["status"] == "rejected" and n.get("failed_gate"):
+        lines.append(f"failed gate: {n['failed_gate']}")
+    return "<br>".join(lines)
+
+
+def graph_page(
+    *,
+    rows: Iterable[dict],
+    after: int,
+    limit: int,
+    node_url: str,
+    revision: str,
+    best_id: int | None,
+) -> dict:
+    """One page of the search graph (nodes with id > `after`, at most `limit`), laid out over
+    the whole graph, plus the cursor of the next page.
+
+    `rows`: every node of the campaign in id order, one row per in-edge: the node's columns
+    (id, key, round, status, failed_gate, fitness, generator) with the edge's `in_edges__parent`
+    (the parent's id, None for a seed) and `in_edges__kind`, as `Node...values()` gives them.
+    """
+    by_id: dict[int, dict] = {}
+    in_edges: list[tuple[int, int | None, str | None]] = []
+    for row in rows:
+        parent, edge_kind = row.pop("in_edges__parent"), row.pop("in_edges__kind")
+        by_id.setdefault(row["id"], row)
+        in_edges.append((row["id"], parent, edge_kind))
+    edges = [
+        {"kind": k, "child": by_id[child], "parent": by_id.get(parent)}
+        for child, parent, k in in_edges
+        if k is not None
+    ]
+    ids = [i for i in by_id if i > after]
+    page_ids = set(ids[:limit])
+    page_nodes = [by_id[i] for i in ids[:limit]]
+    figure = graph_figure(
+        nodes=page_nodes,
+        edges=[e for e in edges if e["child"]["id"] in page_ids],
+        node_url=node_url,
+        revision=revision,
+        rounds=max((n["round"] for n in by_id.values()), default=0),
+        whole=(list(by_id.values()), edges),
+        best_key=by_id[best_id]["key"] if best_id in by_id else "",
+    )
+    return {
+        "figure": figure,
+        "count": len(page_nodes),
+        "next": page_nodes[-1]["id"] if len(ids) > limit else None,
+    }
+
+
+def _marker_size(fitness: float | None, largest: float = 16.0) -> float:
+    """Bigger the faster: 0.5x or untimed is the smallest, 2x and above `largest`."""
     if not fitness:
-        return 7.0
-    return round(max(6.0, min(22.0, 9.0 + 10.0 * math.log2(max(fitness, 0.25)))), 1)
+        return round(largest * 0.45, 1)
+    share = 0.45 + 0.55 * max(0.0, min(1.0, (math.log2(fitness) + 1) / 2))
+    return round(largest * share, 1)
 
 
 def funnel_figure(funnel: dict) -> dict | None:

@@ -210,15 +210,29 @@ class CampaignChartsView(PortalPermissionRequiredMixin, View):
 
 
 class CampaignGraphView(PortalPermissionRequiredMixin, View):
-    """One page of the search graph as Plotly JSON; `next` is the cursor of the following page."""
+    """One page of the search graph as Plotly JSON; `next` is the cursor of the following page.
+
+    The layout is computed over the whole graph (one query: every node with its in-edges, a few
+    columns each) and only the drawing is paged, so each page carries its parents' coordinates
+    and the browser merges pages without knowing the layout."""
 
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.only("id"), pk=pk)
+        campaign = get_object_or_404(Campaign.objects.only("id", "best_node"), pk=pk)
         try:
             after = int(request.GET.get("after") or 0)
         except ValueError:
             after = 0
-        page = selectors.campaign_graph_page(campaign=campaign, after=after)
+        rows = selectors.campaign_nodes(campaign=campaign).values(
+            *selectors.NODE_FIELDS, "in_edges__parent", "in_edges__kind"
+        )
+        page = charts.graph_page(
+            rows=rows,
+            after=after,
+            limit=selectors.GRAPH_PAGE_SIZE,
+            node_url=reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}"),
+            revision=f"campaign-{campaign.pk}",
+            best_id=campaign.best_node_id,
+        )
         if page["next"] is not None:
             page["next_url"] = f"{request.path}?after={page['next']}"
         return JsonResponse(page)

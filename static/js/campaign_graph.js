@@ -1,6 +1,8 @@
 // The search graph: pages of Plotly JSON (built in Python) fetched from the graph endpoint and
-// merged trace by trace. Websocket events re-fetch it (debounced) and Plotly.react redraws in
-// place; the layout's uirevision keeps the user's zoom and pan. Click a node to open it.
+// merged trace by trace. The server lays out the whole graph and pages only the drawing, so a
+// page's edges already carry their parents' coordinates and merging is concatenation.
+// Websocket events re-fetch it (debounced) and Plotly.react redraws in place; the layout's
+// uirevision keeps the user's zoom and pan. Click a node to open it.
 (function () {
   var el = document.getElementById("search-graph");
   if (!el) return;
@@ -19,9 +21,13 @@
       if (Array.isArray(trace.marker && trace.marker.size)) {
         t.marker.size = t.marker.size.concat(trace.marker.size);
       }
+      t.showlegend = t.showlegend || trace.showlegend;
     });
-    var xr = page.figure.layout.xaxis.range;
-    into.layout.xaxis.range[1] = Math.max(into.layout.xaxis.range[1], xr[1]);
+    // Pages of one fetch share the frame; a page laid out after new nodes arrived may be larger.
+    var a = into.layout, b = page.figure.layout;
+    a.xaxis.range = [Math.min(a.xaxis.range[0], b.xaxis.range[0]), Math.max(a.xaxis.range[1], b.xaxis.range[1])];
+    a.yaxis.range = [Math.max(a.yaxis.range[0], b.yaxis.range[0]), Math.min(a.yaxis.range[1], b.yaxis.range[1])];
+    a.height = Math.max(a.height, b.height);
     return into;
   }
 
@@ -46,12 +52,17 @@
     fetchAll(el.dataset.graphUrl, null, 0)
       .then(function (result) {
         var layout = window.keCharts ? keCharts.themed(result.figure.layout) : result.figure.layout;
+        // The server sizes the graph to its lanes. The box gets that height too: on a window
+        // resize Plotly's responsive mode drops layout.height and fills its box.
+        el.style.height = layout.height + "px";
+        var t1 = performance.now();
         // Keep the user's zoom: uirevision is constant, so Plotly.react leaves the axes alone.
         return Plotly.react(el, result.figure.data, layout, { responsive: true, displaylogo: false, scrollZoom: true })
           .then(function () {
             var ms = Math.round(performance.now() - t0);
             el.dataset.nodeCount = result.count;
-            el.dataset.renderMs = ms;
+            el.dataset.renderMs = ms;  // fetch + merge + draw
+            el.dataset.drawMs = Math.round(performance.now() - t1);  // Plotly.react alone
             el.dataset.renders = (parseInt(el.dataset.renders || "0", 10) + 1).toString();
             status.textContent = result.count ? result.count + " candidates · drawn in " + ms + " ms"
               : "No candidates yet: the graph fills in as the search proposes them.";
@@ -87,5 +98,6 @@
   // (campaign_live.js), and the graph and the charts above it must too, or the funnel card says
   // "No candidate has been generated yet" above a table that counts them.
   document.body.addEventListener("htmx:wsOpen", schedule);
-  window.keGraph = { reload: load };
+  // idle: nothing fetching, drawing or scheduled (tests wait on it before timing a redraw).
+  window.keGraph = { reload: load, idle: function () { return !loading && !pending && !again; } };
 })();
