@@ -47,6 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit-s", type=float, default=120.0)
     parser.add_argument("--json", dest="json_out", help="write the campaign JSON here")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="with --platform cuda: start a row-family search from the per-case tuner's table, "
+        "timed on this GPU behind the sandbox (about 70 s per problem before the first "
+        "candidate; opt-in until a GPU search with it is measured, docs/benchmarks.md)",
+    )
 
 
 def _inputs(args) -> tuple[str, dict | None, str]:
@@ -121,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         time_limit_s=args.time_limit_s,
         problem_name=name,
+        tune=args.tune,
     )
     progress = _Progress(args.budget_candidates, sys.stderr.isatty() and not args.no_progress)
     try:

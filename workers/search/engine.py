@@ -145,8 +145,10 @@ def campaign_new(
     regression_tolerance: float = 0.02,
     time_limit_s: float = 120.0,
     problem_name: str = "",
+    tune: bool = False,
 ) -> dict:
-    """A fresh campaign state (plain JSON data; the graph is the store's, see the module doc)."""
+    """A fresh campaign state (plain JSON data; the graph is the store's, see the module doc).
+    ``tune``: the template generator's first seed on a GPU host is the per-case tuner's table."""
     return {
         "version": 1,
         "config": {
@@ -174,6 +176,7 @@ def campaign_new(
             "seed": seed,
             "regression_tolerance": regression_tolerance,
             "time_limit_s": time_limit_s,
+            "tune": tune,
         },
         "round": 0,
         "next_id": 1,
@@ -196,11 +199,11 @@ def campaign_new(
     }
 
 
-def make_generator(name: str):
+def make_generator(name: str, *, tune: bool = False):
     if name == "template":
         from workers.search.generators.template import TemplateGenerator
 
-        return TemplateGenerator()
+        return TemplateGenerator(tune=tune)
     if name == "llm":
         from workers.search.generators.llm import LLMGenerator
 
@@ -240,10 +243,11 @@ class SearchEngine:
         store: GraphStore | None = None,
     ):
         cfg = state["config"]
+        names = cfg["generators"]
         gens = (
             generators
             if generators is not None
-            else {name: make_generator(name) for name in cfg["generators"]}
+            else {name: make_generator(name, tune=cfg.get("tune", False)) for name in names}
         )
         policy = make_policy(cfg["policy"], **cfg["policy_args"])
         engine = cls(gens, policy, retrieve, keep_reports=keep_reports, store=store)

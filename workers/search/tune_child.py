@@ -1,0 +1,53 @@
+"""The per-case tuner behind the sandbox boundary (``python -m workers.search.tune_child``).
+
+A search on a GPU host starts from the tuner's table (``TemplateGenerator(tune=True)``): the
+tuner loads the user's problem to size its cases and time compile against each configuration,
+so it runs as untrusted code does, through ``workers.confined.run_confined`` with the GPU
+visible. Request: ``{"problem_source", "workload", "jobs"?}``; answer: ``{"ok", "table",
+"cases": [{"name", "key", "config", "speedup"}], "wall_s"}`` (data to validate, never code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from workers.confined import serve_json
+
+
+def handle(request: dict) -> dict:
+    from workers.search.tune import tune
+
+    source, workload = request.get("problem_source"), request.get("workload")
+    if not isinstance(source, str) or not isinstance(workload, dict):
+        return {"ok": False, "error": "the tuner needs problem_source and a workload"}
+    folder = os.path.abspath("tune")
+    os.makedirs(folder, exist_ok=True)
+    problem = os.path.join(folder, "problem.py")
+    spec = os.path.join(folder, "workload.json")
+    with open(problem, "w") as fh:
+        fh.write(source)
+    with open(spec, "w") as fh:
+        json.dump(workload, fh)
+    jobs = max(1, min(16, int(request.get("jobs") or os.cpu_count() or 4)))
+    args = argparse.Namespace(problem=problem, workload=spec, out=folder, jobs=jobs, leaders=4)
+    report = tune(args)
+    cases = []
+    for entry in report["cases"]:
+        best = entry["finals"][0]
+        cases.append(
+            {
+                "name": entry["name"],
+                "key": entry["key"],
+                "config": best["config"],
+                "speedup": best["speedup"],
+                "device_us": best["device_us"],
+                "compile_us": best["compile_us"],
+            }
+        )
+    return {"ok": True, "table": report["table"], "cases": cases, "wall_s": report["wall_s"]}
+
+
+if __name__ == "__main__":
+    serve_json(handle)
