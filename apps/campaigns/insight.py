@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from django.db.models import F
 
-from apps.campaigns import insight_charts
 from apps.campaigns.constants import NodeStatus, Platform
 from apps.campaigns.models import Campaign
 
@@ -285,12 +284,3 @@ def campaign_insight(*, campaign: Campaign) -> Insight:
         empty_reason=empty,
         importance_note=note,
     )
-
-
-def campaign_insight_page(*, campaign: Campaign) -> dict:
-    """The insight page's context: the insight and its figures."""
-    insight = campaign_insight(campaign=campaign)
-    return {
-        "insight": insight,
-        "figures": insight_charts.insight_figures(insight, baseline=campaign.baseline),
-    }

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views import View
 
 from apps.accounts.permissions import PortalPermissionRequiredMixin, is_portal_admin
-from apps.campaigns import charts, insight, selectors
+from apps.campaigns import charts, insight, insight_charts, selectors
 from apps.campaigns.constants import NodeStatus
 from apps.campaigns.forms import (
     REVIEW_FILTER_CHOICES,
@@ -618,7 +618,9 @@ class CampaignInsightView(PortalPermissionRequiredMixin, View):
 
     def get(self, request, pk: int):
         campaign = get_object_or_404(selectors.campaign_list(), pk=pk)
-        context = {"campaign": campaign, **insight.campaign_insight_page(campaign=campaign)}
+        found = insight.campaign_insight(campaign=campaign)
+        figures = insight_charts.insight_figures(found, baseline=campaign.baseline)
+        context = {"campaign": campaign, "insight": found, "figures": figures}
         return render(request, "campaigns/insight.html", context)
 
 
