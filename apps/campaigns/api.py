@@ -267,11 +267,12 @@ class CampaignGraphApi(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("after", int, description="cursor from the previous page")],
         responses=GraphPageSerializer,
-        description="One page of the search graph as a Plotly figure; pages merge trace by "
-        "trace (same trace order on every page).",
+        description="One page of the search graph as a Plotly figure, laid out over the whole "
+        "graph (each page carries its parents' coordinates); pages merge trace by trace (same "
+        "trace order on every page).",
     )
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.only("id"), pk=pk)
+        campaign = get_object_or_404(Campaign.objects.only("id", "best_node"), pk=pk)
         try:
             after = int(request.query_params.get("after") or 0)
         except ValueError as exc:

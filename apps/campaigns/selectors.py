@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pygments
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 from django.utils import timezone
@@ -144,43 +144,22 @@ def campaign_node_table(*, campaign: Campaign, limit: int = NODE_TABLE_SIZE) -> 
 def campaign_graph_page(*, campaign: Campaign, after: int = 0, limit: int | None = None) -> dict:
     """One page of the search graph (nodes with id > `after`) as a Plotly figure, plus the cursor.
 
-    Two queries: the nodes of the page, and their in-edges with the parent's columns.
+    The layout is computed over the whole graph and only the drawing is paged, so every page is
+    drawn in the same frame and carries its parents' coordinates (the page's graph and the API
+    give the same coordinates whatever the page size). One query: every node of the campaign
+    with its in-edges, a few columns each. `campaign` needs its `best_node_id`.
     """
-    limit = limit or GRAPH_PAGE_SIZE
-    rows = list(
-        Node.objects.filter(campaign=campaign, id__gt=after)
-        .order_by("id")
-        .values(*NODE_FIELDS)[: limit + 1]
+    rows = campaign_nodes(campaign=campaign).values(
+        *NODE_FIELDS, "in_edges__parent", "in_edges__kind"
     )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    by_id = {r["id"]: r for r in rows}
-    edges = []
-    if rows:
-        parent_fields = [f"parent__{f}" for f in NODE_FIELDS]
-        for e in Edge.objects.filter(child_id__in=list(by_id)).values(
-            "kind", "child_id", *parent_fields
-        ):
-            parent = (
-                {f: e[f"parent__{f}"] for f in NODE_FIELDS} if e["parent__id"] is not None else None
-            )
-            edges.append({"kind": e["kind"], "child": by_id[e["child_id"]], "parent": parent})
-    # Every page shares the x range: the campaign's last round so far (from the rows, not the
-    # engine state, which can be megabytes).
-    rounds = campaign.nodes.aggregate(last=Max("round"))["last"] or 0
-    node_url = reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}")
-    figure = charts.graph_figure(
-        nodes=rows,
-        edges=edges,
-        node_url=node_url,
+    return charts.graph_page(
+        rows=rows,
+        after=after,
+        limit=limit or GRAPH_PAGE_SIZE,
+        node_url=reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}"),
         revision=f"campaign-{campaign.pk}",
-        rounds=rounds,
+        best_id=campaign.best_node_id,
     )
-    return {
-        "figure": figure,
-        "count": len(rows),
-        "next": rows[-1]["id"] if more else None,
-    }
 
 
 def campaign_fitness_points(*, campaign: Campaign) -> list[dict]:

@@ -212,9 +212,9 @@ class CampaignChartsView(PortalPermissionRequiredMixin, View):
 class CampaignGraphView(PortalPermissionRequiredMixin, View):
     """One page of the search graph as Plotly JSON; `next` is the cursor of the following page.
 
-    The layout is computed over the whole graph (one query: every node with its in-edges, a few
-    columns each) and only the drawing is paged, so each page carries its parents' coordinates
-    and the browser merges pages without knowing the layout."""
+    The selector lays out the whole graph and pages only the drawing (as the API's graph does),
+    so each page carries its parents' coordinates and the browser merges pages without knowing
+    the layout."""
 
     def get(self, request, pk: int):
         campaign = get_object_or_404(Campaign.objects.only("id", "best_node"), pk=pk)
@@ -222,17 +222,7 @@ class CampaignGraphView(PortalPermissionRequiredMixin, View):
             after = int(request.GET.get("after") or 0)
         except ValueError:
             after = 0
-        rows = selectors.campaign_nodes(campaign=campaign).values(
-            *selectors.NODE_FIELDS, "in_edges__parent", "in_edges__kind"
-        )
-        page = charts.graph_page(
-            rows=rows,
-            after=after,
-            limit=selectors.GRAPH_PAGE_SIZE,
-            node_url=reverse("campaigns:node", args=[campaign.pk, "KEY"]).replace("KEY", "{key}"),
-            revision=f"campaign-{campaign.pk}",
-            best_id=campaign.best_node_id,
-        )
+        page = selectors.campaign_graph_page(campaign=campaign, after=after)
         if page["next"] is not None:
             page["next_url"] = f"{request.path}?after={page['next']}"
         return JsonResponse(page)

@@ -285,3 +285,47 @@ def test_graph_endpoint_pages_are_laid_out_over_the_whole_graph(
     assert ends and ends <= points, "every edge starts and ends on a drawn node"
     best = big.best_node
     assert figures[0]["layout"]["annotations"][0]["text"].startswith(f"★ best {best.key}")
+
+
+def _points(figure: dict) -> dict[str, tuple]:
+    """Node URL -> (x, y) of every node drawn in a figure."""
+    return {
+        url: (x, y)
+        for t in figure["data"]
+        if t["mode"] == "markers"
+        for url, x, y in zip(t["customdata"], t["x"], t["y"], strict=True)
+    }
+
+
+@pytest.mark.django_db
+def test_api_and_page_graphs_give_the_same_coordinates_at_a_page_smaller_than_the_graph(
+    client, users, big, monkeypatch
+):
+    from rest_framework.test import APIClient
+
+    from apps.campaigns import selectors
+
+    monkeypatch.setattr(selectors, "GRAPH_PAGE_SIZE", 120)
+    client.force_login(users["viewer"])
+    api = APIClient()
+    api.force_authenticate(users["viewer"])
+    page_figures, url = [], f"/campaigns/{big.pk}/graph.json"
+    while url:
+        data = client.get(url).json()
+        page_figures.append(data["figure"])
+        url = data.get("next_url")
+    api_figures, after = [], 0
+    while after is not None:
+        data = api.get(f"/api/campaigns/{big.pk}/graph/", {"after": after}).json()
+        api_figures.append(data["figure"])
+        after = data["next"]
+    assert len(page_figures) == len(api_figures) == 3
+    # Every node where the page draws it (pages after the first were laid out on their own).
+    from_api = {k: v for f in api_figures for k, v in _points(f).items()}
+    assert len(from_api) == 300
+    assert from_api == {k: v for f in page_figures for k, v in _points(f).items()}
+    for on_page, on_api in zip(page_figures, api_figures, strict=True):
+        assert _points(on_api) == _points(on_page), "the same nodes on the same page"
+        lines = [t for t in on_page["data"] if t["mode"] == "lines"]
+        assert [t for t in on_api["data"] if t["mode"] == "lines"] == lines, "edges too"
+        assert on_api["layout"] == on_page["layout"], "one frame, the best ringed in it"
