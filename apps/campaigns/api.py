@@ -33,6 +33,7 @@ from apps.campaigns.serializers import (
     GraphPageSerializer,
     InboxSerializer,
     NodeDetailSerializer,
+    NodeReviewDecisionSerializer,
     NodeReviewSerializer,
     NodeSerializer,
     PortfolioRowSerializer,
@@ -43,6 +44,7 @@ from apps.campaigns.serializers import (
 )
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
+from apps.campaigns.services import review as review_services
 from apps.campaigns.services.problems import (
     problem_reference_check,
     problem_upload,
@@ -401,14 +403,40 @@ class NodeCommentResolveApi(APIView):
         return Response(CommentSerializer(thread).data)
 
 
-class NodeReviewApi(APIView):
-    permission_classes = [ReadPortal, CommentCandidate]
+class NodeReviewApi(generics.ListAPIView):
+    """A candidate's reviews, newest decision first. POST records yours, as the candidate page's
+    review box does (same permission, same service): `approved`, or `changes_requested` with a
+    comment saying what to change; a new decision replaces your last one. No decision only marks
+    the candidate reviewed."""
 
-    @extend_schema(request=None, responses={201: NodeReviewSerializer})
+    serializer_class = NodeReviewSerializer
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [ReadPortal(), CommentCandidate()]
+        return [ReadPortal()]
+
+    def get_queryset(self):
+        return selectors.node_review_decisions(node=_node(self.kwargs["pk"], self.kwargs["key"]))
+
+    @extend_schema(request=NodeReviewDecisionSerializer, responses={201: NodeReviewSerializer})
     def post(self, request, pk: int, key: str):
-        review = service_call(
-            comment_services.node_mark_reviewed, node=_node(pk, key), reviewer=request.user
-        )
+        node = _node(pk, key)
+        payload = NodeReviewDecisionSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        decision, body = payload.validated_data["decision"], payload.validated_data["body"]
+        if decision:
+            review = service_call(
+                review_services.node_review_decide,
+                node=node,
+                reviewer=request.user,
+                decision=decision,
+                body=body,
+            )
+        else:
+            review = service_call(
+                comment_services.node_mark_reviewed, node=node, reviewer=request.user
+            )
         return Response(NodeReviewSerializer(review).data, status=status.HTTP_201_CREATED)
 
 

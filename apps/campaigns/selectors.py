@@ -843,12 +843,16 @@ def _decisions_prefetch() -> Prefetch:
 
 
 def node_review_decisions(*, node: Node) -> list[NodeReview]:
-    """The reviews of a candidate, newest decision first (a plain "reviewed" mark last)."""
-    return list(
+    """The reviews of a candidate, newest decision first (a plain "reviewed" mark last). One
+    query: each review's node is the one asked about, so reading it costs none."""
+    reviews = list(
         node.reviews.select_related("reviewer").order_by(
             F("decided_at").desc(nulls_last=True), "-id"
         )
     )
+    for r in reviews:
+        r.node = node
+    return reviews
 
 
 def node_frozen_artifact(*, node: Node) -> dict | None:

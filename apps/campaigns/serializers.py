@@ -12,6 +12,7 @@ from apps.campaigns.models import (
     Node,
     NodeReview,
     Problem,
+    ReviewDecision,
 )
 
 
@@ -255,12 +256,43 @@ class CommentResolveSerializer(serializers.Serializer):
 
 
 class NodeReviewSerializer(serializers.ModelSerializer):
+    """A user's review of a candidate: their decision (blank: marked reviewed, no decision),
+    what they said, and when they decided (a new decision replaces their last one)."""
+
     reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
     node = serializers.SlugRelatedField(slug_field="key", read_only=True)
 
     class Meta:
         model = NodeReview
-        fields = ["node", "reviewer", "created_at"]
+        fields = ["id", "node", "reviewer", "decision", "body", "decided_at", "created_at"]
+
+
+class NodeReviewDecisionSerializer(serializers.Serializer):
+    """A review, as the candidate page's review box takes it: `approved` (a comment is
+    optional) or `changes_requested` (the comment says what to change, so it is required); no
+    decision only marks the candidate reviewed, and then takes no comment."""
+
+    decision = serializers.ChoiceField(
+        choices=ReviewDecision.choices,
+        allow_blank=True,
+        default="",
+        error_messages={
+            "invalid_choice": (
+                f'unknown decision "{{input}}": one of {", ".join(ReviewDecision.values)}, '
+                "or none to mark the candidate reviewed"
+            )
+        },
+    )
+    body = serializers.CharField(allow_blank=True, default="")
+
+    def validate(self, data: dict) -> dict:
+        if data["body"].strip() and not data["decision"]:
+            # The page's buttons always send a decision with the comment; alone it would be
+            # dropped, so it is refused.
+            raise serializers.ValidationError(
+                {"body": "a comment goes with a decision (approved or changes_requested)"}
+            )
+        return data
 
 
 class CompareCaseSerializer(serializers.Serializer):
