@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from tests.campaigns.support.builders import build_campaign
+from tests.campaigns.support.graph_browser import graph_redraw, graph_settled, graph_watch_socket
 from tests.conftest import login, wait_for_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -55,9 +56,11 @@ def _assert_charts_follow(page, theme: str, expected_ids: set[str]) -> None:
 
 def test_toggle_rethemes_every_chart_both_ways(asgi_server, demo_users, page, artifacts_dir):
     campaign = build_campaign(nodes=60, user=User.objects.get(username="engineer"))
+    graph_watch_socket(page)
     login(page, asgi_server, "viewer", demo_users["viewer"])
     page.goto(f"{asgi_server}/campaigns/{campaign.pk}/")
     wait_for_js(page, "document.getElementById('search-graph').dataset.nodeCount === '60'")
+    graph_settled(page)  # the socket's catch-up redraw is not the one asserted below
     wait_for_js(page, "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 3")
     ids = set(page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'), e => e.id)"))
     assert "search-graph" in ids and len(ids) >= 3
@@ -71,8 +74,7 @@ def test_toggle_rethemes_every_chart_both_ways(asgi_server, demo_users, page, ar
         page.screenshot(path=str(artifacts_dir / f"campaign-detail-{theme}.png"), full_page=True)
     assert page.evaluate("window.__marker") == "no reload"
     # A live redraw of the graph after the toggle keeps the new theme.
-    page.evaluate("window.keGraph.reload()")
-    wait_for_js(page, "document.getElementById('search-graph').dataset.renders === '2'")
+    graph_redraw(page)
     _assert_charts_follow(page, _theme(page), {"search-graph"})
 
 
