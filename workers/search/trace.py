@@ -392,6 +392,28 @@ class _Lowerer:
             raise NoTemplate("a view changes the row layout; no template fits")
         if self.full and any(i in used for i in self.vec_pos):
             raise NoTemplate("a weight vector in a reduction over the whole tensor is not covered")
+        bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
+        if any(n.id in used for n in bcast) and plan.reductions():
+            shapes_b = ", ".join(str(n.attrs["bshape"]) for n in bcast if n.id in used)
+            raise NoTemplate(
+                f"an input that broadcasts along leading dimensions ({shapes_b} against "
+                f"{list(self.row_shape)}) in a reduction is not covered (elementwise graphs only)"
+            )
+        if not plan.reductions() and (
+            any(n.id in used for n in bcast)
+            or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
+        ):
+            # Elementwise over rows with inputs that broadcast (a weight per channel of an NCHW
+            # tensor is one): every weight vector becomes such an input.
+            for node_id, pos in self.vec_pos.items():
+                node = self.nodes[node_id]
+                if node_id not in used:  # a weight's own node, used only through a view
+                    continue
+                shape_b = [1] * ndim
+                shape_b[pos] = node.attrs.pop("length")
+                node.attrs.update(role="bcast", bshape=shape_b, from_vec=True)
+            self.vec_pos = {}
+            plan.extra["bcast"] = True
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
             if node_id in used and (pos != red or length != self.row_shape[red]):
@@ -425,7 +447,8 @@ class _Lowerer:
             plan.extra["full"] = True
         elif red != ndim - 1:  # rows along a middle dimension: as a negative index
             plan.extra["red_dim"] = red - ndim
-        has_vec = bool(plan.inputs("vec"))
+        # (With broadcast inputs, a weight's own node is left unused beside its view.)
+        has_vec = bool(plan.inputs("vec")) and not plan.extra.get("bcast")
         if (
             not plan.reductions()
             and not has_vec
@@ -434,6 +457,10 @@ class _Lowerer:
             plan.family = "elementwise"
             ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
             plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
+            if plan.extra.get("bcast"):
+                plan.summary += ", " + ", ".join(
+                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
+                )
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
@@ -470,14 +497,20 @@ class _Lowerer:
                 role = "vec"
             elif math.prod(shape) == 1 and not shape:
                 raise NoTemplate(f"0-d tensor input {ref} is not supported")
+            elif _broadcasts(shape, self.row_shape):
+                # A table per token applied to every head, a mask shared by every head: an
+                # input of 1s where the rows have sizes (elementwise graphs take it, see below).
+                role = "bcast"
             else:
                 raise NoTemplate(
                     f"input {ref} of shape {list(shape)} neither matches the row shape "
-                    f"{list(self.row_shape)} nor broadcasts along its last dimension"
+                    f"{list(self.row_shape)} nor broadcasts to it"
                 )
             attrs = {"ref": ref, "role": role}
             if role == "vec":
                 attrs["length"] = shape[0]
+            if role == "bcast":
+                attrs["bshape"] = [1] * (len(self.row_shape) - len(shape)) + list(shape)
             self.env[p] = self.new("input", attrs=attrs)
             if role == "vec":  # a 1-d weight broadcasts along the last dimension until viewed
                 self.vec_pos[self.env[p]] = len(self.row_shape) - 1
@@ -746,6 +779,15 @@ class _Lowerer:
             f"(reduction={plan.extra['reduction']}, ignore_index={ignore_index})"
         )
         return plan
+
+
+def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``row_shape`` (aligned on the right, each size 1 or the
+    rows' size) without being it."""
+    if not shape or len(shape) > len(row_shape) or tuple(shape) == tuple(row_shape):
+        return False
+    tail = row_shape[len(row_shape) - len(shape) :]
+    return all(a == 1 or a == b for a, b in zip(shape, tail, strict=True))
 
 
 def _cat_of(nodes: list[IRNode], i: int) -> str:

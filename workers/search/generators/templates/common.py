@@ -93,14 +93,17 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
 class _Emitter:
     """Writes the Triton statements that evaluate IR nodes."""
 
-    def __init__(self, plan: Plan, load_tile: str, load_vec: str) -> None:
+    def __init__(self, plan: Plan, load_tile: str, load_vec: str, load_bcast: str = "") -> None:
         self.plan = plan
         self.load_tile = load_tile  # e.g. "tl.load({ptr} + roff + cols, mask=mask, other=0.0)"
         self.load_vec = load_vec
+        self.load_bcast = load_bcast  # {ptr} and {k}, the input's index (its offsets: boff{k})
         self.ptr = {}
+        self.index = {}
         real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
         for i, n in enumerate(real):
             self.ptr[n.id] = f"in{i}_ptr"
+            self.index[n.id] = i
 
     def name(self, node: IRNode) -> str:
         return _literal(node.value) if node.kind == "const" else f"v{node.id}"
@@ -112,7 +115,11 @@ class _Emitter:
         if node.kind == "input":
             if node.attrs["ref"] == "acc":
                 return f"v{node.id} = acc"
-            tmpl = self.load_vec if node.attrs["role"] == "vec" else self.load_tile
+            role = node.attrs["role"]
+            if role == "bcast":
+                load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
+                return f"v{node.id} = {load}.to(tl.float32)"
+            tmpl = self.load_vec if role == "vec" else self.load_tile
             return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}.to(tl.float32)"
         if node.kind == "pw":
             args = [self.name(nodes[a]) for a in node.args]

@@ -1,0 +1,151 @@
+"""Elementwise graphs whose inputs broadcast along leading dimensions (issue 11: "an input that
+broadcasts along a dimension other than the last": a table per token applied to every head, a
+mask shared by every head, per-channel weights of an NCHW tensor). Each gets candidates, and
+they compute the reference on the interpreter at the problem's sizes and at other sizes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.workers.search.child import run_child
+from workers.search.trace import NoTemplate, trace_problem
+
+HEADER = "import torch\nimport torch.nn as nn\n\n"
+FOOTER = "\n\ndef get_init_inputs():\n    return {init}\n"
+
+TABLE = (
+    HEADER
+    + """num_tokens = 6
+num_heads = 4
+head_dim = 16
+
+
+class Model(nn.Module):
+    def forward(self, x, cos, sin):
+        return x * cos + torch.tanh(x) * sin
+
+
+def get_inputs():
+    return [
+        torch.randn(num_tokens, num_heads, head_dim),
+        torch.randn(num_tokens, 1, head_dim),
+        torch.randn(num_tokens, 1, head_dim),
+    ]
+"""
+    + FOOTER.format(init="[]")
+)
+
+NCHW = (
+    HEADER
+    + """batch_size = 2
+channels = 3
+height = 5
+width = 7
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(channels))
+        self.shift = nn.Parameter(torch.randn(channels))
+
+    def forward(self, x):
+        return torch.relu(x * self.scale.view(1, -1, 1, 1) + self.shift.view(1, -1, 1, 1))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width)]
+"""
+    + FOOTER.format(init="[channels]")
+)
+
+MASK = (
+    HEADER
+    + """batch_size = 2
+heads = 3
+seq = 8
+
+
+class Model(nn.Module):
+    def forward(self, scores, mask):
+        return scores * 0.125 + mask
+
+
+def get_inputs():
+    return [torch.randn(batch_size, heads, seq, seq), torch.randn(batch_size, 1, seq, seq)]
+"""
+    + FOOTER.format(init="[]")
+)
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, sizes = sys.argv[1], json.loads(sys.argv[2])
+plan = trace_problem(src)
+out = []
+for i, overrides in enumerate(sizes):
+    for j, params in enumerate([{}, {"block": 16, "tiles": 1}]):
+        code = render(plan, {**DEFAULTS[plan.family], **params})
+        cand = P.load_module(code, f"c{i}{j}", sys.argv[3])
+        prob = P.load_module(src, f"p{i}{j}", sys.argv[3])
+        _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+        x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+        with torch.no_grad():
+            err = float((new(*x) - ref(*x)).abs().max())
+        out.append({"sizes": overrides, "params": params, "err": err})
+print("RESULTS" + json.dumps({"family": plan.family, "summary": plan.summary, "runs": out}))
+"""
+
+
+@pytest.mark.parametrize(
+    "source, sizes, says",
+    [
+        (TABLE, [{}, {"num_heads": 1, "head_dim": 40}], "cos [6, 1, 16] broadcast"),
+        (NCHW, [{}, {"height": 1, "width": 130}], "self.scale [1, 3, 1, 1] broadcast"),
+        (MASK, [{}, {"seq": 33}], "mask [2, 1, 8, 8] broadcast"),
+    ],
+    ids=["table-per-token", "per-channel-nchw", "mask-per-batch"],
+)
+def test_broadcast_inputs_get_a_correct_elementwise_kernel(source, sizes, says, tmp_path):
+    result = run_child(_CHECK, source, json.dumps(sizes), str(tmp_path))
+    assert result["family"] == "elementwise"
+    assert says in result["summary"]
+    assert len(result["runs"]) == 2 * len(sizes)
+    for run in result["runs"]:
+        assert run["err"] < 1e-5, run
+
+
+def test_a_broadcast_input_in_a_reduction_is_refused_in_one_line():
+    masked_softmax = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=-1)")
+    with pytest.raises(NoTemplate, match=r"broadcasts along leading dimensions .* reduction"):
+        trace_problem(masked_softmax)
+
+
+_MISMATCH = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src = sys.argv[1]
+cand = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), "c", sys.argv[2])
+x = torch.randn(6, 4, 16)
+try:
+    per_head = torch.randn(6, 4, 16)  # varies along the heads, traced as shared by them
+    cand.ModelNew()(x, per_head, torch.randn(6, 1, 16))
+    print("RESULTS" + json.dumps({"raised": None}))
+except ValueError as exc:
+    print("RESULTS" + json.dumps({"raised": str(exc)}))
+"""
+
+
+def test_an_input_that_varies_where_it_was_traced_as_broadcast_is_an_error(tmp_path):
+    """The kernel reads a broadcast input once per row of the dimensions it varies in; an input
+    that varies in another one would be read wrong, so the candidate says so instead."""
+    result = run_child(_MISMATCH, TABLE, str(tmp_path))
+    assert "cos varies along a dimension the kernel broadcasts it over" in result["raised"]
