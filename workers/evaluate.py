@@ -19,7 +19,7 @@ from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
 from workers.gates.static import check_static
 from workers.gates.timing import widened
-from workers.report import BaselineReport, EvaluationReport
+from workers.report import BaselineReport, Case, EvaluationReport
 from workers.sandbox import SandboxChild, SandboxFailure
 
 __all__ = [
@@ -574,18 +574,7 @@ def _case_record(case: dict) -> dict:
         "timing": case.get("timing"),
         "baselines": case.get("baselines", {}),
     }
-    for key in (
-        "scaled_for_interpreter",
-        "transform",
-        "derived_from",
-        "floor_ms",
-        "paired",
-        "bytes",
-        "flops",
-        "trials",
-        "evidence",
-        "wall_s",
-    ):
+    for key in Case.OPTIONAL:
         if case.get(key) is not None:
             record[key] = case[key]
     return record

@@ -176,7 +176,8 @@ class Case:
     evidence: dict | None = None
     wall_s: float | None = None
 
-    _OPTIONAL = (
+    # Fields a case record carries only where they are set (the evaluator writes the same).
+    OPTIONAL = (
         "scaled_for_interpreter",
         "transform",
         "derived_from",
@@ -212,7 +213,7 @@ class Case:
             baselines={
                 name: Timing.from_dict(t) for name, t in (data.get("baselines") or {}).items()
             },
-            **{name: data.get(name) for name in cls._OPTIONAL},
+            **{name: data.get(name) for name in cls.OPTIONAL},
         )
 
     def to_dict(self) -> dict:
@@ -231,4 +232,4 @@ class Case:
             "timing": None if self.timing is None else self.timing.to_dict(),
             "baselines": {name: t.to_dict() for name, t in self.baselines.items()},
         }
-        return _with_optional(out, self, self._OPTIONAL)
+        return _with_optional(out, self, self.OPTIONAL)
