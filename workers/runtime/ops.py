@@ -477,7 +477,10 @@ class _KernelCall:
             if not exc.retry:
                 self.fast_tries = 0
             return exc.output
-        why = fastlaunch.verified(self.call, args, replay)
+        try:
+            why = fastlaunch.verified(self.call, args, replay)
+        except Exception as exc:  # noqa: BLE001 - e.g. no memory for the copies: no replay
+            why = f"the replay could not be checked: {type(exc).__name__}: {exc}"[:300]
         if why:
             self.fast_reason, self.fast_tries = why, 0
         else:

@@ -187,3 +187,23 @@ def test_queries_that_make_no_tensor_are_not_computations(launcher):
     x, w = torch.randn(4, 8), torch.randn(8)
     out, replay = fastlaunch.record(_call(Promoting()), (x, w), stream=_stream)
     assert torch.equal(replay((x, w)), out)
+
+
+def test_a_replay_that_cannot_be_checked_is_not_used_and_the_kernel_still_serves(
+    launcher, monkeypatch
+):
+    """Checking a replay runs the call twice more on copies; where that fails (no memory for
+    the copies, say) the signature keeps the module's path, not the reference."""
+
+    def no_memory(call, args, replay):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(fastlaunch, "verified", no_memory)
+    kind = ops.KINDS["softmax"]
+    x = torch.randn(2, 8)
+    module = Scale()
+    call = ops._KernelCall(kind, module, [], kind.bind(x), (x,), replay=True)
+    out = call((x,))
+    assert torch.equal(out, x * module.weight * 2)
+    assert call.fast is None and "could not be checked: OutOfMemoryError" in call.fast_reason
+    assert call((x,)) is not None and call.fast_tries == 0
