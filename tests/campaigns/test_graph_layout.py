@@ -257,9 +257,9 @@ def test_pages_share_one_layout_and_carry_their_parents_coordinates():
 def test_graph_endpoint_pages_are_laid_out_over_the_whole_graph(
     client, users, big, django_assert_max_num_queries, monkeypatch
 ):
-    from apps.campaigns import selectors
+    from apps.campaigns.selectors import graph as graph_selectors
 
-    monkeypatch.setattr(selectors, "GRAPH_PAGE_SIZE", 120)
+    monkeypatch.setattr(graph_selectors, "GRAPH_PAGE_SIZE", 120)
     client.force_login(users["viewer"])
     figures, url = [], f"/campaigns/{big.pk}/graph.json"
     while url:
@@ -303,9 +303,9 @@ def test_api_and_page_graphs_give_the_same_coordinates_at_a_page_smaller_than_th
 ):
     from rest_framework.test import APIClient
 
-    from apps.campaigns import selectors
+    from apps.campaigns.selectors import graph as graph_selectors
 
-    monkeypatch.setattr(selectors, "GRAPH_PAGE_SIZE", 120)
+    monkeypatch.setattr(graph_selectors, "GRAPH_PAGE_SIZE", 120)
     client.force_login(users["viewer"])
     api = APIClient()
     api.force_authenticate(users["viewer"])
