@@ -393,11 +393,13 @@ class _Lowerer:
         if self.full and any(i in used for i in self.vec_pos):
             raise NoTemplate("a weight vector in a reduction over the whole tensor is not covered")
         bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
-        if any(n.id in used for n in bcast) and plan.reductions():
+        in_rows = red == ndim - 1 and not self.full  # the row kernels read them per row
+        if any(n.id in used for n in bcast) and plan.reductions() and not in_rows:
             shapes_b = ", ".join(str(n.attrs["bshape"]) for n in bcast if n.id in used)
             raise NoTemplate(
                 f"an input that broadcasts along leading dimensions ({shapes_b} against "
-                f"{list(self.row_shape)}) in a reduction is not covered (elementwise graphs only)"
+                f"{list(self.row_shape)}) in a reduction over other than the last dimension "
+                "is not covered"
             )
         if not plan.reductions() and (
             any(n.id in used for n in bcast)
@@ -469,6 +471,10 @@ class _Lowerer:
                 f"row-wise over {where}: reductions [{', '.join(ops)}], "
                 f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
             )
+            if plan.inputs("bcast"):
+                plan.summary += ", " + ", ".join(
+                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
+                )
         return plan
 
     def _place_vec(self, src: int, shape: tuple, n: torch.fx.Node) -> int:

@@ -120,10 +120,10 @@ def test_broadcast_inputs_get_a_correct_elementwise_kernel(source, sizes, says, 
         assert run["err"] < 1e-5, run
 
 
-def test_a_broadcast_input_in_a_reduction_is_refused_in_one_line():
-    masked_softmax = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=-1)")
-    with pytest.raises(NoTemplate, match=r"broadcasts along leading dimensions .* reduction"):
-        trace_problem(masked_softmax)
+def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_refused_in_one_line():
+    over_heads = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=1)")
+    with pytest.raises(NoTemplate, match=r"broadcasts along leading dimensions .* other than"):
+        trace_problem(over_heads)
 
 
 _MISMATCH = r"""
@@ -149,3 +149,53 @@ def test_an_input_that_varies_where_it_was_traced_as_broadcast_is_an_error(tmp_p
     that varies in another one would be read wrong, so the candidate says so instead."""
     result = run_child(_MISMATCH, TABLE, str(tmp_path))
     assert "cos varies along a dimension the kernel broadcasts it over" in result["raised"]
+
+
+MASKED_SOFTMAX = MASK.replace(
+    "scores * 0.125 + mask", "torch.softmax(scores * 0.125 + mask, dim=-1)"
+).replace("torch.randn(batch_size, 1, seq, seq)", "torch.randn(1, 1, seq, seq)")
+MASKED_LOG_SOFTMAX = MASK.replace(
+    "scores * 0.125 + mask", "torch.log_softmax(scores + mask, dim=-1) * mask"
+)
+
+_ROW_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, sizes = sys.argv[1], json.loads(sys.argv[2])
+plan = trace_problem(src)
+out = []
+for i, overrides in enumerate(sizes):
+    prob = P.load_module(src, f"p{i}", sys.argv[3])
+    b, h, s = (overrides.get(k, getattr(prob, k)) for k in ("batch_size", "heads", "seq"))
+    key = f"{b * h * s},{s},float32"
+    variants = {
+        "one pass": {"strategy": "one_pass"},
+        "looped": {"strategy": "looped", "block_n": 16},
+        "two chunks": {"table": {key: [2, 2, (1 << (s - 1).bit_length()) // 2, 2, 1, 0, 0]}},
+        "persistent": {"table": {key: [1, 2, 1 << (s - 1).bit_length(), 2, 1, 3, 1]}},
+    }
+    for j, (name, params) in enumerate(variants.items()):
+        code = render(plan, {**DEFAULTS["row"], **params})
+        cand = P.load_module(code, f"c{i}{j}", sys.argv[3])
+        _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+        x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+        with torch.no_grad():
+            err = float((new(*x) - ref(*x)).abs().max())
+        out.append({"sizes": overrides, "variant": name, "err": err})
+print("RESULTS" + json.dumps({"family": plan.family, "summary": plan.summary, "runs": out}))
+"""
+
+
+@pytest.mark.parametrize("source", [MASKED_SOFTMAX, MASKED_LOG_SOFTMAX], ids=["softmax", "log"])
+def test_a_mask_shared_by_every_head_in_a_row_reduction(source, tmp_path):
+    """A masked softmax (the mask shared by every head, or by the batch too): every row
+    kernel (one pass, looped, two chunks, persistent) reads the mask through its strides."""
+    sizes = [{}, {"seq": 20, "heads": 1}]
+    result = run_child(_ROW_CHECK, source, json.dumps(sizes), str(tmp_path))
+    assert result["family"] == "row" and "broadcast" in result["summary"]
+    assert len(result["runs"]) == 4 * len(sizes)
+    for run in result["runs"]:
+        assert run["err"] < 1e-5, run
