@@ -1,0 +1,727 @@
+"""Lower a traced ATen graph into the small expression IR the template generator writes Triton
+from: inputs, constants, pointwise ops and reductions, as a :class:`Plan` naming the operator
+family, or a :class:`NoTemplate` saying plainly why no template fits (e.g. a convolution, or a
+reduction over the first dimension). The graph comes from :mod:`workers.search.trace`.
+
+Families:
+
+- ``elementwise``: pointwise ops over same-shape tensors (any activation expression);
+- ``row``: pointwise ops plus reductions over the last dimension, with per-column vectors
+  (softmax, log-softmax, RMSNorm, LayerNorm, residual + RMSNorm, sum/mean/max, ...);
+- ``matmul``: ``mm``/``addmm``/``linear`` followed by a pointwise epilogue (bias, activation);
+- ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import torch
+
+aten = torch.ops.aten
+
+
+class NoTemplate(Exception):
+    """No template fits this problem; the message says why in words a user can act on."""
+
+
+@dataclass
+class IRNode:
+    """One value of the lowered graph.
+
+    kind: ``input`` (attrs: ref, role), ``const`` (value), ``pw`` (op, args), ``reduce``
+    (op in sum/max/min/mean, args=(x,)). ``cat`` is filled by :func:`_categorise`: ``tile``
+    (varies along the row), ``rowscalar`` (one value per row) or ``const``.
+    """
+
+    id: int
+    kind: str
+    op: str = ""
+    args: tuple = ()
+    value: float | None = None
+    attrs: dict = field(default_factory=dict)
+    cat: str = "tile"
+
+
+@dataclass
+class Plan:
+    """What the template generator needs to write a candidate for one problem."""
+
+    family: str
+    forward_args: list[str]
+    init_source: str
+    preamble: str
+    nodes: list[IRNode] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    summary: str = ""
+
+    def inputs(self, role: str | None = None) -> list[IRNode]:
+        return [
+            n for n in self.nodes if n.kind == "input" and (role is None or n.attrs["role"] == role)
+        ]
+
+    def reductions(self) -> list[IRNode]:
+        return [n for n in self.nodes if n.kind == "reduce"]
+
+
+_VIEW_OPS = {
+    aten.view.default,
+    aten.reshape.default,
+    aten._unsafe_view.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.clone.default,
+    aten.contiguous.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.expand.default,
+    aten._to_copy.default,
+    aten.lift_fresh_copy.default,
+}
+
+_REDUCE_OPS = {
+    aten.sum.dim_IntList: "sum",
+    aten.mean.dim: "mean",
+    aten.amax.default: "max",
+    aten.amin.default: "min",
+    # Over the whole tensor (a loss, a global norm): one row of every element.
+    aten.sum.default: "sum",
+    aten.mean.default: "mean",
+    aten.max.default: "max",
+    aten.min.default: "min",
+}
+
+_MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
+
+# Pointwise ATen ops we can express: name -> number of tensor-or-scalar positional args used.
+_PW_SIMPLE = {
+    aten.add.Tensor: "add",
+    aten.add.Scalar: "add",
+    aten.add_.Scalar: "add",
+    aten.add_.Tensor: "add",
+    aten.sub.Tensor: "sub",
+    aten.sub.Scalar: "sub",
+    aten.rsub.Scalar: "rsub",
+    aten.rsub.Tensor: "rsub",
+    aten.mul.Tensor: "mul",
+    aten.mul.Scalar: "mul",
+    aten.mul_.Tensor: "mul",
+    aten.div.Tensor: "div",
+    aten.div.Scalar: "div",
+    aten.neg.default: "neg",
+    aten.exp.default: "exp",
+    aten.exp2.default: "exp2",
+    aten.expm1.default: "expm1",
+    aten.log.default: "log",
+    aten.log2.default: "log2",
+    aten.log1p.default: "log1p",
+    aten.sqrt.default: "sqrt",
+    aten.rsqrt.default: "rsqrt",
+    aten.abs.default: "abs",
+    aten.sigmoid.default: "sigmoid",
+    aten.tanh.default: "tanh",
+    aten.relu.default: "relu",
+    aten.silu.default: "silu",
+    aten.gelu.default: "gelu",
+    aten.erf.default: "erf",
+    aten.sin.default: "sin",
+    aten.cos.default: "cos",
+    aten.reciprocal.default: "reciprocal",
+    aten.pow.Tensor_Scalar: "pow",
+    aten.pow.Tensor_Tensor: "pow",
+    aten.maximum.default: "maximum",
+    aten.minimum.default: "minimum",
+    aten.clamp.default: "clamp",
+    aten.clamp_min.default: "clamp_min",
+    aten.clamp_max.default: "clamp_max",
+    aten.hardtanh.default: "hardtanh",
+    aten.leaky_relu.default: "leaky_relu",
+    aten.elu.default: "elu",
+    aten.softplus.default: "softplus",
+    aten.hardsigmoid.default: "hardsigmoid",
+    aten.hardswish.default: "hardswish",
+    aten.mish.default: "mish",
+    aten.sign.default: "sign",
+    aten.where.self: "where",
+    aten.gt.Scalar: "gt",
+    aten.gt.Tensor: "gt",
+    aten.lt.Scalar: "lt",
+    aten.lt.Tensor: "lt",
+    aten.ge.Scalar: "ge",
+    aten.ge.Tensor: "ge",
+    aten.le.Scalar: "le",
+    aten.le.Tensor: "le",
+}
+
+
+class _Lowerer:
+    def __init__(self, gm: torch.fx.GraphModule, refs: list[str]) -> None:
+        self.gm = gm
+        self.refs = refs
+        self.nodes: list[IRNode] = []
+        self.env: dict = {}
+        self.row_shape: tuple | None = None
+        # The dimension every reduction runs over (None until the first one; the last if none).
+        self.red_dim: int | None = None
+        self.full = False  # the reductions run over the whole tensor (one row of every element)
+        self.flat_view = False  # a view that changed the last dimension (fine only if full)
+        # Row-vector inputs (weights): their length and the dimension they vary along.
+        self.vec_pos: dict[int, int] = {}
+        self.reshaped = False  # a tile went through a view that changed its shape
+
+    # -- helpers
+    def new(self, kind: str, **kw) -> int:
+        node = IRNode(id=len(self.nodes), kind=kind, **kw)
+        self.nodes.append(node)
+        return node.id
+
+    def const(self, value) -> int:
+        return self.new("const", value=float(value))
+
+    def pw(self, op: str, *args: int, **attrs) -> int:
+        return self.new("pw", op=op, args=tuple(args), attrs=attrs)
+
+    def reduce(self, op: str, x: int) -> int:
+        return self.new("reduce", op=op, args=(x,))
+
+    def arg(self, a) -> int:
+        if isinstance(a, torch.fx.Node):
+            if a not in self.env:
+                raise NoTemplate(f"value {a.name} is not expressible in a template")
+            value = self.env[a]
+            if isinstance(value, tuple):
+                raise NoTemplate(f"tuple value {a.name} used as a tensor")
+            if isinstance(value, str):
+                raise NoTemplate(value)
+            return value
+        if isinstance(a, bool | int | float):
+            return self.const(a)
+        raise NoTemplate(f"unsupported argument {a!r}")
+
+    def _last_dim(self, node: torch.fx.Node, dims) -> None:
+        """Record the dimension this reduction runs over: one dimension, the same for every
+        reduction of the graph (the last, or any other of an unreshaped input)."""
+        ndim = len(node.args[0].meta["val"].shape)
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        if not dims and ndim == 1:
+            dims = [0]
+        whole = ndim > 1 and (not dims or sorted(d % ndim for d in dims) == list(range(ndim)))
+        if whole or self.full:
+            numel = math.prod(node.args[0].meta["val"].shape)
+            if not whole or self.red_dim is not None or numel != math.prod(self.row_shape):
+                raise NoTemplate(
+                    "reductions over the whole tensor and over a dimension in one reference; "
+                    "templates reduce over one"
+                )
+            self.full = True
+            return
+        if self.flat_view:
+            raise NoTemplate(f"{node.target} reduces over a view that changes the row layout")
+        if len(dims) != 1:
+            raise NoTemplate(
+                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
+                "over one dimension"
+            )
+        dim = dims[0] % max(ndim, 1)
+        if dim == ndim - 1:  # the last dimension of whatever view: the rows' last
+            dim = len(self.row_shape) - 1
+        elif ndim != len(self.row_shape):
+            raise NoTemplate(f"{node.target} reduces a middle dimension of a reshaped view")
+        if self.red_dim is None:
+            self.red_dim = dim
+        elif self.red_dim != dim:
+            raise NoTemplate(
+                f"reductions over dims {self.red_dim} and {dim}; templates reduce over one"
+            )
+
+    def _n(self) -> int:
+        """The length of a row: the size of the reduced dimension (every element when the
+        reductions run over the whole tensor)."""
+        if self.full:
+            return math.prod(self.row_shape)
+        return self.row_shape[-1 if self.red_dim is None else self.red_dim]
+
+    # -- the walk
+    def lower(self) -> Plan:
+        graph = self.gm.graph
+        calls = [n for n in graph.nodes if n.op == "call_function"]
+        targets = {n.target for n in calls}
+        for t in targets:
+            name = getattr(t, "__name__", str(t))
+            if "conv" in name:
+                raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(self.refs):
+            raise NoTemplate("inputs of the traced graph do not match the forward's arguments")
+        if targets & _MATMUL_OPS:
+            return self._lower_matmul(placeholders, calls)
+        if aten.nll_loss_forward.default in targets:
+            return self._lower_cross_entropy(placeholders, calls)
+        out_node = next(n for n in graph.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
+        if not outs or not all(isinstance(o, torch.fx.Node) for o in outs):
+            raise NoTemplate("the reference returns no tensor")
+        shapes = [tuple(o.meta["val"].shape) for o in outs]
+        # The row shape: the largest float input (outputs may be row-reduced).
+        for p, ref in zip(placeholders, self.refs, strict=True):
+            if not isinstance(p.meta.get("val"), torch.Tensor):
+                raise NoTemplate(f"input {ref} is a Python number; templates take tensor inputs")
+        float_inputs = [
+            p for p in placeholders if p.meta["val"].is_floating_point() and p.meta["val"].ndim
+        ]
+        if not float_inputs:
+            raise NoTemplate("the reference has no floating-point tensor input")
+        self.row_shape = max((tuple(p.meta["val"].shape) for p in float_inputs), key=math.prod)
+        self._bind_inputs(placeholders)
+        for n in calls:
+            self._lower_call(n)
+        plan = Plan(family="row", forward_args=[], init_source="", preamble="")
+        plan.nodes = self.nodes
+        plan.outputs = [self.arg(o) for o in outs]
+        _categorise(plan)
+        ndim = len(self.row_shape)
+        red = ndim - 1 if self.red_dim is None else self.red_dim
+        used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        if self.flat_view and not self.full:
+            raise NoTemplate("a view changes the row layout; no template fits")
+        if self.full and any(i in used for i in self.vec_pos):
+            raise NoTemplate("a weight vector in a reduction over the whole tensor is not covered")
+        bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
+        in_rows = red == ndim - 1 and not self.full  # the row kernels read them per row
+        if any(n.id in used for n in bcast) and plan.reductions() and not in_rows:
+            shapes_b = ", ".join(str(n.attrs["bshape"]) for n in bcast if n.id in used)
+            raise NoTemplate(
+                f"an input that broadcasts along leading dimensions ({shapes_b} against "
+                f"{list(self.row_shape)}) in a reduction over other than the last dimension "
+                "is not covered"
+            )
+        if not plan.reductions() and (
+            any(n.id in used for n in bcast)
+            or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
+        ):
+            # Elementwise over rows with inputs that broadcast (a weight per channel of an NCHW
+            # tensor is one): every weight vector becomes such an input.
+            for node_id, pos in self.vec_pos.items():
+                node = self.nodes[node_id]
+                if node_id not in used:  # a weight's own node, used only through a view
+                    continue
+                shape_b = [1] * ndim
+                shape_b[pos] = node.attrs.pop("length")
+                node.attrs.update(role="bcast", bshape=shape_b, from_vec=True)
+            self.vec_pos = {}
+            plan.extra["bcast"] = True
+        for node_id, pos in self.vec_pos.items():
+            length = self.nodes[node_id].attrs.pop("length")
+            if node_id in used and (pos != red or length != self.row_shape[red]):
+                raise NoTemplate(
+                    f"a weight of length {length} varies along dimension {pos}; the rows run "
+                    f"along dimension {red} (size {self.row_shape[red]})"
+                )
+        if red != ndim - 1 and self.reshaped and not self.full:
+            raise NoTemplate("rows along a middle dimension of a reshaped tensor")
+        plan.extra["output_kinds"] = []
+        for o, shape in zip(plan.outputs, shapes, strict=True):
+            node = plan.nodes[o]
+            if node.cat == "tile" and shape == self.row_shape:
+                plan.extra["output_kinds"].append("tile")
+            elif node.cat == "rowscalar" and math.prod(shape) * self._n() == math.prod(
+                self.row_shape
+            ):
+                plan.extra["output_kinds"].append("rowscalar")
+            else:
+                raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
+        plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
+        index_ops = ("argmax", "argmin")
+        if any(self.nodes[a].op in index_ops for node in self.nodes for a in node.args):
+            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
+        plan.extra["index_outputs"] = [
+            j for j, o in enumerate(plan.outputs) if plan.nodes[o].op in index_ops
+        ]
+        if any(outs[j].meta["val"].dtype != torch.int64 for j in plan.extra["index_outputs"]):
+            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
+        if self.full:  # one row of every element (the inputs are read as flat arrays)
+            plan.extra["full"] = True
+        elif red != ndim - 1:  # rows along a middle dimension: as a negative index
+            plan.extra["red_dim"] = red - ndim
+        # (With broadcast inputs, a weight's own node is left unused beside its view.)
+        has_vec = bool(plan.inputs("vec")) and not plan.extra.get("bcast")
+        if (
+            not plan.reductions()
+            and not has_vec
+            and all(k == "tile" for k in plan.extra["output_kinds"])
+        ):
+            plan.family = "elementwise"
+            ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
+            plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
+            if plan.extra.get("bcast"):
+                plan.summary += ", " + ", ".join(
+                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
+                )
+        else:
+            ops = [n.op for n in plan.reductions()]
+            where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
+            where = "the whole tensor" if self.full else where
+            plan.summary = (
+                f"row-wise over {where}: reductions [{', '.join(ops)}], "
+                f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
+            )
+            if plan.inputs("bcast"):
+                plan.summary += ", " + ", ".join(
+                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
+                )
+        return plan
+
+    def _place_vec(self, src: int, shape: tuple, n: torch.fx.Node) -> int:
+        """A view of a weight vector: all ones but one dimension, of the rows' rank (or 1-d).
+        The view is its own input node, placed along that dimension."""
+        length = self.nodes[src].attrs["length"]
+        ndim = len(self.row_shape)
+        if len(shape) == 1 and shape[0] == length:
+            return src
+        big = [i for i, v in enumerate(shape) if v != 1]
+        if len(shape) > ndim or len(big) != 1 or shape[big[0]] != length:
+            raise NoTemplate(f"{n.target} puts a weight of length {length} in shape {list(shape)}")
+        placed = self.new("input", attrs=dict(self.nodes[src].attrs))
+        self.vec_pos[placed] = big[0] + ndim - len(shape)  # broadcasting aligns on the right
+        return placed
+
+    def _bind_inputs(self, placeholders) -> None:
+        for p, ref in zip(placeholders, self.refs, strict=True):
+            val = p.meta["val"]
+            shape = tuple(val.shape)
+            if not val.is_floating_point():
+                raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
+            if shape == self.row_shape:
+                role = "tile"
+            elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
+                role = "vec"
+            elif math.prod(shape) == 1 and not shape:
+                raise NoTemplate(f"0-d tensor input {ref} is not supported")
+            elif _broadcasts(shape, self.row_shape):
+                # A table per token applied to every head, a mask shared by every head: an
+                # input of 1s where the rows have sizes (elementwise graphs take it, see below).
+                role = "bcast"
+            else:
+                raise NoTemplate(
+                    f"input {ref} of shape {list(shape)} neither matches the row shape "
+                    f"{list(self.row_shape)} nor broadcasts to it"
+                )
+            attrs = {"ref": ref, "role": role}
+            if role == "vec":
+                attrs["length"] = shape[0]
+            if role == "bcast":
+                attrs["bshape"] = [1] * (len(self.row_shape) - len(shape)) + list(shape)
+            self.env[p] = self.new("input", attrs=attrs)
+            if role == "vec":  # a 1-d weight broadcasts along the last dimension until viewed
+                self.vec_pos[self.env[p]] = len(self.row_shape) - 1
+
+    def _lower_call(self, n: torch.fx.Node) -> None:
+        t = n.target
+        a = n.args
+        kw = n.kwargs
+        if t is operator.getitem:
+            src = self.env.get(a[0])
+            if not isinstance(src, tuple):
+                raise NoTemplate(f"unsupported getitem on {a[0]}")
+            self.env[n] = src[a[1]]  # a str: a part no template computes, refused if used
+            return
+        if t in _VIEW_OPS:
+            src = self.arg(a[0])
+            shape = tuple(n.meta["val"].shape)
+            cat = _cat_of(self.nodes, src)
+            if src in self.vec_pos:  # a weight placed along one dimension: w.view(1, -1, 1, 1)
+                self.env[n] = self._place_vec(src, shape, n)
+                return
+            if cat == "tile":
+                ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
+                if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None:
+                    # Fine only if every reduction runs over the whole tensor (checked there
+                    # and at the end): the elements are read as one flat array.
+                    self.flat_view = True
+                ok = ok and (shape[-1] == self.row_shape[-1] or self.flat_view)
+                self.reshaped = self.reshaped or shape != self.row_shape
+            elif cat == "rowscalar":
+                ok = math.prod(shape) * self._n() == math.prod(self.row_shape)
+            else:
+                ok = True
+            if not ok:
+                raise NoTemplate(f"{t} changes the row layout (to {list(shape)}); no template fits")
+            self.env[n] = src
+            return
+        if t in _REDUCE_OPS:
+            dims = a[1] if len(a) > 1 else kw.get("dim")
+            self._last_dim(n, dims)
+            self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
+            return
+        if t == aten.linalg_vector_norm.default:  # torch.norm(x, p, dim), linalg.vector_norm
+            self.env[n] = self._vector_norm(n)
+            return
+        if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
+            self._last_dim(n, a[1])
+            op = "max" if t == aten.max.dim else "min"
+            x = self.arg(a[0])
+            self.env[n] = (self.reduce(op, x), self.reduce(f"arg{op}", x))
+            return
+        if t in (aten.argmax.default, aten.argmin.default):  # dim None: the flat index
+            self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
+            self.env[n] = self.reduce(t.__name__.split(".")[0], self.arg(a[0]))
+            return
+        if t in (aten.var.correction, aten.var_mean.correction):
+            dims = a[1] if len(a) > 1 else kw.get("dim")
+            self._last_dim(n, dims)
+            correction = kw.get("correction", 1)
+            x = self.arg(a[0])
+            mean = self.reduce("mean", x)
+            d = self.pw("sub", x, mean)
+            ss = self.reduce("sum", self.pw("mul", d, d))
+            var = self.pw("div_n", ss, self.const(correction or 0))
+            self.env[n] = (var, mean) if t == aten.var_mean.correction else var
+            return
+        if t in (aten._softmax.default, aten._log_softmax.default):
+            self._last_dim(n, a[1])
+            x = self.arg(a[0])
+            m = self.reduce("max", x)
+            shifted = self.pw("sub", x, m)
+            s = self.reduce("sum", self.pw("exp", shifted))
+            if t == aten._softmax.default:
+                self.env[n] = self.pw("div", self.pw("exp", shifted), s)
+            else:
+                self.env[n] = self.pw("sub", shifted, self.pw("log", s))
+            return
+        if t == aten.native_layer_norm.default:
+            x, shape, w, b, eps = a
+            if len(shape) != 1:
+                raise NoTemplate("layer_norm over more than the last dimension")
+            x = self.arg(x)
+            mean = self.reduce("mean", x)
+            d = self.pw("sub", x, mean)
+            var = self.reduce("mean", self.pw("mul", d, d))
+            rstd = self.pw("rsqrt", self.pw("add", var, self.const(eps)))
+            y = self.pw("mul", d, rstd)
+            if w is not None:
+                y = self.pw("mul", y, self.arg(w))
+            if b is not None:
+                y = self.pw("add", y, self.arg(b))
+            self.env[n] = (y, mean, rstd)
+            return
+        if t in _PW_SIMPLE:
+            self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
+            return
+        name = getattr(t, "__name__", str(t))
+        if "convolution" in name or "conv" in name:
+            raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        raise NoTemplate(f"the reference uses {name}, which no template expresses")
+
+    def _vector_norm(self, n: torch.fx.Node) -> int:
+        """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|
+        or (sum |x|^p)^(1/p)."""
+        a, kw = n.args, n.kwargs
+        order = a[1] if len(a) > 1 else kw.get("ord", 2)
+        dims = a[2] if len(a) > 2 else kw.get("dim")
+        if (a[4] if len(a) > 4 else kw.get("dtype")) is not None:
+            raise NoTemplate("a vector norm with a dtype argument is not covered")
+        self._last_dim(n, dims)
+        order = float(order)
+        x = self.arg(a[0])
+        if order == 2.0:
+            return self.pw("sqrt", self.reduce("sum", self.pw("mul", x, x)))
+        if order == 0.0:
+            raise NoTemplate("the 0-norm (a count of non-zeros) is not covered")
+        ax = self.pw("abs", x)
+        if order == 1.0:
+            return self.reduce("sum", ax)
+        if order in (float("inf"), float("-inf")):
+            return self.reduce("max" if order > 0 else "min", ax)
+        powered = self.reduce("sum", self.pw("pow", ax, self.const(order)))
+        return self.pw("pow", powered, self.const(1.0 / order))
+
+    def _pointwise(self, op: str, n: torch.fx.Node) -> int:
+        a, kw = n.args, n.kwargs
+        if op in ("add", "sub") and (kw.get("alpha", 1) != 1 or (len(a) > 2 and a[2] != 1)):
+            alpha = kw.get("alpha", a[2] if len(a) > 2 else 1)
+            return self.pw(op, self.arg(a[0]), self.pw("mul", self.arg(a[1]), self.const(alpha)))
+        if op == "rsub":
+            return self.pw("sub", self.arg(a[1]), self.arg(a[0]))
+        if op == "div" and kw.get("rounding_mode"):
+            raise NoTemplate("division with a rounding mode is not supported")
+        if op == "gelu":
+            approx = kw.get("approximate", a[1] if len(a) > 1 else "none")
+            return self.pw("gelu_tanh" if approx == "tanh" else "gelu", self.arg(a[0]))
+        if op in ("clamp", "hardtanh"):
+            lo = a[1] if len(a) > 1 else kw.get("min", -1.0 if op == "hardtanh" else None)
+            hi = a[2] if len(a) > 2 else kw.get("max", 1.0 if op == "hardtanh" else None)
+            x = self.arg(a[0])
+            if lo is not None:
+                x = self.pw("maximum", x, self.arg(lo))
+            if hi is not None:
+                x = self.pw("minimum", x, self.arg(hi))
+            return x
+        if op == "clamp_min":
+            return self.pw("maximum", self.arg(a[0]), self.arg(a[1]))
+        if op == "clamp_max":
+            return self.pw("minimum", self.arg(a[0]), self.arg(a[1]))
+        if op == "leaky_relu":
+            slope = a[1] if len(a) > 1 else kw.get("negative_slope", 0.01)
+            return self.pw("leaky_relu", self.arg(a[0]), self.const(slope))
+        if op == "elu":
+            alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
+            return self.pw(
+                "elu", self.arg(a[0]), self.const(alpha), self.const(scale), self.const(in_scale)
+            )
+        if op == "softplus":
+            beta, threshold = (list(a[1:]) + [1.0, 20.0])[:2]
+            return self.pw("softplus", self.arg(a[0]), self.const(beta), self.const(threshold))
+        args = [self.arg(x) for x in a]
+        return self.pw(op, *args)
+
+    # -- matmul family
+    def _lower_matmul(self, placeholders, calls) -> Plan:
+        mms = [n for n in calls if n.target in _MATMUL_OPS]
+        if len(mms) != 1:
+            raise NoTemplate(f"{len(mms)} matrix products in the reference; templates fuse one")
+        mm = mms[0]
+        if mm.target not in (aten.mm.default, aten.addmm.default):
+            raise NoTemplate(f"{mm.target} (batched matmul) is not covered by the templates")
+        ph_ref = dict(zip(placeholders, self.refs, strict=True))
+
+        def operand(node):
+            """Follow views back to a placeholder; return (python expr, transposed)."""
+            transposed = False
+            while node.op == "call_function":
+                if node.target in (aten.t.default, aten.transpose.int, aten.permute.default):
+                    transposed = not transposed
+                elif node.target not in (
+                    aten.view.default,
+                    aten._unsafe_view.default,
+                    aten.reshape.default,
+                    aten.clone.default,
+                    aten.expand.default,
+                ):
+                    raise NoTemplate(f"matmul operand computed by {node.target}; no template fits")
+                node = node.args[0]
+            if node not in ph_ref:
+                raise NoTemplate("matmul operand is not an input or parameter")
+            return ph_ref[node], transposed, tuple(node.meta["val"].shape)
+
+        bias = None
+        if mm.target == aten.addmm.default:
+            bias_node, a_node, b_node = mm.args[:3]
+            if mm.kwargs.get("beta", 1) != 1 or mm.kwargs.get("alpha", 1) != 1:
+                raise NoTemplate("addmm with alpha/beta is not covered")
+        else:
+            a_node, b_node = mm.args[:2]
+        a_ref, a_t, a_shape = operand(a_node)
+        b_ref, b_t, b_shape = operand(b_node)
+        if a_t:
+            raise NoTemplate("a transposed left operand is not covered by the matmul template")
+        n_out = mm.meta["val"].shape[1]
+        self.row_shape = (int(mm.meta["val"].shape[0]), int(n_out))
+        acc = self.new("input", attrs={"ref": "acc", "role": "tile"})
+        self.env[mm] = acc
+        if mm.target == aten.addmm.default:
+            bshape = tuple(bias_node.meta["val"].shape)
+            if bias_node not in ph_ref or bshape not in ((n_out,), (1, n_out)):
+                raise NoTemplate("addmm bias is not a per-column vector input")
+            bias = self.new("input", attrs={"ref": ph_ref[bias_node], "role": "vec"})
+            self.env[mm] = self.pw("add", acc, bias)
+        # The epilogue: everything after the product.
+        after = calls[calls.index(mm) + 1 :]
+        for p in placeholders:
+            if p.meta["val"].is_floating_point() and tuple(p.meta["val"].shape) == (n_out,):
+                if p not in (bias_node if bias else None,):
+                    self.env.setdefault(
+                        p, self.new("input", attrs={"ref": ph_ref[p], "role": "vec"})
+                    )
+        for n in after:
+            self._lower_call(n)
+        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
+        if len(outs) != 1:
+            raise NoTemplate("matmul with several outputs is not covered")
+        plan = Plan(family="matmul", forward_args=[], init_source="", preamble="")
+        plan.nodes = self.nodes
+        plan.outputs = [self.arg(outs[0])]
+        _categorise(plan)
+        if plan.reductions():
+            raise NoTemplate("matmul epilogue with a reduction is not covered")
+        plan.extra.update(a=a_ref, b=b_ref, b_transposed=b_t, k_dim=int(a_shape[-1]))
+        ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
+        plan.summary = (
+            f"matmul {a_ref} @ {b_ref}{'.T' if b_t else ''} with epilogue [{', '.join(ops)}]"
+        )
+        return plan
+
+    # -- cross-entropy family
+    def _lower_cross_entropy(self, placeholders, calls) -> Plan:
+        ph_ref = dict(zip(placeholders, self.refs, strict=True))
+        core = [n for n in calls if n.target is not operator.getitem]
+        if [n.target for n in core] != [aten._log_softmax.default, aten.nll_loss_forward.default]:
+            raise NoTemplate(
+                "nll_loss with extra ops (label smoothing, weights, casts) is not covered"
+            )
+        lsm, nll = core
+        x, dim = lsm.args[0], lsm.args[1]
+        if x not in ph_ref or x.meta["val"].ndim != 2 or dim % 2 != 1:
+            raise NoTemplate("cross-entropy template covers 2-d logits [tokens, classes] only")
+        _, target, weight, reduction, ignore_index = nll.args
+        if weight is not None or target not in ph_ref:
+            raise NoTemplate("class-weighted nll_loss is not covered")
+        plan = Plan(family="cross_entropy", forward_args=[], init_source="", preamble="")
+        plan.extra.update(
+            logits=ph_ref[x],
+            target=ph_ref[target],
+            reduction={0: "none", 1: "mean", 2: "sum"}[int(reduction)],
+            ignore_index=int(ignore_index),
+        )
+        plan.summary = (
+            f"cross-entropy of {ph_ref[x]} against {ph_ref[target]} "
+            f"(reduction={plan.extra['reduction']}, ignore_index={ignore_index})"
+        )
+        return plan
+
+
+def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``row_shape`` (aligned on the right, each size 1 or the
+    rows' size) without being it."""
+    if not shape or len(shape) > len(row_shape) or tuple(shape) == tuple(row_shape):
+        return False
+    tail = row_shape[len(row_shape) - len(shape) :]
+    return all(a == 1 or a == b for a, b in zip(shape, tail, strict=True))
+
+
+def _cat_of(nodes: list[IRNode], i: int) -> str:
+    n = nodes[i]
+    if n.kind == "const":
+        return "const"
+    if n.kind == "input":
+        return "tile"
+    if n.kind == "reduce":
+        return "rowscalar"
+    cats = {_cat_of(nodes, a) for a in n.args}
+    if "tile" in cats:
+        return "tile"
+    if "rowscalar" in cats:
+        return "rowscalar"
+    return "const"
+
+
+def _categorise(plan: Plan) -> None:
+    for n in plan.nodes:
+        if n.kind == "const":
+            n.cat = "const"
+        elif n.kind == "input":
+            n.cat = "tile"
+        elif n.kind == "reduce":
+            if plan.nodes[n.args[0]].cat != "tile":
+                raise NoTemplate("a reduction of a per-row value is not covered")
+            n.cat = "rowscalar"
+        else:
+            cats = {plan.nodes[a].cat for a in n.args}
+            n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"
