@@ -218,3 +218,85 @@ def _dtype_line(refs: list[str]) -> str:
 
 def _np2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
+
+
+# ------------------------------------------------------------------ inputs that broadcast
+
+
+def _bcast(plan: Plan) -> dict[int, list[int]]:
+    """{input index: the dimensions it varies in} for the inputs that broadcast along leading
+    dimensions of the rows (a table per token over every head, a mask shared by every head);
+    {} where there are none. The index is the input's ``in{k}`` number."""
+    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
+    return {
+        k: [d for d, size in enumerate(n.attrs["bshape"]) if int(size) != 1]
+        for k, n in enumerate(real)
+        if n.attrs["role"] == "bcast"
+    }
+
+
+def _bcast_rank(plan: Plan) -> int:
+    return len(next(n.attrs["bshape"] for n in plan.inputs() if n.attrs["role"] == "bcast"))
+
+
+def _bcast_args(plan: Plan) -> list[str]:
+    """The kernel's arguments for them: the rows' leading sizes ``L{d}`` and each broadcast
+    input's strides ``s{k}_{d}`` in the dimensions it varies in."""
+    kept = _bcast(plan)
+    if not kept:
+        return []
+    sizes = [f"L{d}" for d in range(_bcast_rank(plan) - 1)]
+    return sizes + [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims]
+
+
+def _bcast_rows(plan: Plan, rows: str) -> list[str]:
+    """Kernel lines: each broadcast input's offset of the rows ``rows`` (``rb{k}``) from the
+    rows' leading coordinates, worked out once per row, not per element."""
+    kept = _bcast(plan)
+    if not kept:
+        return []
+    rank = _bcast_rank(plan)
+    lead = sorted({d for dims in kept.values() for d in dims if d < rank - 1})
+    out = []
+    if lead:
+        out.append(f"rem = {rows}")
+        for d in range(rank - 2, min(lead) - 1, -1):
+            out.append(f"c{d} = rem % L{d}" if d > 0 else "c0 = rem")
+            if d > 0:
+                out.append(f"rem = rem // L{d}")
+    for k, dims in sorted(kept.items()):
+        terms = [f"c{d} * s{k}_{d}" for d in dims if d < rank - 1]
+        out.append(f"rb{k} = " + (" + ".join(terms) if terms else f"{rows} * 0"))
+    return out
+
+
+def _bcast_wrapper(plan: Plan, shape: str) -> str:
+    """Wrapper lines (8-space indented) that bind ``in{k}`` for every input: tiles contiguous,
+    broadcast inputs expanded to ``shape`` (a weight vector the model viewed along one
+    dimension reshaped first) and checked against the dimensions the trace saw them vary in,
+    then the kernel's ``L{d}`` and ``s{k}_{d}``."""
+    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
+    kept = _bcast(plan)
+    rank = _bcast_rank(plan)
+    lines = []
+    for k, n in enumerate(real):
+        ref = n.attrs["ref"]
+        if n.attrs["role"] != "bcast":  # a tile, or a weight's own node the kernel never reads
+            tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec") else ""
+            lines.append(f"in{k} = {ref}{tail}")
+            continue
+        if n.attrs.get("from_vec"):
+            view = [-1 if d in kept[k] else 1 for d in range(rank)]
+            lines.append(f"in{k} = {ref}.reshape({view}).expand({shape})")
+        else:
+            ones = [d for d in range(rank) if d not in kept[k]]
+            lines += [
+                f"in{k} = {ref}.expand({shape})",
+                f"if any({ref}.dim() + d >= {rank} and {ref}.shape[{ref}.dim() + d - {rank}] "
+                f"!= 1 for d in {ones}):",
+                f"    raise ValueError('{ref} varies along a dimension the kernel broadcasts "
+                "it over')",
+            ]
+        lines += [f"s{k}_{d} = in{k}.stride({d})" for d in kept[k]]
+    lines += [f"L{d} = {shape}[{d}]" for d in range(rank - 1)]
+    return "".join(f"        {line}\n" for line in lines)

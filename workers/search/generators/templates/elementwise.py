@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from workers.search.generators.templates.common import (
+    _bcast,
+    _bcast_args,
+    _bcast_rank,
+    _bcast_rows,
+    _bcast_wrapper,
     _dtype_line,
     _Emitter,
     _header,
@@ -32,7 +37,7 @@ def _elementwise_kernel(plan: Plan) -> str:
     return _kernel("_ke_elementwise", plan, ["BLOCK", "TILES"], body, ["n_elements"])
 
 
-def _bcast_kernel(plan: Plan, rank: int, kept: dict[int, list[int]]) -> str:
+def _bcast_kernel(plan: Plan) -> str:
     """Rows of the last dimension, ROWS per program, the row loop in BLOCK columns: a
     broadcast input's offsets are its rows' (from each row's leading coordinates, worked out
     once per row) plus its column stride, so no per-element division."""
@@ -42,30 +47,20 @@ def _bcast_kernel(plan: Plan, rank: int, kept: dict[int, list[int]]) -> str:
         "",
         "tl.load({ptr} + boff{k}, mask=mask, other=0.0)",
     )
-    lead = sorted({d for dims in kept.values() for d in dims if d < rank - 1})
-    sizes = [f"L{d}" for d in range(rank - 1)]
-    strides = [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims]
+    kept, last = _bcast(plan), _bcast_rank(plan) - 1
     body = [
         "pid = tl.program_id(0)",
         "rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)",
         "rmask = rows < M",
+        *_bcast_rows(plan, "rows"),
     ]
-    if lead:
-        body.append("rem = rows")
-        for d in range(rank - 2, min(lead) - 1, -1):
-            body.append(f"c{d} = rem % L{d}" if d > 0 else "c0 = rem")
-            if d > 0:
-                body.append(f"rem = rem // L{d}")
-    for k, dims in sorted(kept.items()):
-        terms = [f"c{d} * s{k}_{d}" for d in dims if d < rank - 1]
-        body.append(f"rb{k} = " + (" + ".join(terms) if terms else "rows * 0"))
     inner = [
         "cols = start + tl.arange(0, BLOCK)",
         "mask = rmask[:, None] & (cols < N)[None, :]",
         "toff = rows[:, None] * N + cols[None, :]",
     ]
     for k, dims in sorted(kept.items()):
-        col = f" + cols[None, :] * s{k}_{rank - 1}" if rank - 1 in dims else " + cols[None, :] * 0"
+        col = f" + cols[None, :] * s{k}_{last}" if last in dims else " + cols[None, :] * 0"
         inner.append(f"boff{k} = rb{k}[:, None]{col}")
     used = {a for node in plan.nodes for a in node.args} | set(plan.outputs)
     for node in plan.nodes:
@@ -78,59 +73,30 @@ def _bcast_kernel(plan: Plan, rank: int, kept: dict[int, list[int]]) -> str:
         inner.append(f"tl.store(out{j}_ptr + toff, {em.name(plan.nodes[o])}, mask=mask)")
     body.append("for start in range(0, N, BLOCK):")
     body += ["    " + line for line in inner]
-    return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *sizes, *strides])
+    return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *_bcast_args(plan)])
 
 
 def _source_bcast(plan: Plan, p: dict) -> str:
     """Elementwise with inputs that broadcast along some dimensions (``plan.extra["bcast"]``):
     the tiles are read contiguous, each broadcast input through its own strides (a view of it
     expanded to the rows' shape), checked against the dimensions the trace saw it vary in."""
-    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
-    tiles = [n for n in real if n.attrs["role"] == "tile"]
-    shape_ref = tiles[0].attrs["ref"]
-    rank = len(next(n.attrs["bshape"] for n in real if n.attrs["role"] == "bcast"))
-    kept = {
-        k: [d for d, size in enumerate(n.attrs["bshape"]) if int(size) != 1]
-        for k, n in enumerate(real)
-        if n.attrs["role"] == "bcast"
-    }
-    refs = [n.attrs["ref"] for n in real]
-    lines = []
-    for k, n in enumerate(real):
-        if n.attrs["role"] == "tile":
-            lines.append(f"        in{k} = {refs[k]}.contiguous()\n")
-        elif n.attrs["role"] != "bcast":  # not read by the kernel (a weight's own node)
-            lines.append(f"        in{k} = {refs[k]}\n")
-        else:
-            ones = [d for d in range(rank) if d not in kept[k]]
-            if n.attrs.get("from_vec"):  # a weight vector the model viewed along one dimension
-                view = [-1 if d in kept[k] else 1 for d in range(rank)]
-                lines.append(f"        in{k} = {refs[k]}.reshape({view}).expand(shape)\n")
-                continue
-            lines.append(f"        in{k} = {refs[k]}.expand(shape)\n")
-            lines.append(
-                f"        if any({refs[k]}.dim() + d >= {rank} and "
-                f"{refs[k]}.shape[{refs[k]}.dim() + d - {rank}] != 1 for d in {ones}):\n"
-                f"            raise ValueError('{refs[k]} varies along a dimension the kernel "
-                "broadcasts it over')\n"
-            )
+    refs = _refs(plan)
+    shape_ref = _refs(plan, "tile")[0]
     outs = "".join(
         f"        out{j} = torch.empty(shape, dtype=odt, device={shape_ref}.device)\n"
         for j in range(len(plan.outputs))
     )
-    args = [f"in{k}" for k in range(len(real))] + [f"out{j}" for j in range(len(plan.outputs))]
-    sizes = [f"shape[{d}]" for d in range(rank - 1)]
-    strides = [f"in{k}.stride({d})" for k, dims in sorted(kept.items()) for d in dims]
+    args = [f"in{k}" for k in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
     ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
     return (
         _header(plan, p)
-        + _bcast_kernel(plan, rank, kept)
+        + _bcast_kernel(plan)
         + "\n\nclass ModelNew(nn.Module):\n"
         + plan.init_source
         + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
         + _dtype_line(refs)
         + f"        shape = {shape_ref}.shape\n"
-        + "".join(lines)
+        + _bcast_wrapper(plan, "shape")
         + outs
         + "        N = shape[-1] if len(shape) else 1\n"
         + "        M = out0.numel() // N if N else 0\n"
@@ -139,7 +105,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + f"        rows = max(1, min(64, {p['block'] * p['tiles']} // block))\n"
         + f"        warps = max(1, min(16, rows * block // (32 * {p['vec']})))\n"
         + "        grid = (triton.cdiv(M, rows),)\n"
-        + f"        _ke_broadcast[grid]({', '.join(args + ['M', 'N'] + sizes + strides)}, "
+        + f"        _ke_broadcast[grid]({', '.join(args + ['M', 'N', *_bcast_args(plan)])}, "
         + "ROWS=rows, BLOCK=block, num_warps=warps)\n"
         + f"        return {ret}\n"
     )

@@ -10,6 +10,11 @@ import random
 
 from workers.search.generators.templates.common import (
     _IDENTITY,
+    _bcast,
+    _bcast_args,
+    _bcast_rank,
+    _bcast_rows,
+    _bcast_wrapper,
     _dtype_line,
     _Emitter,
     _header,
@@ -57,52 +62,6 @@ def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
     return "roff = rows.to(tl.int64) * N", "cols", ["M", "N", *_bcast_args(plan)]
 
 
-def _bcast(plan: Plan) -> dict[int, list[int]]:
-    """{input index: the dimensions it varies in} for inputs that broadcast along leading
-    dimensions of the rows (a mask shared by every head, say); {} where there are none."""
-    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
-    return {
-        k: [d for d, size in enumerate(n.attrs["bshape"]) if int(size) != 1]
-        for k, n in enumerate(real)
-        if n.attrs["role"] == "bcast"
-    }
-
-
-def _bcast_rank(plan: Plan) -> int:
-    return len(next(n.attrs["bshape"] for n in plan.inputs() if n.attrs["role"] == "bcast"))
-
-
-def _bcast_args(plan: Plan) -> list[str]:
-    """The sizes of the rows' leading dimensions and each broadcast input's strides."""
-    kept = _bcast(plan)
-    if not kept:
-        return []
-    rank = _bcast_rank(plan)
-    sizes = [f"L{d}" for d in range(rank - 1)]
-    return sizes + [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims]
-
-
-def _bcast_rows(plan: Plan) -> list[str]:
-    """Each broadcast input's offset of the tile's rows (``rb{k}``, ROWS x 1), from the rows'
-    leading coordinates: worked out once per row, not per element."""
-    kept = _bcast(plan)
-    if not kept:
-        return []
-    rank = _bcast_rank(plan)
-    lead = sorted({d for dims in kept.values() for d in dims if d < rank - 1})
-    out = []
-    if lead:
-        out.append("rem = rows.to(tl.int64)")
-        for d in range(rank - 2, min(lead) - 1, -1):
-            out.append(f"c{d} = rem % L{d}" if d > 0 else "c0 = rem")
-            if d > 0:
-                out.append(f"rem = rem // L{d}")
-    for k, dims in sorted(kept.items()):
-        terms = [f"c{d} * s{k}_{d}" for d in dims if d < rank - 1]
-        out.append(f"rb{k} = " + (" + ".join(terms) if terms else "rows.to(tl.int64) * 0"))
-    return out
-
-
 def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
     """The load of a broadcast input (``{k}``: its index) at ``cols``."""
     if not _bcast(plan):
@@ -128,7 +87,7 @@ def _row_one_pass(plan: Plan) -> str:
         "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
         roff,
-        *_bcast_rows(plan),
+        *_bcast_rows(plan, "rows.to(tl.int64)"),
         "cols = tl.arange(0, BLOCK_N)[None, :]",
         "cmask = cols < N",
         "mask = rmask & cmask",
@@ -188,7 +147,7 @@ def _row_split(plan: Plan) -> str:
         "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
         roff,
-        *_bcast_rows(plan),
+        *_bcast_rows(plan, "rows.to(tl.int64)"),
         "cols = tl.arange(0, BLOCK_N)[None, :]",
         "cmask = cols < N",
         "mask = rmask & cmask",
@@ -302,7 +261,7 @@ def _row_looped(plan: Plan) -> str:
         "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
         "rmask = rows < M",
         roff,
-        *_bcast_rows(plan),
+        *_bcast_rows(plan, "rows.to(tl.int64)"),
     ]
 
     def emit_pass(targets: list[int], body_tail, last: bool = False) -> None:
@@ -421,25 +380,8 @@ def _source_row(plan: Plan, p: dict) -> str:
     refs = _refs(plan)
     ref0 = tiles[0]
     loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
-    kept = _bcast(plan)
-    if kept:  # inputs that broadcast along leading dimensions: read through their strides
-        rank = _bcast_rank(plan)
-        lines = []
-        for k in range(len(refs)):
-            if k not in kept:
-                lines.append(f"        in{k} = {refs[k]}.contiguous()\n")
-                continue
-            ones = [d for d in range(rank) if d not in kept[k]]
-            lines.append(f"        in{k} = {refs[k]}.expand({ref0}.shape)\n")
-            lines.append(
-                f"        if any({refs[k]}.dim() + d >= {rank} and "
-                f"{refs[k]}.shape[{refs[k]}.dim() + d - {rank}] != 1 for d in {ones}):\n"
-                f"            raise ValueError('{refs[k]} varies along a dimension the kernel "
-                "broadcasts it over')\n"
-            )
-            lines += [f"        s{k}_{d} = in{k}.stride({d})\n" for d in kept[k]]
-        lines += [f"        L{d} = {ref0}.shape[{d}]\n" for d in range(rank - 1)]
-        loads = "".join(lines)
+    if _bcast(plan):  # inputs that broadcast along leading dimensions: read through strides
+        loads = _bcast_wrapper(plan, f"{ref0}.shape")
     outs = ""
     d = plan.extra.get("red_dim", -1)
     full = bool(plan.extra.get("full"))
