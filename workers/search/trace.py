@@ -16,6 +16,7 @@ import ast
 import inspect
 
 from workers.search.lowering import IRNode, NoTemplate, Plan, _Lowerer
+from workers.search.lowering_attention import is_attention, lower_attention
 
 
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
@@ -62,7 +63,8 @@ def trace_problem(source: str) -> Plan:
         raise NoTemplate("the reference forward takes *args/**kwargs; no template fits")
     refs = [f"self.{n}" for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
-    plan = _Lowerer(gm, refs).lower()
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    plan = lower_attention(gm, refs) if is_attention(calls) else _Lowerer(gm, refs).lower()
     plan.forward_args = forward_args
     plan.init_source = init_source
     plan.preamble = preamble

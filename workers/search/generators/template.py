@@ -15,6 +15,9 @@ Families and their parameters:
   ``stages``.
 - ``matmul``: ``block_m`` (shrunk to the case's M), ``block_n``, ``block_k``, ``group_m``,
   ``warps``, ``stages``; the epilogue (bias, activation) is fused on the accumulator.
+- ``attention``: ``block_m`` (rows per program: every query of the query heads that share a
+  key/value head), ``block_n``, ``warps``, ``stages``, ``split`` (flash-decoding parts of the
+  key range; 0 fills the GPU), ``causal_align`` (searched only where the trace cannot tell).
 - ``cross_entropy``: ``strategy`` (``online`` log-sum-exp in one pass, or ``two_pass``),
   ``block_v``, ``vec``; a second single-program kernel reduces the per-row losses in a fixed
   order, so the result is deterministic.
@@ -36,6 +39,7 @@ from workers.search.generators.base import (
     GenerationContext,
     Proposal,
 )
+from workers.search.generators.templates.attention import _source_attention, attention_valid
 from workers.search.generators.templates.common import _refs
 from workers.search.generators.templates.cross_entropy import _source_cross_entropy
 from workers.search.generators.templates.elementwise import _source_elementwise
@@ -99,6 +103,14 @@ SPACES: dict[str, dict[str, list]] = {
         "block_v": [512, 1024, 2048, 4096, 8192, 16384],
         "vec": [2, 4, 8, 16, 32],
     },
+    "attention": {
+        "block_m": [16, 32, 64, 128],
+        "block_n": [16, 32, 64, 128, 256],
+        "warps": [1, 2, 4, 8],
+        "stages": [1, 2, 3, 4],
+        "split": [0, 1, 2, 4, 8, 16],
+        "causal_align": ["bottom_right", "top_left"],
+    },
 }
 
 # The per-case tuner's wall limit (about 70 s per catalog problem on the H200).
@@ -124,10 +136,18 @@ DEFAULTS: dict[str, dict] = {
         "stages": 3,
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
+    "attention": {
+        "block_m": 64,
+        "block_n": 64,
+        "warps": 4,
+        "stages": 2,
+        "split": 0,
+        "causal_align": "bottom_right",
+    },
 }
 
 # Structural parameters: changing one is an ``alternative`` edge rather than a ``mutation``.
-STRUCTURAL = {"strategy", "tiles"}
+STRUCTURAL = {"strategy", "tiles", "causal_align"}
 
 # Seeds beyond the default: a few structurally different starting points per family.
 SEEDS: dict[str, list[dict]] = {
@@ -143,6 +163,11 @@ SEEDS: dict[str, list[dict]] = {
         {"block_m": 16, "block_n": 64, "block_k": 128, "warps": 4, "stages": 4, "group_m": 1},
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
+    "attention": [
+        {"causal_align": "top_left"},
+        {"block_m": 16, "block_n": 128, "warps": 4, "stages": 3},
+        {"block_m": 128, "block_n": 64, "warps": 8, "stages": 2, "split": 1},
+    ],
 }
 
 _SMEM_LIMIT = 200 * 1024  # bytes; H100/H200 allow 227 KB per block, keep headroom
@@ -153,19 +178,30 @@ _WRITERS = {
     "row": _source_row,
     "matmul": _source_matmul,
     "cross_entropy": _source_cross_entropy,
+    "attention": _source_attention,
 }
 
 
 def render(plan: Plan, params: dict) -> str:
     """The complete candidate source for ``plan`` with ``params`` (defaults filled in)."""
-    full = {**DEFAULTS[plan.family], **params}
+    full = _normal(plan, {**DEFAULTS[plan.family], **params})
     return _WRITERS[plan.family](plan, full)
+
+
+def _normal(plan: Plan, full: dict) -> dict:
+    """Parameters the plan decides are fixed (an attention whose causal diagonal the trace
+    shows, or with no mask, has nothing to search there), so equal candidates compare equal."""
+    if plan.family == "attention" and (plan.extra.get("align") or not plan.extra.get("causal")):
+        full = {**full, "causal_align": plan.extra.get("align") or "bottom_right"}
+    return full
 
 
 # ------------------------------------------------------------------------------- the generator
 
 
-def _valid(family: str, p: dict) -> bool:
+def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
+    if family == "attention":
+        return attention_valid(p, plan.extra["head_dim"] if plan else 128)
     if family == "matmul":
         smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * 2 * p["stages"]
         if smem > _SMEM_LIMIT:
@@ -283,11 +319,11 @@ class TemplateGenerator:
                 child = self._mutate(fam, base, rng, k=rng.choice([1, 1, 2]), structural=False)
                 out.append((child, EDGE_MUTATION, "mutation"))
         proposals, seen = [], set()
-        parent_keys = {_key({**DEFAULTS[fam], **p["params"]}) for p in parents}
+        parent_keys = {_key(_normal(plan, {**DEFAULTS[fam], **p["params"]})) for p in parents}
         for params, edge, note in out:
-            full = {**DEFAULTS[fam], **params}
+            full = _normal(plan, {**DEFAULTS[fam], **params})
             k = _key(full)
-            if k in seen or (edge != EDGE_SEED and k in parent_keys) or not _valid(fam, full):
+            if k in seen or (edge != EDGE_SEED and k in parent_keys) or not _valid(fam, full, plan):
                 continue
             seen.add(k)
             proposals.append(Proposal(render(plan, full), edge, full, note))

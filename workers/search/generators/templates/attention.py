@@ -1,0 +1,227 @@
+"""The ``attention`` family: flash attention with key/value heads shared by query groups.
+
+One program takes a block of rows of one key/value head: the rows are every query of the
+``groups`` query heads that share the head (``groups × q_len`` of them), so a decode step (one
+query per head) still fills a tensor-core tile and each key/value element is read once per
+head rather than once per query head. Keys are visited in ``block_n`` blocks with the online
+softmax (running max and sum in float32); under a causal mask the loop stops at the last key
+the block's queries can see. ``split`` cuts the key range into parts run by separate programs
+(flash-decoding) when there are too few rows to fill the GPU; a second kernel combines the
+parts' partial sums in a fixed order. Inputs are read through their strides (a KV cache's
+slice is not copied); the output is ``[batch, heads, q_len, head_dim]`` in the query's dtype.
+
+Parameters: ``block_m`` (rows per program, shrunk to the rows there are), ``block_n`` (keys
+per step), ``warps``, ``stages``, ``split`` (0: as many parts as fill the GPU twice over) and,
+for a causal mask whose diagonal the trace could not tell, ``causal_align``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workers.search.generators.templates.common import _header
+from workers.search.trace import Plan
+
+_KERNELS = """
+@triton.jit
+def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
+                  sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot,
+                  HKV, TQ, TK, OFF, CHUNK, scale,
+                  GROUPS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                  SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    b = (pid_bh // HKV).to(tl.int64)
+    hkv = (pid_bh % HKV).to(tl.int64)
+    r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = GROUPS * TQ
+    rmask = r < rows
+    t = r % TQ
+    head = hkv * GROUPS + r // TQ
+    d = tl.arange(0, BLOCK_D)
+    dmask = d < D
+    q_off = b * sqb + head * sqh + t.to(tl.int64) * sqt
+    q = tl.load(q_ptr + q_off[:, None] + d[None, :], mask=rmask[:, None] & dmask[None, :],
+                other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
+    pos = t + OFF
+    lo = pid_s * CHUNK
+    hi = tl.minimum(TK, lo + CHUNK)
+    if CAUSAL:
+        hi = tl.minimum(hi, tl.max(tl.where(rmask, pos, -1), 0) + 1)
+    m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    k_base = k_ptr + b * skb + hkv * skh
+    v_base = v_ptr + b * svb + hkv * svh
+    for start in range(lo, hi, BLOCK_N):
+        n = start + tl.arange(0, BLOCK_N)
+        nmask = n < hi
+        k = tl.load(k_base + n[None, :].to(tl.int64) * skt + d[:, None],
+                    mask=dmask[:, None] & nmask[None, :], other=0.0)
+        if UPCAST:
+            k = k.to(tl.float32)
+        s = tl.dot(q, k, input_precision=PRECISION) * scale
+        keep = nmask[None, :]
+        if CAUSAL:
+            keep = keep & (n[None, :] <= pos[:, None])
+        s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp(m_i - m_use)
+        p = tl.exp(s - m_use[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + n[:, None].to(tl.int64) * svt + d[None, :],
+                    mask=nmask[:, None] & dmask[None, :], other=0.0)
+        if UPCAST:
+            pv = p
+            v = v.to(tl.float32)
+        else:
+            pv = p.to(v.dtype)
+        acc = acc * alpha[:, None] + tl.dot(pv, v, input_precision=PRECISION)
+        m_i = m_new
+    if SPLIT == 1:
+        o_off = b * sob + head * soh + t.to(tl.int64) * sot
+        out = acc / l_i[:, None]
+        tl.store(o_ptr + o_off[:, None] + d[None, :], out.to(o_ptr.dtype.element_ty),
+                 mask=rmask[:, None] & dmask[None, :])
+    else:
+        row = (pid_bh.to(tl.int64) * SPLIT + pid_s) * rows + r
+        tl.store(part_ptr + row[:, None] * BLOCK_D + d[None, :], acc, mask=rmask[:, None])
+        tl.store(ml_ptr + row * 2, m_i, mask=rmask)
+        tl.store(ml_ptr + row * 2 + 1, l_i, mask=rmask)
+
+
+@triton.jit
+def _ke_attention_combine(part_ptr, ml_ptr, o_ptr, sob, soh, sot, HKV, TQ,
+                          GROUPS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+                          BLOCK_R: tl.constexpr, SPLIT: tl.constexpr):
+    pid_r = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // HKV).to(tl.int64)
+    hkv = (pid_bh % HKV).to(tl.int64)
+    rows = GROUPS * TQ
+    r = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    rmask = r < rows
+    d = tl.arange(0, BLOCK_D)
+    m = tl.full((BLOCK_R,), float("-inf"), tl.float32)
+    for i in tl.static_range(SPLIT):
+        row = (pid_bh.to(tl.int64) * SPLIT + i) * rows + r
+        m = tl.maximum(m, tl.load(ml_ptr + row * 2, mask=rmask, other=float("-inf")))
+    m = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.zeros((BLOCK_R,), tl.float32)
+    acc = tl.zeros((BLOCK_R, BLOCK_D), tl.float32)
+    for i in tl.static_range(SPLIT):
+        row = (pid_bh.to(tl.int64) * SPLIT + i) * rows + r
+        w = tl.exp(tl.load(ml_ptr + row * 2, mask=rmask, other=float("-inf")) - m)
+        total += w * tl.load(ml_ptr + row * 2 + 1, mask=rmask, other=0.0)
+        part = tl.load(part_ptr + row[:, None] * BLOCK_D + d[None, :], mask=rmask[:, None],
+                       other=0.0)
+        acc += part * w[:, None]
+    t = r % TQ
+    head = hkv * GROUPS + r // TQ
+    o_off = b * sob + head * soh + t.to(tl.int64) * sot
+    tl.store(o_ptr + o_off[:, None] + d[None, :], (acc / total[:, None]).to(o_ptr.dtype.element_ty),
+             mask=rmask[:, None] & (d[None, :] < D))
+"""
+
+
+def _source_attention(plan: Plan, p: dict) -> str:
+    x = plan.extra
+    q, k, v = x["q"], x["k"], x["v"]
+    causal = bool(x["causal"])
+    align = x.get("align") or p["causal_align"]
+    three = x["ndim"] == 3
+    unsq = f"        {q}, {k}, {v} = {q}[None], {k}[None], {v}[None]\n" if three else ""
+    ret = "out[0]" if three else "out"
+    return (
+        _header(plan, p)
+        + _KERNELS.lstrip("\n")
+        + f"""
+
+_PARAMS = {json.dumps(p, sort_keys=True)}
+_SCALE = {float(x["scale"])!r}
+_SCALE_RULE = {x.get("scale_rule", "constant")!r}
+_CAUSAL = {causal!r}
+_ALIGN = {align!r}  # the causal diagonal: queries are the last keys' positions, or the first
+_SMS: dict = {{}}
+
+
+def _sms(device) -> int:
+    if device.type != "cuda":
+        return 1
+    if device.index not in _SMS:
+        _SMS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SMS[device.index]
+
+
+class ModelNew(nn.Module):
+{plan.init_source}
+    def forward(self, {", ".join(plan.forward_args)}):
+        p = _PARAMS
+{unsq}        B, HQ, TQ, D = {q}.shape
+        HKV, TK = {k}.shape[1], {k}.shape[2]
+        out = torch.empty((B, HQ, TQ, D), dtype={q}.dtype, device={q}.device)
+        if out.numel() == 0:
+            return {ret}
+        if TK == 0:
+            return {ret}.zero_()
+        qq, kk, vv = ({q} if {q}.stride(-1) == 1 else {q}.contiguous(),
+                      {k} if {k}.stride(-1) == 1 else {k}.contiguous(),
+                      {v} if {v}.stride(-1) == 1 else {v}.contiguous())
+        groups = HQ // HKV
+        rows = groups * TQ
+        block_m = max(16, min(p["block_m"], triton.next_power_of_2(rows)))
+        block_n = max(16, min(p["block_n"], triton.next_power_of_2(TK)))
+        block_d = max(16, triton.next_power_of_2(D))
+        programs = triton.cdiv(rows, block_m) * B * HKV
+        split = p["split"]
+        if split == 0:  # enough parts to fill the GPU twice over, each of two key blocks or more
+            split = 1
+            while (programs * split < 2 * _sms(qq.device) and split < 16
+                   and TK >= 4 * split * block_n):
+                split *= 2
+        chunk = triton.cdiv(triton.cdiv(TK, split), block_n) * block_n
+        split = triton.cdiv(TK, chunk)
+        scale = D ** -0.5 if _SCALE_RULE == "inv_sqrt_head_dim" else _SCALE
+        off = TK - TQ if _ALIGN == "bottom_right" else 0
+        precision = "ieee" if qq.dtype == torch.float32 else "tf32"
+        # Triton's interpreter multiplies the raw bits of 16-bit operands in tl.dot (seen with
+        # triton 3.9): on the CPU the operands are widened first; on a GPU they never are.
+        upcast = qq.device.type == "cpu"
+        if split > 1:
+            part = torch.empty((B * HKV * split * rows, block_d), dtype=torch.float32,
+                               device=qq.device)
+            ml = torch.empty((B * HKV * split * rows, 2), dtype=torch.float32, device=qq.device)
+        else:
+            part = ml = out
+        grid = (triton.cdiv(rows, block_m), B * HKV, split)
+        _ke_attention[grid](qq, kk, vv, out, part, ml,
+                            qq.stride(0), qq.stride(1), qq.stride(2),
+                            kk.stride(0), kk.stride(1), kk.stride(2),
+                            vv.stride(0), vv.stride(1), vv.stride(2),
+                            out.stride(0), out.stride(1), out.stride(2),
+                            HKV, TQ, TK, off, chunk, scale,
+                            GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_M=block_m,
+                            BLOCK_N=block_n, CAUSAL=_CAUSAL, SPLIT=split, PRECISION=precision,
+                            UPCAST=upcast, num_warps=p["warps"], num_stages=p["stages"])
+        if split > 1:
+            block_r = max(16, min(64, triton.next_power_of_2(rows)))
+            _ke_attention_combine[(triton.cdiv(rows, block_r), B * HKV)](
+                part, ml, out, out.stride(0), out.stride(1), out.stride(2), HKV, TQ,
+                GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_R=block_r, SPLIT=split,
+                num_warps=4)
+        return {ret}
+"""
+    )
+
+
+def attention_valid(p: dict, head_dim: int) -> bool:
+    """Whether a configuration fits an H100/H200's shared memory and registers."""
+    block_d = max(16, 1 << max(0, (int(head_dim) - 1).bit_length()))
+    smem = (p["block_m"] * block_d + 2 * p["block_n"] * block_d) * 2 * max(1, p["stages"])
+    regs = (p["block_m"] * p["block_n"] + p["block_m"] * block_d) // (32 * p["warps"])
+    return smem <= 200 * 1024 and regs <= 256
