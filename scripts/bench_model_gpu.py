@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-KINDS = "rms_norm,residual_rms_norm,softmax,silu_and_mul"
+KINDS = "rms_norm,residual_rms_norm,softmax,silu_and_mul,attention"
 
 
 def dispatch_overhead(source: str, x, eps: float, *, cuda: bool, calls: int) -> dict:
@@ -144,6 +144,9 @@ def main() -> int:
         kind, _, path = spec.partition("=")
         kernels = [k for k in kernels if k["kind"] != kind]
         kernels.append({"kind": kind, "source": Path(path).read_text()})
+    for k in kernels:
+        if k.get("skipped"):
+            print(f"{k['kind']}: not served (the reference serves its calls): {k['skipped']}")
     shapes = dict(DEFAULT_SHAPES.get(config, DEFAULT_SHAPES["tiny"]))
     if args.prefill:
         shapes["prefill"] = [int(x) for x in args.prefill.split(",")]

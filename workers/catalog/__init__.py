@@ -52,6 +52,10 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "cross_entropy": ("loss", "Mean cross-entropy of LM logits against target token ids."),
     "matmul_bias_act": ("matmul", "Linear layer with bias and tanh-GELU epilogue."),
     "skinny_matmul": ("matmul", "Decode-time skinny GEMM: few rows times a wide weight."),
+    "gqa_attention": (
+        "attention",
+        "Grouped-query causal attention over a KV cache (decode and prefill).",
+    ),
 }
 
 

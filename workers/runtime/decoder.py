@@ -4,8 +4,10 @@ Pre-norm blocks as in Llama: RMSNorm, grouped-query attention with rotary embedd
 static KV cache (so a decode step has fixed shapes and can be captured in a CUDA graph), a
 residual add fused with the next RMSNorm (``ResidualRMSNorm``: returns the sum and its norm), a
 SwiGLU MLP (``gate_proj``, ``up_proj``, ``down_proj``, SiLU), a final RMSNorm, the LM head and a
-cross-entropy loss when labels are given. Softmax is an ``nn.Softmax`` module in float32, as
-Llama computes attention probabilities. The modules are the shapes ``workers.runtime.patch``
+cross-entropy loss when labels are given. The attention core (the grouped heads' scores over the
+KV cache, the causal mask, softmax, the weighted sum of values) is a ``CoreAttention`` module
+with the ``gqa_attention`` catalog contract; its softmax is an ``nn.Softmax`` module in float32,
+as Llama computes attention probabilities. The modules are the shapes ``workers.runtime.patch``
 recognises, as Liger recognises Hugging Face's.
 
 ``CONFIGS``: ``tiny`` fits the catalog's smoke workloads on the interpreter (hidden 64, rows of
@@ -107,6 +109,35 @@ def _rotate_half(x):
     return torch.cat((-b, a), dim=-1)
 
 
+class CoreAttention(nn.Module):
+    """Grouped-query causal attention of ``q`` over the cache's keys and values, the
+    ``gqa_attention`` contract: q ``[B, Hq, Tq, D]``, keys and values ``[B, Hkv, Tk, D]``, query
+    head ``h`` reads key/value head ``h // (Hq // Hkv)``, the queries are the last ``Tq`` of the
+    ``Tk`` positions (query ``i`` sees keys ``j <= Tk - Tq + i``), softmax in float32."""
+
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.scale = 1.0 / math.sqrt(head_dim)
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, q, keys, values):
+        t, end = q.shape[2], keys.shape[2]
+        groups = self.num_heads // self.num_kv_heads
+        if groups > 1:
+            keys = keys.repeat_interleave(groups, dim=1)
+            values = values.repeat_interleave(groups, dim=1)
+        scores = torch.matmul(q, keys.transpose(2, 3)) * self.scale
+        if t > 1:
+            rows = torch.arange(end - t, end, device=q.device)[:, None]
+            cols = torch.arange(end, device=q.device)[None, :]
+            scores = scores.masked_fill(cols > rows, float("-inf"))
+        probs = self.softmax(scores.float()).to(q.dtype)
+        return torch.matmul(probs, values)
+
+
 class Attention(nn.Module):
     """Grouped-query attention with rotary embeddings and a static KV cache."""
 
@@ -118,8 +149,7 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * hd, bias=False)
         self.v_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * hd, bias=False)
         self.o_proj = nn.Linear(cfg.num_heads * hd, cfg.hidden_size, bias=False)
-        self.softmax = nn.Softmax(dim=-1)
-        self.scale = 1.0 / math.sqrt(hd)
+        self.core = CoreAttention(cfg.num_heads, cfg.num_kv_heads, hd)
         # Plain attributes, not buffers: the cache is state of a run, not of the model.
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
@@ -135,20 +165,9 @@ class Attention(nn.Module):
         end = start + t
         self.k_cache[:b, :, start:end] = k
         self.v_cache[:b, :, start:end] = v
-        keys = self.k_cache[:b, :, :end]
-        values = self.v_cache[:b, :, :end]
-        groups = cfg.num_heads // cfg.num_kv_heads
-        if groups > 1:
-            keys = keys.repeat_interleave(groups, dim=1)
-            values = values.repeat_interleave(groups, dim=1)
-        scores = torch.matmul(q, keys.transpose(2, 3)) * self.scale
-        if t > 1:
-            rows = torch.arange(start, end, device=x.device)[:, None]
-            cols = torch.arange(end, device=x.device)[None, :]
-            scores = scores.masked_fill(cols > rows, float("-inf"))
-        probs = self.softmax(scores.float()).to(q.dtype)
-        out = torch.matmul(probs, values).transpose(1, 2).reshape(b, t, -1)
-        return self.o_proj(out)
+        # Slices of the cache (strided views, not copies): what the attention operator takes.
+        out = self.core(q, self.k_cache[:b, :, :end], self.v_cache[:b, :, :end])
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
 class DecoderLayer(nn.Module):

@@ -15,6 +15,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "silu_and_mul": ("swiglu", "silu_mul"),
     "residual_rms_norm": ("add_rms_norm", "fused_add_rms_norm"),
     "cross_entropy": ("crossentropy", "ce_loss"),
+    "attention": ("gqa_attention", "sdpa", "causal_attention", "flash_attention"),
 }
 
 

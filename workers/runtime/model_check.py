@@ -55,12 +55,14 @@ def _torch_dtype(name: str):
 def runtime_from(kernels: list[dict], platform: str):
     """An OpRuntime serving each kernel ({"kind" or "operator", "source", "problem_source"?,
     "scope"?, "digest"?, "tolerance"?, "beats_compile"?}) at default; unknown operators are
-    listed, not served."""
+    listed, not served; entries ``template_kernels`` skipped (``"skipped"``) are passed over."""
     from workers.runtime import ops
 
     rt = ops.OpRuntime(platform=platform)
     unknown = []
     for k in kernels:
+        if k.get("skipped"):
+            continue
         kind = k.get("kind") or ops.kind_of(k.get("operator", ""))
         if kind is None:
             unknown.append(k.get("operator"))
@@ -353,6 +355,11 @@ def run_check(request: dict) -> dict:
         "under_check": under,
         "under_compile": under_compile,
         "unknown_operators": unknown,
+        "skipped_kernels": [
+            {"kind": k.get("kind"), "reason": k["skipped"]}
+            for k in request.get("kernels") or []
+            if k.get("skipped")
+        ],
     }
 
     stock = D.build(cfg, dtype=_torch_dtype(dtype), device=device, seed=seed)
@@ -493,17 +500,24 @@ def _fingerprint(platform: str) -> dict:
 
 def template_kernels(kinds) -> list[dict]:
     """Kernels for ``kinds`` from the template generator's defaults on each kind's contract
-    (trusted catalog sources, traced here): what the GPU bench serves when no registry does."""
+    (trusted catalog sources, traced here): what the GPU bench serves when no registry does.
+
+    A kind no template fits yet comes back as ``{"kind", "skipped": why}`` (no source):
+    ``run_check`` serves nothing for it (its calls fall back to the reference) and lists it
+    under ``skipped_kernels``."""
     from workers.runtime import ops
     from workers.search.generators.template import render
-    from workers.search.trace import trace_problem
+    from workers.search.trace import NoTemplate, trace_problem
 
     out = []
     for kind in kinds:
         problem = ops.KINDS[kind].problem_source()
-        out.append(
-            {"kind": kind, "source": render(trace_problem(problem), {}), "problem_source": problem}
-        )
+        try:
+            source = render(trace_problem(problem), {})
+        except NoTemplate as exc:
+            out.append({"kind": kind, "skipped": f"no template fits its contract: {exc}"})
+            continue
+        out.append({"kind": kind, "source": source, "problem_source": problem})
     return out
 
 

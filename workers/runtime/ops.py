@@ -1,9 +1,10 @@
 """Promoted kernels as PyTorch operators: ``torch.ops.ke.<kind>`` (no Django).
 
 Each operator kind a model uses (RMSNorm, LayerNorm, softmax, SiLU, SiLU-and-mul, residual add
-+ RMSNorm, cross-entropy) is one ``torch.library.custom_op`` with a fake implementation, so a
-model calls it under ``torch.compile`` (no graph break: the compiler sees an opaque operator with
-known output metadata) and inside CUDA-graph capture (the launch is captured like any kernel).
++ RMSNorm, cross-entropy, grouped-query attention) is one ``torch.library.custom_op`` with a
+fake implementation, so a model calls it under ``torch.compile`` (no graph break: the compiler
+sees an opaque operator with known output metadata) and inside CUDA-graph capture (the launch is
+captured like any kernel).
 
 What serves a call is decided **once per call signature** (kind, shapes, dtypes, device, float
 arguments): the first call resolves the region, the stage (default, canary, shadow) and the
@@ -33,13 +34,18 @@ Operator contracts (the catalog problem each kind's kernels are evaluated agains
 ``rms_norm(x, weight, eps)``, ``layer_norm(x, weight, bias, eps)``, ``softmax(x)`` (last
 dimension), ``silu(x)``, ``silu_and_mul(gate, up)``, ``residual_rms_norm(x, residual, weight,
 eps)`` (the norm of ``x + residual``), ``cross_entropy(logits, targets)`` (mean; every target a
-valid class: the contract has no ``ignore_index``).
+valid class: the contract has no ``ignore_index``), ``attention(q, k, v)`` (``gqa_attention``:
+q ``[B, Hq, Tq, D]``, k and v ``[B, Hkv, Tk, D]``, query head ``h`` reads key/value head
+``h // (Hq // Hkv)``, scale ``1/sqrt(D)``, causal with the queries the last ``Tq`` of the ``Tk``
+positions, softmax in float32; k and v may be slices of a KV cache: bound as they come, strided,
+never copied).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import queue
 import tempfile
 import threading
@@ -165,6 +171,42 @@ def _bind_cross_entropy(logits, targets):
     return Binding({"num_tokens": m, "vocab_size": n}, [logits, targets], {}, None)
 
 
+def _bind_attention(q, k, v):
+    b, hq, tq, d = q.shape
+    return Binding(
+        {
+            "batch": b,
+            "num_heads": hq,
+            "num_kv_heads": k.shape[1],
+            "q_len": tq,
+            "kv_len": k.shape[2],
+            "head_dim": d,
+        },
+        [q, k, v],
+        {},
+        None,
+    )
+
+
+def attention_reference(q, k, v):
+    """The ``gqa_attention`` contract: causal grouped-query attention, the queries being the last
+    ``Tq`` of the ``Tk`` key positions (bottom-right aligned), softmax in float32 then cast to
+    ``q``'s dtype. The operations are the decoder's (``decoder.CoreAttention``), so a call that
+    falls back gives the stock model's outputs bit for bit."""
+    t, s = q.shape[-2], k.shape[-2]
+    groups = q.shape[1] // k.shape[1]
+    if groups > 1:
+        k = k.repeat_interleave(groups, dim=1)
+        v = v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(2, 3)) * (1.0 / math.sqrt(q.shape[-1]))
+    if t > 1:
+        rows = torch.arange(s - t, s, device=q.device)[:, None]
+        cols = torch.arange(s, device=q.device)[None, :]
+        scores = scores.masked_fill(cols > rows, float("-inf"))
+    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
 def rms_norm_reference(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
@@ -253,6 +295,15 @@ KINDS: dict[str, Kind] = {
             _bind_cross_entropy,
             F.cross_entropy,
             inputs=(0, 1),
+            params=(),
+        ),
+        Kind(
+            "attention",
+            "gqa_attention",
+            ALIASES["attention"],
+            _bind_attention,
+            attention_reference,
+            inputs=(0, 1, 2),
             params=(),
         ),
     )
@@ -353,6 +404,16 @@ def _(logits, targets):
     return logits.new_empty(())
 
 
+@torch.library.custom_op(f"{LIBRARY}::attention", mutates_args=())
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return _run("attention", (q, k, v))
+
+
+@attention.register_fake
+def _(q, k, v):
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
 OPERATORS = {
     "rms_norm": rms_norm,
     "layer_norm": layer_norm,
@@ -361,6 +422,7 @@ OPERATORS = {
     "silu_and_mul": silu_and_mul,
     "residual_rms_norm": residual_rms_norm,
     "cross_entropy": cross_entropy,
+    "attention": attention,
 }
 
 
@@ -441,6 +503,12 @@ class _KernelCall:
         self.fast: fastlaunch.Replay | None = None
         self.fast_tries = self.REPLAY_TRIES if replay else 0
         self.fast_reason = "" if replay else "not on a GPU runtime"
+        if replay and any(_gapped(a) for a in args):
+            # The replay is checked on clones of the arguments, and a clone of a strided slice
+            # (a KV cache's ``cache[:b, :, :end]``) is contiguous: the replay would launch with
+            # the recorded strides on the smaller copy and read past it.
+            self.fast_tries = 0
+            self.fast_reason = "an argument is a strided slice (its copy would not keep strides)"
         self.instance = instance
         self.forward = instance.forward
         # (the owning module's parameter dict, the parameter's name, the argument's index)
@@ -498,6 +566,11 @@ class _KernelCall:
         else:
             out = self.forward(*(args[i] if s is None else args[i].reshape(s) for i, s in inputs))
         return out if self.out_shape is None else out.reshape(self.out_shape)
+
+
+def _gapped(a) -> bool:
+    """A tensor whose copy (``clone``, ``empty_like``) gets other strides: not dense."""
+    return isinstance(a, torch.Tensor) and torch.empty_like(a).stride() != a.stride()
 
 
 @dataclass

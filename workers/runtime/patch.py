@@ -13,7 +13,10 @@ shapes a region covers and the PyTorch reference elsewhere, per shape):
 - ``silu_and_mul``: SwiGLU MLPs (``gate_proj``, ``up_proj``, ``down_proj``, a SiLU ``act_fn``);
 - ``silu``: ``nn.SiLU`` outside a patched MLP;
 - ``cross_entropy``: ``nn.CrossEntropyLoss`` with the defaults (mean, no weight, no label
-  smoothing; targets must be valid classes, the contract has no ``ignore_index``).
+  smoothing; targets must be valid classes, the contract has no ``ignore_index``);
+- ``attention``: ``*CoreAttention`` / ``*AttentionCore`` modules, ``forward(q, k, v)`` in the
+  ``gqa_attention`` contract (int ``num_heads`` and ``num_kv_heads``, a float ``scale`` of
+  ``1/sqrt(head_dim)``); the ``nn.Softmax`` inside one is left as it is.
 
 Only kinds the runtime serves are patched unless ``kinds`` says otherwise. The forward is set on
 the instance (the class is untouched), so ``unpatch_model`` deletes it and the stock model is
@@ -38,6 +41,7 @@ of the report says which.
 
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import dataclass, field
 
@@ -162,10 +166,39 @@ def _cross_entropy_forward(self, logits, targets):
     return ops.cross_entropy(logits, targets)
 
 
+def _attention_forward(self, q, k, v):
+    if _eager(q, k, v):
+        return ops.call("attention", (q, k, v))
+    if _stock(self):
+        return type(self).forward(self, q, k, v)
+    return ops.attention(q, k, v)
+
+
+def _attention_misfit(module) -> str:
+    """Why an attention core does not keep the ``gqa_attention`` contract ("" where it does)."""
+    heads, kv_heads = getattr(module, "num_heads", None), getattr(module, "num_kv_heads", None)
+    head_dim, scale = getattr(module, "head_dim", None), getattr(module, "scale", None)
+    ints = (heads, kv_heads, head_dim)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in ints):
+        return "attention core without positive int num_heads, num_kv_heads and head_dim"
+    if heads % kv_heads:
+        return f"attention core with {heads} heads over {kv_heads} KV heads (not a multiple)"
+    if not isinstance(scale, float) or not math.isclose(
+        scale, 1.0 / math.sqrt(head_dim), rel_tol=1e-12, abs_tol=0.0
+    ):
+        return f"attention core whose scale {scale!r} is not a float 1/sqrt(head_dim)"
+    return ""
+
+
 def _classify(module) -> tuple[str | None, object, str]:
     """(kind, patched forward, why not) for one module; kind None when nothing fits."""
     name = type(module).__name__.lower()
     weight = getattr(module, "weight", None)
+    if name.endswith(("coreattention", "attentioncore")):
+        why = _attention_misfit(module)
+        if why:
+            return None, None, why
+        return "attention", _attention_forward, ""
     if name.endswith(("residualrmsnorm", "addrmsnorm")):
         if weight is None or weight.dim() != 1 or _eps(module) is None:
             return None, None, "residual RMSNorm without a 1-D weight and a float eps"
@@ -219,7 +252,7 @@ def patch_model(
     runtime = runtime or ops.current()
     wanted = set(ops.KINDS) if kinds == "all" else set(kinds or runtime.kinds())
     report = PatchReport()
-    inside_mlp: set[int] = set()
+    inside: dict[int, str] = {}  # a module a patched parent calls -> why it is left as it is
     for name, module in model.named_modules():
         kind, forward, why = _classify(module)
         if kind is None:
@@ -229,8 +262,8 @@ def patch_model(
                 )
             continue
         row = {"module": name, "class": type(module).__name__, "kind": kind}
-        if id(module) in inside_mlp:
-            report.skipped.append({**row, "reason": "inside a patched SwiGLU MLP"})
+        if id(module) in inside:
+            report.skipped.append({**row, "reason": inside[id(module)]})
             continue
         if kind not in wanted:
             report.skipped.append({**row, "reason": "no region serves this kind"})
@@ -244,7 +277,11 @@ def patch_model(
         setattr(module, COMPILE_MARK, policy)
         report.patched.append({**row, "under_compile": policy})
         if kind == "silu_and_mul":
-            inside_mlp.add(id(module.act_fn))
+            inside[id(module.act_fn)] = "inside a patched SwiGLU MLP"
+        elif kind == "attention":
+            for child in module.modules():
+                if child is not module:
+                    inside[id(child)] = "inside a patched attention"
     return report
 
 

@@ -32,6 +32,12 @@ def test_every_kind_is_a_registered_operator_that_passes_opcheck():
         "silu_and_mul": (x, torch.randn(3, 16)),
         "residual_rms_norm": (x, torch.randn(3, 16), w, 1e-6),
         "cross_entropy": (x, torch.randint(0, 16, (3,))),
+        # q, and k / v as strided slices of a longer KV cache
+        "attention": (
+            torch.randn(2, 4, 3, 8),
+            torch.randn(2, 2, 12, 8)[:, :, :7],
+            torch.randn(2, 2, 12, 8)[:, :, :7],
+        ),
     }
     assert set(samples) == set(ops.KINDS)
     with ops.using(rt):

@@ -94,13 +94,15 @@ def test_patch_all_kinds_and_compile_fullgraph_sees_the_stock_code_by_default():
     with ops.using(rt):
         report = patch_model(model, kinds="all", runtime=rt)
         assert report.counts() == {
-            "rms_norm": 3, "residual_rms_norm": 2, "softmax": 2, "silu_and_mul": 2,
+            "rms_norm": 3, "residual_rms_norm": 2, "attention": 2, "silu_and_mul": 2,
             "cross_entropy": 1,
         }  # fmt: skip
         assert set(report.under_compile().values()) == {"stock"}
         assert {r["module"] for r in report.skipped} == {
             "layers.0.mlp.act_fn",
             "layers.1.mlp.act_fn",
+            "layers.0.self_attn.core.softmax",
+            "layers.1.self_attn.core.softmax",
         }
         torch._dynamo.reset()
         compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
