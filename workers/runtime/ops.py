@@ -503,12 +503,6 @@ class _KernelCall:
         self.fast: fastlaunch.Replay | None = None
         self.fast_tries = self.REPLAY_TRIES if replay else 0
         self.fast_reason = "" if replay else "not on a GPU runtime"
-        if replay and any(_gapped(a) for a in args):
-            # The replay is checked on clones of the arguments, and a clone of a strided slice
-            # (a KV cache's ``cache[:b, :, :end]``) is contiguous: the replay would launch with
-            # the recorded strides on the smaller copy and read past it.
-            self.fast_tries = 0
-            self.fast_reason = "an argument is a strided slice (its copy would not keep strides)"
         self.instance = instance
         self.forward = instance.forward
         # (the owning module's parameter dict, the parameter's name, the argument's index)
@@ -566,11 +560,6 @@ class _KernelCall:
         else:
             out = self.forward(*(args[i] if s is None else args[i].reshape(s) for i, s in inputs))
         return out if self.out_shape is None else out.reshape(self.out_shape)
-
-
-def _gapped(a) -> bool:
-    """A tensor whose copy (``clone``, ``empty_like``) gets other strides: not dense."""
-    return isinstance(a, torch.Tensor) and torch.empty_like(a).stride() != a.stride()
 
 
 @dataclass

@@ -240,21 +240,3 @@ def test_a_kind_with_no_template_is_skipped_by_the_model_check(monkeypatch):
     assert report["verdict"] == "pass", report["reason"]
     assert report["skipped_kernels"] == [{"kind": "attention", "reason": entry["skipped"]}]
     assert report["patch"]["counts"] == {}
-
-
-def test_cache_slices_are_not_launch_replayed():
-    """The replay is verified on clones, and a clone of a cache slice loses its strides: such a
-    signature keeps the kernel module's own path (which takes the strides per call)."""
-    namespace: dict = {}
-    exec(compile(MODEL_NEW, "model_new", "exec"), namespace)
-    kind = ops.KINDS["attention"]
-    sliced = _qkv(2, 4, 2, 1, 9, 8)
-    dense = tuple(t.contiguous() for t in sliced)
-    calls = {}
-    for name, args in (("sliced", sliced), ("dense", dense)):
-        calls[name] = ops._KernelCall(
-            kind, namespace["ModelNew"](4, 2, 8), [], kind.bind(*args), args, replay=True
-        )
-    assert calls["sliced"].fast_tries == 0 and "strided slice" in calls["sliced"].fast_reason
-    assert calls["dense"].fast_tries == ops._KernelCall.REPLAY_TRIES
-    torch.testing.assert_close(calls["sliced"](sliced), ops.attention_reference(*sliced))

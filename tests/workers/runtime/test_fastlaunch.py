@@ -114,6 +114,25 @@ def test_a_recorded_call_is_replayed_without_its_module(launcher):
     assert launcher[-1] == "stream"
 
 
+def test_a_strided_slice_is_replayed_on_its_own_layout(launcher):
+    """A KV cache's ``cache[:, :end]`` is read through its strides: the replay is checked on
+    copies that keep them (a clone would be dense, a layout the replay never serves)."""
+    module = Scale()
+    x, w = torch.randn(3, 12)[:, :8], torch.randn(8)
+    out, replay = fastlaunch.record(_call(module), (x, w), stream=_stream)
+    seen = []
+
+    def call(args):
+        seen.append(args[0].stride())
+        return _call(module)(args)
+
+    assert fastlaunch.verified(call, (x, w), replay) == ""
+    assert seen == [(12, 1)]  # checked on the layout it serves
+    y = torch.randn(3, 12)[:, :8]
+    before = module.forwards
+    assert torch.equal(replay((y, w)), y * w * 2) and module.forwards == before
+
+
 def test_a_call_that_computes_besides_its_launches_is_not_replayed(launcher):
     x, w = torch.randn(4, 8), torch.randn(8)
     for extra, words in (("sum", "aten.sum"), ("contiguous", "aten.")):

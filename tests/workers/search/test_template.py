@@ -21,6 +21,7 @@ FAMILIES = {
     "cross_entropy": "cross_entropy",
     "matmul_bias_act": "matmul",
     "skinny_matmul": "matmul",
+    "gqa_attention": "attention",
 }
 _CHECK = r"""
 import json, sys
