@@ -125,6 +125,12 @@ def main() -> int:
         help="what torch.compile sees of a patched module (default auto: the stock code, as no "
         "template kernel is marked as beating compile)",
     )
+    parser.add_argument(
+        "--beats-compile",
+        default="",
+        help="comma-separated kinds whose kernel a campaign measured faster than compile: with "
+        "--under-compile auto, compiled models call their operator (the registry marks it so)",
+    )
     parser.add_argument("--rounds", type=int, default=0)
     parser.add_argument("--prefill", default=None, help="BATCH,TOKENS")
     parser.add_argument("--decode", default=None, help="BATCH,POSITION")
@@ -144,6 +150,9 @@ def main() -> int:
         kind, _, path = spec.partition("=")
         kernels = [k for k in kernels if k["kind"] != kind]
         kernels.append({"kind": kind, "source": Path(path).read_text()})
+    beats = {k for k in args.beats_compile.split(",") if k}
+    for k in kernels:
+        k["beats_compile"] = k["kind"] in beats
     for k in kernels:
         if k.get("skipped"):
             print(f"{k['kind']}: not served (the reference serves its calls): {k['skipped']}")
