@@ -16,7 +16,8 @@ Families and their parameters:
 - ``matmul``: ``block_m`` (shrunk to the case's M), ``block_n``, ``block_k``, ``group_m``,
   ``warps``, ``stages``; the epilogue (bias, activation) is fused on the accumulator.
 - ``attention``: ``block_m`` (rows per program: every query of the query heads that share a
-  key/value head), ``block_n``, ``warps``, ``stages``, ``split`` (flash-decoding parts of the
+  key/value head), ``block_n``, ``warps``, ``stages`` (and ``decode_*`` for one-tile decode
+  rows), ``split`` (flash-decoding parts of the
   key range; 0 fills the GPU), ``causal_align`` (searched only where the trace cannot tell).
 - ``cross_entropy``: ``strategy`` (``online`` log-sum-exp in one pass, or ``two_pass``),
   ``block_v``, ``vec``; a second single-program kernel reduces the per-row losses in a fixed
@@ -108,6 +109,9 @@ SPACES: dict[str, dict[str, list]] = {
         "block_n": [16, 32, 64, 128, 256],
         "warps": [1, 2, 4, 8],
         "stages": [1, 2, 3, 4],
+        "decode_block_n": [16, 32, 64, 128, 256],
+        "decode_warps": [1, 2, 4, 8],
+        "decode_stages": [1, 2, 3, 4],
         "split": [0, 1, 2, 4, 8, 16],
         "causal_align": ["bottom_right", "top_left"],
     },
@@ -141,6 +145,9 @@ DEFAULTS: dict[str, dict] = {
         "block_n": 64,
         "warps": 4,
         "stages": 2,
+        "decode_block_n": 64,
+        "decode_warps": 4,
+        "decode_stages": 2,
         "split": 0,
         "causal_align": "bottom_right",
     },
@@ -165,8 +172,9 @@ SEEDS: dict[str, list[dict]] = {
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "attention": [
         {"causal_align": "top_left"},
-        {"block_m": 16, "block_n": 128, "warps": 4, "stages": 3},
-        {"block_m": 128, "block_n": 64, "warps": 8, "stages": 2, "split": 1},
+        {"block_m": 128, "block_n": 64, "warps": 8, "stages": 3, "decode_block_n": 128},
+        {"block_m": 64, "block_n": 32, "warps": 4, "stages": 3, "decode_warps": 2},
+        {"decode_block_n": 32, "decode_stages": 3, "split": 4},
     ],
 }
 

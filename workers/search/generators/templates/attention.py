@@ -11,8 +11,11 @@ parts' partial sums in a fixed order. Inputs are read through their strides (a K
 slice is not copied); the output is ``[batch, heads, q_len, head_dim]`` in the query's dtype.
 
 Parameters: ``block_m`` (rows per program, shrunk to the rows there are), ``block_n`` (keys
-per step), ``warps``, ``stages``, ``split`` (0: as many parts as fill the GPU twice over) and,
-for a causal mask whose diagonal the trace could not tell, ``causal_align``.
+per step), ``warps``, ``stages``; the same three prefixed ``decode_`` for calls whose rows fit
+one 16-row tile (a decode step: its launch is tuned apart from prefill's); ``split`` (0: as
+many parts as fill the GPU twice over) and, for a causal mask whose diagonal the trace could
+not tell, ``causal_align``. Blocks of keys every row of a program sees run without masks; the
+softmax runs in base 2 with log2(e) folded into the scale.
 """
 
 from __future__ import annotations
@@ -23,6 +26,45 @@ from workers.search.generators.templates.common import _header
 from workers.search.trace import Plan
 
 _KERNELS = """
+@triton.jit
+def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, svt, d, dmask,
+                        scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+                        CAUSAL: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    # One block of keys with the online softmax, in base 2 (scale carries log2(e)).
+    n = start + tl.arange(0, BLOCK_N)
+    if MASKED:
+        nmask = n < hi
+        k = tl.load(k_base + n[None, :].to(tl.int64) * skt + d[:, None],
+                    mask=dmask[:, None] & nmask[None, :], other=0.0)
+        v = tl.load(v_base + n[:, None].to(tl.int64) * svt + d[None, :],
+                    mask=nmask[:, None] & dmask[None, :], other=0.0)
+    else:
+        k = tl.load(k_base + n[None, :].to(tl.int64) * skt + d[:, None], mask=dmask[:, None],
+                    other=0.0)
+        v = tl.load(v_base + n[:, None].to(tl.int64) * svt + d[None, :], mask=dmask[None, :],
+                    other=0.0)
+    if UPCAST:
+        k = k.to(tl.float32)
+    s = tl.dot(q, k, input_precision=PRECISION) * scale
+    if MASKED:
+        keep = nmask[None, :]
+        if CAUSAL:
+            keep = keep & (n[None, :] <= pos[:, None])
+        s = tl.where(keep, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_use)
+    p = tl.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    if UPCAST:
+        pv = p
+        v = v.to(tl.float32)
+    else:
+        pv = p.to(v.dtype)
+    acc = acc * alpha[:, None] + tl.dot(pv, v, input_precision=PRECISION)
+    return acc, l_i, m_new
+
+
 @triton.jit
 def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
                   sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot,
@@ -57,32 +99,21 @@ def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
     k_base = k_ptr + b * skb + hkv * skh
     v_base = v_ptr + b * svb + hkv * svh
-    for start in range(lo, hi, BLOCK_N):
-        n = start + tl.arange(0, BLOCK_N)
-        nmask = n < hi
-        k = tl.load(k_base + n[None, :].to(tl.int64) * skt + d[:, None],
-                    mask=dmask[:, None] & nmask[None, :], other=0.0)
-        if UPCAST:
-            k = k.to(tl.float32)
-        s = tl.dot(q, k, input_precision=PRECISION) * scale
-        keep = nmask[None, :]
-        if CAUSAL:
-            keep = keep & (n[None, :] <= pos[:, None])
-        s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp(m_i - m_use)
-        p = tl.exp(s - m_use[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + n[:, None].to(tl.int64) * svt + d[None, :],
-                    mask=nmask[:, None] & dmask[None, :], other=0.0)
-        if UPCAST:
-            pv = p
-            v = v.to(tl.float32)
-        else:
-            pv = p.to(v.dtype)
-        acc = acc * alpha[:, None] + tl.dot(pv, v, input_precision=PRECISION)
-        m_i = m_new
+    # Whole blocks every row sees first (no mask at all), then the rest with the masks.
+    seen = hi
+    if CAUSAL:
+        seen = tl.minimum(hi, tl.min(tl.where(rmask, pos, TK), 0) + 1)
+    whole = lo + tl.maximum(seen - lo, 0) // BLOCK_N * BLOCK_N
+    for start in range(lo, whole, BLOCK_N):
+        acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
+                                            skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
+                                            MASKED=False, CAUSAL=CAUSAL, PRECISION=PRECISION,
+                                            UPCAST=UPCAST)
+    for start in range(whole, hi, BLOCK_N):
+        acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
+                                            skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
+                                            MASKED=True, CAUSAL=CAUSAL, PRECISION=PRECISION,
+                                            UPCAST=UPCAST)
     if SPLIT == 1:
         o_off = b * sob + head * soh + t.to(tl.int64) * sot
         out = acc / l_i[:, None]
@@ -116,7 +147,7 @@ def _ke_attention_combine(part_ptr, ml_ptr, o_ptr, sob, soh, sot, HKV, TQ,
     acc = tl.zeros((BLOCK_R, BLOCK_D), tl.float32)
     for i in tl.static_range(SPLIT):
         row = (pid_bh.to(tl.int64) * SPLIT + i) * rows + r
-        w = tl.exp(tl.load(ml_ptr + row * 2, mask=rmask, other=float("-inf")) - m)
+        w = tl.exp2(tl.load(ml_ptr + row * 2, mask=rmask, other=float("-inf")) - m)
         total += w * tl.load(ml_ptr + row * 2 + 1, mask=rmask, other=0.0)
         part = tl.load(part_ptr + row[:, None] * BLOCK_D + d[None, :], mask=rmask[:, None],
                        other=0.0)
@@ -174,8 +205,11 @@ class ModelNew(nn.Module):
                       {v} if {v}.stride(-1) == 1 else {v}.contiguous())
         groups = HQ // HKV
         rows = groups * TQ
-        block_m = max(16, min(p["block_m"], triton.next_power_of_2(rows)))
-        block_n = max(16, min(p["block_n"], triton.next_power_of_2(TK)))
+        # Rows of one 16-row tile (a decode step) and wider blocks (prefill) launch apart.
+        narrow = rows <= 16
+        pre = "decode_" if narrow else ""
+        block_m = 16 if narrow else max(16, min(p["block_m"], triton.next_power_of_2(rows)))
+        block_n = max(16, min(p[pre + "block_n"], triton.next_power_of_2(TK)))
         block_d = max(16, triton.next_power_of_2(D))
         programs = triton.cdiv(rows, block_m) * B * HKV
         split = p["split"]
@@ -186,7 +220,7 @@ class ModelNew(nn.Module):
                 split *= 2
         chunk = triton.cdiv(triton.cdiv(TK, split), block_n) * block_n
         split = triton.cdiv(TK, chunk)
-        scale = D ** -0.5 if _SCALE_RULE == "inv_sqrt_head_dim" else _SCALE
+        scale = (D ** -0.5 if _SCALE_RULE == "inv_sqrt_head_dim" else _SCALE) * 1.4426950408889634
         off = TK - TQ if _ALIGN == "bottom_right" else 0
         precision = "ieee" if qq.dtype == torch.float32 else "tf32"
         # Triton's interpreter multiplies the raw bits of 16-bit operands in tl.dot (seen with
@@ -207,7 +241,8 @@ class ModelNew(nn.Module):
                             HKV, TQ, TK, off, chunk, scale,
                             GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_M=block_m,
                             BLOCK_N=block_n, CAUSAL=_CAUSAL, SPLIT=split, PRECISION=precision,
-                            UPCAST=upcast, num_warps=p["warps"], num_stages=p["stages"])
+                            UPCAST=upcast, num_warps=p[pre + "warps"],
+                            num_stages=p[pre + "stages"])
         if split > 1:
             block_r = max(16, min(64, triton.next_power_of_2(rows)))
             _ke_attention_combine[(triton.cdiv(rows, block_r), B * HKV)](
@@ -222,6 +257,10 @@ class ModelNew(nn.Module):
 def attention_valid(p: dict, head_dim: int) -> bool:
     """Whether a configuration fits an H100/H200's shared memory and registers."""
     block_d = max(16, 1 << max(0, (int(head_dim) - 1).bit_length()))
-    smem = (p["block_m"] * block_d + 2 * p["block_n"] * block_d) * 2 * max(1, p["stages"])
-    regs = (p["block_m"] * p["block_n"] + p["block_m"] * block_d) // (32 * p["warps"])
-    return smem <= 200 * 1024 and regs <= 256
+    for m, pre in ((p["block_m"], ""), (16, "decode_")):
+        n, stages, warps = p[pre + "block_n"], max(1, p[pre + "stages"]), p[pre + "warps"]
+        if (m * block_d + 2 * n * block_d) * 2 * stages > 200 * 1024:
+            return False
+        if (m * n + m * block_d) // (32 * warps) > 256:
+            return False
+    return True
