@@ -174,6 +174,7 @@ class ArtifactView(PortalPermissionRequiredMixin, View):
                 "model_check": model_check_rows(model_check_for(artifact=artifact))
                 if model_check_covers(artifact=artifact)
                 else None,
+                "under_compile": selectors.artifact_under_compile(artifact=artifact),
                 "promote_form": PromoteForm(),
                 "narrow_form": NarrowForm(initial={"dtypes": artifact.scope.get("dtypes")}),
             },

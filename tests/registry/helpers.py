@@ -59,7 +59,16 @@ def make_users() -> dict:
 _counter = iter(range(1, 10**6))
 
 
-def accepted_node(author, *, source: str = SOFTMAX_GOOD, platform=Platform.INTERPRET) -> Node:
+def accepted_node(
+    author,
+    *,
+    source: str = SOFTMAX_GOOD,
+    platform=Platform.INTERPRET,
+    baseline: str = "eager",
+    fitness: dict | None = None,
+) -> Node:
+    """A real accepted softmax node of a new campaign judged against ``baseline``; ``fitness``
+    stands in for the report's (the interpreter times nothing) as a timed campaign records it."""
     problem, _ = Problem.objects.get_or_create(
         name="softmax",
         defaults={
@@ -77,15 +86,20 @@ def accepted_node(author, *, source: str = SOFTMAX_GOOD, platform=Platform.INTER
         workload=SOFTMAX_SMOKE,
         platform=platform,
         status=CampaignStatus.COMPLETED,
+        baseline=baseline,
         created_by=author,
     )
+    report = softmax_report()
+    if fitness is not None:
+        report = {**report, "fitness": fitness}
     return Node.objects.create(
         campaign=campaign,
         key=f"n{n}",
         generator="template",
         source=source,
         status=NodeStatus.ACCEPTED,
-        report=softmax_report(),
+        report=report,
+        fitness_detail=fitness,
     )
 
 

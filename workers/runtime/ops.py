@@ -780,9 +780,22 @@ class OpRuntime:
                             tolerance=(manifest.artifacts.get(r.shadow) or {}).get("tolerance")
                             if r.shadow
                             else None,
+                            beats_compile=self._beats_compile(manifest, r),
                         )
                     )
             self.routes, self.launchers, self._client_routes = table, {}, routes
+
+    @staticmethod
+    def _beats_compile(manifest, route) -> bool:
+        """A region keeps its kernel under ``torch.compile`` when every kernel that serves its
+        calls (the default, and the canary beside it) beat compile in its campaign: the
+        manifest's signed ``beats_compile`` of each artifact entry (absent in older manifests:
+        False). No default: the calls no kernel takes run the reference, slower than compile."""
+        if manifest is None or route.default is None:
+            return False
+        entries = manifest.body.get("artifacts") or {}
+        serving = [d for d in (route.default, route.canary) if d is not None]
+        return all((entries.get(d) or {}).get("beats_compile") is True for d in serving)
 
     @staticmethod
     def _spec(manifest, digest) -> KernelSpec | None:

@@ -29,16 +29,24 @@ from apps.registry.selectors.registry import (
     region_list,
     rollback_targets,
 )
+from apps.registry.selectors.under_compile import (
+    UnderCompile,
+    artifact_beats_compile,
+    artifact_under_compile,
+)
 
 __all__ = [
     "GateState",
+    "UnderCompile",
     "accepted_nodes_unfrozen",
     "alarm_open_list",
     "approvals_needed",
+    "artifact_beats_compile",
     "artifact_binaries",
     "artifact_gates",
     "artifact_get",
     "artifact_list",
+    "artifact_under_compile",
     "coverage_matrix",
     "current_approvals",
     "manifest_build",

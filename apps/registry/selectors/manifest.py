@@ -1,19 +1,30 @@
-"""The stage manifest body a platform's runtime clients receive (unsigned; services sign it)."""
+"""The stage manifest body a platform's runtime clients receive (unsigned; services sign it).
+
+Each artifact entry carries, beside its own signed body, ``beats_compile``: whether its campaign
+measured it faster than ``torch.compile`` on every case (``selectors.under_compile``), so a
+compiled model keeps the kernel. It sits outside the frozen body (a judgement about the body,
+not part of it) and inside the manifest's signature.
+"""
 
 from django.db.models import Max
 
 from apps.registry.constants import MANIFEST_SCHEMA, POLL_INTERVAL_S, Stage
 from apps.registry.models import Artifact, Event, Region
+from apps.registry.selectors.under_compile import artifact_beats_compile
 from workers.runtime.signing import sha256_text
 
 
 def manifest_build(*, platform: str) -> dict:
     """Regions with their default / canary / shadow artifacts, the artifacts' signed entries
     and the operators' reference sources. Deterministic: same state, same body, same ETag."""
-    regions = list(Region.objects.filter(platform=platform).order_by("id"))
+    regions = list(
+        Region.objects.filter(platform=platform)
+        .select_related("default_artifact__campaign")
+        .order_by("id")
+    )
     live = Artifact.objects.filter(
         region__platform=platform, stage__in=[Stage.SHADOW, Stage.CANARY, Stage.DEFAULT]
-    ).select_related("region")
+    ).select_related("region", "campaign")
     by_region: dict[int, dict] = {}
     artifacts = {}
     for artifact in live:
@@ -31,6 +42,7 @@ def manifest_build(*, platform: str) -> dict:
                     "body": artifact.body,
                     "signature": artifact.signature,
                     "key_id": artifact.key_id,
+                    "beats_compile": artifact_beats_compile(artifact=artifact),
                 }
         if region.problem_id and region.operator not in operators:
             source = region.problem.source

@@ -3,6 +3,7 @@ stored result, and the rows the artifact page shows (output agreement, step-time
 
 from apps.registry.constants import MODEL_CHECK_CONFIG, Gate, Stage
 from apps.registry.models import Artifact, GateCheck
+from apps.registry.selectors.under_compile import artifact_beats_compile
 from workers.runtime.kinds import kind_of
 from workers.runtime.signing import digest
 
@@ -47,6 +48,8 @@ def _kernel(artifact: Artifact) -> dict:
         "problem_source": artifact.campaign.problem.source,
         "scope": artifact.scope,
         "tolerance": artifact.body.get("tolerance"),
+        # Keep the kernel in the compiled decoder only where its campaign saw it beat compile.
+        "beats_compile": artifact_beats_compile(artifact=artifact),
     }
 
 
