@@ -34,9 +34,9 @@ A patched forward takes one of three paths, decided per call:
   0.70x of the stock one compiled). With ``under_compile="kernel"``: ``torch.ops.ke.<kind>``.
 - otherwise (autograd on): ``torch.ops.ke.<kind>``, the operator's own autograd behaviour.
 
-``under_compile`` defaults to ``"auto"``: ``"kernel"`` for the kinds whose region says it beats
-compile in a model (``RouteSpec.beats_compile``), ``"stock"`` for the rest; each patched row
-of the report says which.
+``under_compile`` defaults to ``"auto"``: ``"kernel"`` for the kinds whose region says its
+kernel beat ``torch.compile`` on every case of its campaign (``RouteSpec.beats_compile``, from
+the registry's manifest), ``"stock"`` for the rest; each patched row of the report says which.
 """
 
 from __future__ import annotations
