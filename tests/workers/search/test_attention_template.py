@@ -70,6 +70,16 @@ class Model(nn.Module):
     )
 )
 
+WIDE_HEADS = (
+    HEADER
+    + """
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+"""
+    + INPUTS.replace(", 32)", ", 1024)").replace("2, 8, 16", "2, 2, 16")
+)
+
 _CHECK = r"""
 import json, sys
 import torch
@@ -113,8 +123,10 @@ SHAPES = [
         (HF_EAGER, "bottom_right", SHAPES),
         (SDPA, "top_left", [SHAPES[2], {"q": [2, 8, 5, 32], "kv": [2, 2, 5, 32]}]),
         (NO_MASK, None, [{"q": [4, 3, 32], "kv": [4, 33, 32]}]),
+        # KernelBench level 1's SDPA has a head dim of 1024: the tiles shrink to fit registers.
+        (WIDE_HEADS, None, [{"q": [1, 2, 20, 1024], "kv": [1, 2, 20, 1024]}]),
     ],
-    ids=["hf-eager", "sdpa", "3d-no-mask"],
+    ids=["hf-eager", "sdpa", "3d-no-mask", "head-dim-1024"],
 )
 def test_attention_references_get_correct_flash_kernels(source, align, shapes):
     params = [{}, {"split": 4, "block_n": 16}, {"block_m": 16, "block_n": 32, "split": 1}]

@@ -211,6 +211,15 @@ class ModelNew(nn.Module):
         block_m = 16 if narrow else max(16, min(p["block_m"], triton.next_power_of_2(rows)))
         block_n = max(16, min(p[pre + "block_n"], triton.next_power_of_2(TK)))
         block_d = max(16, triton.next_power_of_2(D))
+        warps, stages = p[pre + "warps"], p[pre + "stages"]
+        # Wide heads (a head dim of 1024): smaller tiles until the accumulator and the scores fit
+        # the registers, fewer stages until the tiles fit shared memory.
+        while block_m * (block_n + block_d) > 8192 * warps and block_n > 16:
+            block_n //= 2
+        while block_m * (block_n + block_d) > 8192 * warps and block_m > 16:
+            block_m //= 2
+        while stages > 1 and (block_m + 2 * block_n) * block_d * 2 * stages > 200 * 1024:
+            stages -= 1
         programs = triton.cdiv(rows, block_m) * B * HKV
         split = p["split"]
         if split == 0:  # enough parts to fill the GPU twice over, each of two key blocks or more
@@ -241,8 +250,7 @@ class ModelNew(nn.Module):
                             HKV, TQ, TK, off, chunk, scale,
                             GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_M=block_m,
                             BLOCK_N=block_n, CAUSAL=_CAUSAL, SPLIT=split, PRECISION=precision,
-                            UPCAST=upcast, num_warps=p[pre + "warps"],
-                            num_stages=p[pre + "stages"])
+                            UPCAST=upcast, num_warps=warps, num_stages=stages)
         if split > 1:
             block_r = max(16, min(64, triton.next_power_of_2(rows)))
             _ke_attention_combine[(triton.cdiv(rows, block_r), B * HKV)](
@@ -255,8 +263,9 @@ class ModelNew(nn.Module):
 
 
 def attention_valid(p: dict, head_dim: int) -> bool:
-    """Whether a configuration fits an H100/H200's shared memory and registers."""
-    block_d = max(16, 1 << max(0, (int(head_dim) - 1).bit_length()))
+    """Whether a configuration fits an H100/H200's shared memory and registers at the head dim
+    (up to 128: wider heads shrink their tiles at launch, see the wrapper)."""
+    block_d = max(16, 1 << max(0, (min(int(head_dim), 128) - 1).bit_length()))
     for m, pre in ((p["block_m"], ""), (16, "decode_")):
         n, stages, warps = p[pre + "block_n"], max(1, p[pre + "stages"]), p[pre + "warps"]
         if (m * block_d + 2 * n * block_d) * 2 * stages > 200 * 1024:
