@@ -541,6 +541,9 @@ class CampaignReviewListView(PortalPermissionRequiredMixin, View):
         result = selectors.campaign_review_list(
             campaign=campaign, review=params.get("review", ""), sort=sort
         )
+        page = Paginator(result["rows"], selectors.FREEZE_LIST_SIZE).get_page(
+            request.GET.get("page")
+        )
         state = params.get("review", "")
         tabs = []
         for value, label in REVIEW_FILTER_CHOICES:
@@ -560,7 +563,10 @@ class CampaignReviewListView(PortalPermissionRequiredMixin, View):
             "review_filter": state,
             "tabs": tabs,
             "headers": _headers(query, sort, REVIEW_LIST_COLUMNS),
-            **result,
+            "counts": result["counts"],
+            "page": page,
+            "rows": page.object_list,
+            "query": query.urlencode(),
         }
         return render(request, "campaigns/reviews.html", context)
 
