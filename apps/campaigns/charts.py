@@ -54,10 +54,15 @@ def _layout(**extra) -> dict:
         "font": FONT,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
-        "legend": {"orientation": "h", "y": -0.18},
+        # At the foot of the figure, below the x axis's title: placed under the plot area
+        # (yref "paper", y -0.18) it was drawn over that title on every chart with both.
+        "legend": {"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},
         "hovermode": "closest",
     }
     base.update(extra)
+    # Margins grow to fit tick labels and titles (rotated category names were clipped).
+    for axis in ("xaxis", "yaxis"):
+        base[axis] = {"automargin": True, **base.get(axis, {})}
     return base
 
 
