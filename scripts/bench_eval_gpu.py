@@ -121,19 +121,18 @@ def main(argv=None) -> int:
                     flush=True,
                 )
                 for c in rep.cases:
-                    if c.get("timing"):
-                        b = c["baselines"]
+                    if c.timing:
+                        b = c.baselines
                         print(
-                            f"   {c['name']:<34} cand {c['timing']['median_ms']:.4f} "
-                            f"eager {b['eager']['median_ms']:.4f} "
-                            f"compile {b['compile']['median_ms']:.4f} floor "
-                            f"{c['floor_ms']:.4f}",
+                            f"   {c.name:<34} cand {c.timing.median_ms:.4f} "
+                            f"eager {b['eager'].median_ms:.4f} "
+                            f"compile {b['compile'].median_ms:.4f} floor "
+                            f"{c.floor_ms:.4f}",
                             flush=True,
                         )
-                    elif c["status"] != "passed":
+                    elif c.status != "passed":
                         print(
-                            f"   {c['name']:<34} {c['status']} {c.get('skip_reason') or ''}"
-                            f"{c.get('reason') or ''}",
+                            f"   {c.name:<34} {c.status} {c.skip_reason or ''}{c.reason or ''}",
                             flush=True,
                         )
             except Exception as exc:  # noqa: BLE001 - keep measuring the rest

@@ -108,12 +108,11 @@ def _summary(report) -> str:
     for g in report.gates:
         lines.append(f"  {g['name']:<12} {g['status']:<8} {g['reason'].splitlines()[0][:150]}")
     for c in report.cases:
-        t = c.get("timing") or {}
-        extra = f" median {t['median_ms']:.4g} ms" if t else ""
-        err = c.get("max_abs_err")
+        extra = f" median {c.timing.median_ms:.4g} ms" if c.timing else ""
+        err = c.max_abs_err
         err_s = f" max_abs_err {err:.3g}" if isinstance(err, float) else ""
-        skip = f" ({c['skip_reason']})" if c.get("skip_reason") else ""
-        lines.append(f"  case {c['name']:<24} {c['status']:<8}{err_s}{extra}{skip}")
+        skip = f" ({c.skip_reason})" if c.skip_reason else ""
+        lines.append(f"  case {c.name:<24} {c.status:<8}{err_s}{extra}{skip}")
     if report.fitness:
         f = report.fitness
         lines.append(

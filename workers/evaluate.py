@@ -19,7 +19,7 @@ from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
 from workers.gates.static import check_static
 from workers.gates.timing import widened
-from workers.report import BaselineReport, Case, EvaluationReport
+from workers.report import BaselineReport, Case, EvaluationReport, MalformedReport
 from workers.sandbox import SandboxChild, SandboxFailure
 
 __all__ = [
@@ -138,7 +138,7 @@ class _Run:
     child: SandboxChild
     request: EvaluationRequest
     workload: Workload
-    state: dict  # cases, fingerprint, fitness, flags, problem: what the report is made of
+    state: dict  # cases (typed), fingerprint, fitness, flags, problem: what the report is made of
     deadline: float
     loaded: ChildCall | None = None  # the problem, loaded
     timed: dict | None = None  # the performance gate's result
@@ -296,9 +296,15 @@ class Evaluator:
                 raise WorkloadError(call.result["reason"])
             raise ProblemNotLoaded(call.result["reason"], call.result.get("rule"))
         run.loaded = call
-        run.state["cases"] = [
-            {**case, "status": C.SKIPPED, "skip_reason": "not run"} for case in call.result["cases"]
-        ]
+        # Each case as the report carries it until a gate says more of it.
+        not_run = {"status": C.SKIPPED, "skip_reason": "not run"}
+        try:
+            run.state["cases"] = [
+                Case.from_dict({**record, **not_run}, where=f"load.cases[{i}]")
+                for i, record in enumerate(_records(call.result, "load"))
+            ]
+        except MalformedReport as exc:
+            raise ProblemNotLoaded(str(exc), C.RULE_RUNTIME) from exc
 
     def _compile(self, run: _Run) -> list[GateResult]:
         # Loading the problem is counted with the compile gate's time, as it always was.
@@ -321,10 +327,10 @@ class Evaluator:
         call = self._call(run.child, "correctness", corr_args, run.deadline, C.GATE_CORRECTNESS)
         if call.failure is not None:
             return [call.failure]
-        by_name = {c["name"]: c for c in call.result["cases"]}
-        run.state["cases"] = [
-            {**case, **by_name.get(case["name"], {})} for case in run.state["cases"]
-        ]
+        try:
+            run.state["cases"] = _updated(run.state["cases"], call.result, C.GATE_CORRECTNESS)
+        except MalformedReport as exc:
+            return [_malformed(C.GATE_CORRECTNESS, exc, call)]
         return [call.gate(C.GATE_CORRECTNESS)]
 
     def _performance(self, run: _Run) -> list[GateResult]:
@@ -351,16 +357,12 @@ class Evaluator:
         if call.failure is not None:
             return [call.failure]
         run.timed = call.result
-        perf_by_name = {c["name"]: c for c in call.result["cases"]}
-        for case in run.state["cases"]:
-            perf = perf_by_name.get(case["name"])
-            if perf:
-                case["timing"] = perf["timing"]
-                case["baselines"] = perf["baselines"]
-                case["paired"] = perf.get("paired") or {}
-                case["floor_ms"] = perf["floor_ms"]
-                case["bytes"] = perf["bytes"]
-                case["flops"] = perf["flops"]
+        try:
+            run.state["cases"] = _updated(
+                run.state["cases"], call.result, C.GATE_PERFORMANCE, pick=_timed
+            )
+        except MalformedReport as exc:
+            return [_malformed(C.GATE_PERFORMANCE, exc, call)]
         evidence = dict(call.result.get("evidence") or {})
         if note:
             evidence["note"] = note
@@ -368,7 +370,7 @@ class Evaluator:
 
     def _fitness(self, run: _Run) -> list[GateResult]:
         request, state = run.request, run.state
-        weights = {c["name"]: c["weight"] for c in state["cases"] if c["kind"] == C.CASE_WORKLOAD}
+        weights = {c.name: c.weight for c in state["cases"] if c.kind == C.CASE_WORKLOAD}
         fit = fitness_gate(
             run.timed["cases"],
             weights,
@@ -482,13 +484,12 @@ class Evaluator:
         else:
             perf = next(g for g in gates if g.name == C.GATE_FITNESS)
             reason = f"all gates passed; {perf.reason}"
-        cases = [_case_record(c) for c in state["cases"]]
         return EvaluationReport(
             verdict=C.REJECTED if failed or problem is not None else C.ACCEPTED,
             failed_gate=failed.name if failed else None,
             reason=reason.splitlines()[0] if reason else "",
             gates=[g.to_dict() for g in gates],
-            cases=cases,
+            cases=state["cases"],
             fingerprint=state["fingerprint"],
             fitness=state["fitness"],
             wall_s=time.perf_counter() - t0,
@@ -558,26 +559,49 @@ class Evaluator:
             self._end(child)
 
 
-def _case_record(case: dict) -> dict:
-    record = {
-        "name": case["name"],
-        "kind": case["kind"],
-        "weight": case["weight"],
-        "status": case.get("status", C.SKIPPED),
-        "skip_reason": case.get("skip_reason"),
-        "rule": case.get("rule"),
-        "reason": case.get("reason"),
-        "max_abs_err": case.get("max_abs_err"),
-        "max_rel_err": case.get("max_rel_err"),
-        "dtype": case.get("dtype"),
-        "overrides": case.get("overrides", {}),
-        "timing": case.get("timing"),
-        "baselines": case.get("baselines", {}),
+def _records(reply: dict, gate: str) -> list[dict]:
+    records = reply.get("cases")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise MalformedReport(f"the report is malformed: {gate}.cases: not a list of objects")
+    return records
+
+
+def _updated(cases: list[Case], reply: dict, gate: str, pick=None) -> list[Case]:
+    """Each case with what a gate's reply says of it (its record of the same name, or the
+    fields ``pick`` takes of it), read back as a :class:`Case`. The reply comes from a child
+    that ran the candidate, so it is checked: :class:`MalformedReport` names what is wrong."""
+    by_name = {r.get("name"): (i, r) for i, r in enumerate(_records(reply, gate))}
+    out = []
+    for case in cases:
+        if case.name not in by_name:
+            out.append(case)
+            continue
+        i, record = by_name[case.name]
+        where = f"{gate}.cases[{i}]"
+        fields = pick(record, where) if pick else record
+        out.append(Case.from_dict({**case.to_dict(), **fields}, where=where))
+    return out
+
+
+def _timed(perf: dict, where: str) -> dict:
+    """What the performance gate's record of a case adds to it (its own wall time is not)."""
+    if not isinstance(perf.get("timing"), dict):
+        raise MalformedReport(f"the report is malformed: {where}.timing: missing")
+    return {
+        "timing": perf["timing"],
+        "baselines": perf.get("baselines"),
+        "paired": perf.get("paired") or {},
+        "floor_ms": perf.get("floor_ms"),
+        "bytes": perf.get("bytes"),
+        "flops": perf.get("flops"),
     }
-    for key in Case.OPTIONAL:
-        if case.get(key) is not None:
-            record[key] = case[key]
-    return record
+
+
+def _malformed(gate: str, exc: MalformedReport, call: ChildCall) -> GateResult:
+    """A gate whose reply from the child could not be read: failed, not an error here."""
+    return GateResult(
+        gate, C.FAILED, str(exc), C.RULE_RUNTIME, {"error": str(exc)}, call.wall_s, call.device_s
+    )
 
 
 def evaluate(request: EvaluationRequest) -> EvaluationReport:

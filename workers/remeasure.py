@@ -17,28 +17,29 @@ from dataclasses import replace
 
 from workers import constants as C
 from workers.gates import timing as T
+from workers.report import EvaluationReport
 
 
-def _summary(report: dict, baseline: str) -> dict:
-    fit = report.get("fitness") or {}
+def _summary(report: EvaluationReport, baseline: str) -> dict:
+    fit = report.fitness or {}
     cases = {}
-    for case in report.get("cases") or []:
-        timing = case.get("timing")
-        if case.get("kind") != C.CASE_WORKLOAD or not timing:
+    for case in report.cases:
+        timing = case.timing
+        if case.kind != C.CASE_WORKLOAD or timing is None:
             continue
-        paired = (case.get("paired") or {}).get(baseline) or {}
-        cases[case["name"]] = {
-            "median_ms": timing["median_ms"],
-            "device_ms": timing.get("device_median_ms"),
-            "host_ms": timing.get("host_median_ms"),
+        paired = (case.paired or {}).get(baseline) or {}
+        cases[case.name] = {
+            "median_ms": timing.median_ms,
+            "device_ms": timing.device_median_ms,
+            "host_ms": timing.host_median_ms,
             "speedup": paired.get("speedup"),
             "ci95": paired.get("ci95"),
         }
-    gate = next((g for g in report.get("gates") or [] if g["status"] == C.FAILED), None)
+    gate = next((g for g in report.gates if g["status"] == C.FAILED), None)
     return {
-        "verdict": report["verdict"],
+        "verdict": report.verdict,
         "failed": f"{gate['name']}:{gate.get('rule')}" if gate else None,
-        "reason": report.get("reason"),
+        "reason": report.reason,
         "speedup": fit.get("speedup"),
         "ci95": fit.get("ci95"),
         "worst_case": (fit.get("worst_case") or {}).get("name"),
@@ -84,7 +85,7 @@ def remeasure(request, processes: int) -> dict:
     try:
         for _ in range(processes):
             with Evaluator(root=shared) as ev:
-                report = ev.evaluate(request).to_dict()
+                report = ev.evaluate(request)
             reports.append(report)
             runs.append(_summary(report, request.baseline))
     finally:
@@ -92,11 +93,11 @@ def remeasure(request, processes: int) -> dict:
     return {
         "runs": runs,
         "comparison": compare(runs),
-        "fingerprint": reports[-1].get("fingerprint") if reports else None,
+        "fingerprint": reports[-1].fingerprint if reports else None,
         "method": next(
             (
                 (g.get("evidence") or {}).get("method")
-                for g in reports[-1]["gates"]
+                for g in reports[-1].gates
                 if g["name"] == C.GATE_PERFORMANCE
             ),
             None,

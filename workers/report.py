@@ -1,9 +1,12 @@
 """Frozen, JSON-round-tripping results of the evaluation core.
 
-A report crosses process and queue boundaries as plain JSON (``to_dict``); a reader that needs
-its parts parses them back once (``from_dict``): a :class:`Case` per workload or edge case, a
-:class:`Timing` per side timed on it. ``Case.from_dict(d).to_dict() == d`` for every case the
-evaluator writes, so parsing and writing again changes nothing a reader can see.
+A report crosses process and queue boundaries as plain JSON (``to_dict``) and is read back
+once (``from_dict``). An :class:`EvaluationReport` holds a :class:`Case` per workload or edge
+case, with a :class:`Timing` per side timed on it; the evaluator builds them from what its
+sandbox child answers, and ``from_dict`` checks what it reads (a child that ran untrusted code,
+a worker over the queue), refusing a malformed one with :class:`MalformedReport`.
+``Case.from_dict(d).to_dict() == d`` for every case the evaluator writes, so parsing and
+writing again changes nothing a reader can see.
 """
 
 from __future__ import annotations
@@ -11,9 +14,60 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from workers import constants as C
+
 
 def _plain(obj):
     return json.loads(json.dumps(obj, default=str))
+
+
+class MalformedReport(ValueError):
+    """What came back (from a sandbox child, a worker or the database) is not a report's shape;
+    the message names the first field that is wrong, by its path (``cases[2].timing.samples``)."""
+
+
+_NUMBER = (int, float)
+
+
+def _need(data: dict, key: str, kinds, where: str, *, required=False, nullable=True, default=None):
+    """``data[key]`` when it is one of ``kinds``: ``required`` keys must be there, and only
+    ``nullable`` ones may be null; an absent key that is not required reads as ``default``."""
+    if key not in data:
+        if required:
+            raise MalformedReport(f"the report is malformed: {where}.{key}: missing")
+        return default
+    value = data[key]
+    if value is None and nullable:
+        return None
+    # bool is an int to Python, never a number or a count in a report
+    if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+        return value
+    names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+    got = type(value).__name__
+    raise MalformedReport(f"the report is malformed: {where}.{key}: expected {names}, got {got}")
+
+
+def _one_of(data: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = _need(data, key, str, where, required=True, nullable=False)
+    if value not in allowed:
+        raise MalformedReport(
+            f"the report is malformed: {where}.{key}: {value[:40]!r} is not one of "
+            f"{', '.join(allowed)}"
+        )
+    return value
+
+
+def _numbers(values, where: str) -> tuple:
+    if not all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in values):
+        raise MalformedReport(f"the report is malformed: {where}: expected numbers")
+    return tuple(values)
+
+
+def _record(data, where: str) -> dict:
+    if not isinstance(data, dict):
+        got = type(data).__name__
+        raise MalformedReport(f"the report is malformed: {where}: expected an object, got {got}")
+    return data
 
 
 class _JsonMixin:
@@ -31,11 +85,15 @@ class _JsonMixin:
 
 @dataclass(frozen=True)
 class EvaluationReport(_JsonMixin):
+    """One candidate's evaluation: the verdict, each gate's result (plain dicts), each case's
+    result (:class:`Case`), and what the run cost. ``to_dict`` is the JSON that crosses Celery
+    and is stored on the node; ``from_dict`` reads it back, refusing a malformed case."""
+
     verdict: str
     failed_gate: str | None
     reason: str
     gates: list = field(default_factory=list)
-    cases: list = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)
     fitness: dict | None = None
     wall_s: float = 0.0
@@ -51,12 +109,23 @@ class EvaluationReport(_JsonMixin):
     def gate(self, name: str) -> dict | None:
         return next((g for g in self.gates if g["name"] == name), None)
 
-    def case(self, name: str) -> dict | None:
-        return next((c for c in self.cases if c["name"] == name), None)
+    def case(self, name: str) -> Case | None:
+        return next((c for c in self.cases if c.name == name), None)
 
-    def case_results(self) -> tuple[Case, ...]:
-        """The cases, typed (``cases`` is their plain JSON form)."""
-        return tuple(Case.from_dict(c) for c in self.cases)
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cases"] = [case.to_dict() for case in self.cases]
+        return _plain(out)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EvaluationReport:
+        data = _record(data, "report")
+        cases = _need(data, "cases", list, "report", default=[])
+        names = {f.name for f in fields(cls)}
+        return cls(
+            **{k: v for k, v in data.items() if k in names and k != "cases"},
+            cases=[Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(cases or [])],
+        )
 
 
 @dataclass(frozen=True)
@@ -75,10 +144,6 @@ class BaselineReport(_JsonMixin):
     def times(self) -> dict:
         """``{case name: {baseline name: timing}}``, the ``baseline_times`` of a request."""
         return {c["name"]: c.get("timings") or {} for c in self.cases}
-
-
-def _tuple(values) -> tuple | None:
-    return None if values is None else tuple(values)
 
 
 def _with_optional(out: dict, obj, names: tuple[str, ...]) -> dict:
@@ -121,16 +186,35 @@ class Timing:
         "wall_s",
     )
 
+    # What each optional field must be when it is set.
+    _KINDS = {
+        "mode": str,
+        "device_median_ms": _NUMBER,
+        "host_median_ms": _NUMBER,
+        "graph_calls": int,
+        "input_sets": int,
+        "capture_error": str,
+        "wall_s": _NUMBER,
+    }
+
     @classmethod
-    def from_dict(cls, data: dict) -> Timing:
+    def from_dict(cls, data: dict, *, where: str = "timing") -> Timing:
+        """A timing as written by ``to_dict``; :class:`MalformedReport` (naming the field) when
+        a field has the wrong type. Only ``median_ms`` must be present (it may be null)."""
+        data = _record(data, where)
+        ci95 = _need(data, "ci95_ms", list, where)
+        if ci95 is not None and len(ci95) != 2:
+            raise MalformedReport(f"the report is malformed: {where}.ci95_ms: expected 2 numbers")
         return cls(
-            median_ms=data.get("median_ms"),
-            p10_ms=data.get("p10_ms"),
-            p90_ms=data.get("p90_ms"),
-            ci95_ms=_tuple(data.get("ci95_ms")),
-            samples=int(data.get("samples") or 0),
-            samples_ms=tuple(data.get("samples_ms") or ()),
-            **{name: data.get(name) for name in cls._OPTIONAL},
+            median_ms=_need(data, "median_ms", _NUMBER, where, required=True),
+            p10_ms=_need(data, "p10_ms", _NUMBER, where),
+            p90_ms=_need(data, "p90_ms", _NUMBER, where),
+            ci95_ms=None if ci95 is None else _numbers(ci95, f"{where}.ci95_ms"),
+            samples=_need(data, "samples", int, where, nullable=False, default=0),
+            samples_ms=_numbers(
+                _need(data, "samples_ms", list, where) or (), f"{where}.samples_ms"
+            ),
+            **{name: _need(data, name, cls._KINDS[name], where) for name in cls._OPTIONAL},
         )
 
     def to_dict(self) -> dict:
@@ -165,7 +249,7 @@ class Case:
     timing: Timing | None = None
     baselines: dict[str, Timing] = field(default_factory=dict)
     # Written only when set:
-    scaled_for_interpreter: bool | None = None
+    scaled_for_interpreter: dict | None = None  # {"orig": overrides, "used": overrides}
     transform: str | None = None
     derived_from: str | None = None
     floor_ms: float | None = None  # bytes over measured bandwidth, FLOPs over measured rate
@@ -194,26 +278,48 @@ class Case:
     def timed(self) -> bool:
         return self.timing is not None
 
+    # What each optional field must be when it is set.
+    _KINDS = {
+        "scaled_for_interpreter": dict,
+        "transform": str,
+        "derived_from": str,
+        "floor_ms": _NUMBER,
+        "paired": dict,
+        "bytes": _NUMBER,
+        "flops": _NUMBER,
+        "trials": int,
+        "evidence": dict,
+        "wall_s": _NUMBER,
+    }
+
     @classmethod
-    def from_dict(cls, data: dict) -> Case:
-        timing = data.get("timing")
+    def from_dict(cls, data: dict, *, where: str = "case") -> Case:
+        """A case as the evaluator writes it (``to_dict``), checked, since it comes back from a
+        sandbox child that ran untrusted code, or from a worker over the queue:
+        :class:`MalformedReport` names the first field of the wrong type or value. The name,
+        kind, weight and status must be there; any other field may be absent; keys a case does
+        not have are left out."""
+        data = _record(data, where)
+        timing = _need(data, "timing", dict, where)
+        baselines = _need(data, "baselines", dict, where) or {}
         return cls(
-            name=data.get("name", ""),
-            kind=data.get("kind", "workload"),
-            weight=float(data.get("weight") or 0.0),
-            status=data.get("status", "skipped"),
-            skip_reason=data.get("skip_reason"),
-            rule=data.get("rule"),
-            reason=data.get("reason"),
-            max_abs_err=data.get("max_abs_err"),
-            max_rel_err=data.get("max_rel_err"),
-            dtype=data.get("dtype"),
-            overrides=dict(data.get("overrides") or {}),
-            timing=Timing.from_dict(timing) if timing else None,
+            name=_need(data, "name", str, where, required=True, nullable=False),
+            kind=_one_of(data, "kind", (C.CASE_WORKLOAD, C.CASE_EDGE), where),
+            weight=float(_need(data, "weight", _NUMBER, where, required=True, nullable=False)),
+            status=_one_of(data, "status", (C.PASSED, C.FAILED, C.SKIPPED), where),
+            skip_reason=_need(data, "skip_reason", str, where),
+            rule=_need(data, "rule", str, where),
+            reason=_need(data, "reason", str, where),
+            max_abs_err=_need(data, "max_abs_err", _NUMBER, where),
+            max_rel_err=_need(data, "max_rel_err", _NUMBER, where),
+            dtype=_need(data, "dtype", str, where),
+            overrides=dict(_need(data, "overrides", dict, where) or {}),
+            timing=None if timing is None else Timing.from_dict(timing, where=f"{where}.timing"),
             baselines={
-                name: Timing.from_dict(t) for name, t in (data.get("baselines") or {}).items()
+                name: Timing.from_dict(t, where=f"{where}.baselines.{name}")
+                for name, t in baselines.items()
             },
-            **{name: data.get(name) for name in cls.OPTIONAL},
+            **{name: _need(data, name, cls._KINDS[name], where) for name in cls.OPTIONAL},
         )
 
     def to_dict(self) -> dict:

@@ -23,15 +23,15 @@ def test_good_elementwise_with_edge_cases(evaluator):
         )
     )
     assert report.verdict == C.ACCEPTED, report.reason
-    names = {c["name"]: c for c in report.cases}
+    names = {c.name: c for c in report.cases}
     assert {C.EDGE_TAIL, C.EDGE_EMPTY, C.EDGE_NONCONTIGUOUS, C.EDGE_LARGE_VALUES} <= set(names)
-    assert names[C.EDGE_TAIL]["overrides"]["dim"] == 2049  # one past a power of two
-    assert names["default"]["scaled_for_interpreter"] == {
+    assert names[C.EDGE_TAIL].overrides["dim"] == 2049  # one past a power of two
+    assert names["default"].scaled_for_interpreter == {
         "orig": {"dim": 16384},
         "used": {"dim": 4096},
     }
-    assert names[C.EDGE_INF]["status"] == C.SKIPPED  # x * sigmoid(-inf) is NaN in torch too
-    assert names["default"]["max_abs_err"] < 1e-5
+    assert names[C.EDGE_INF].status == C.SKIPPED  # x * sigmoid(-inf) is NaN in torch too
+    assert names["default"].max_abs_err < 1e-5
     perf = report.gate(C.GATE_PERFORMANCE)
     assert perf["status"] == C.SKIPPED and perf["reason"] == "skipped: no device"
     assert report.fitness is None
@@ -113,8 +113,8 @@ def test_torch_behind_a_guard_no_case_takes_is_accepted_with_a_warning(evaluator
         )
     )
     assert report.verdict == C.ACCEPTED, report.reason
-    assert {c["name"] for c in report.cases} >= {C.EDGE_TAIL, C.EDGE_EMPTY, C.EDGE_NONCONTIGUOUS}
-    assert all(c["status"] != C.FAILED for c in report.cases)
+    assert {c.name for c in report.cases} >= {C.EDGE_TAIL, C.EDGE_EMPTY, C.EDGE_NONCONTIGUOUS}
+    assert all(c.status != C.FAILED for c in report.cases)
     static = report.gate(C.GATE_STATIC)
     assert static["status"] == C.PASSED
     assert [w["rule"] for w in static["evidence"]["warnings"]] == [C.RULE_TORCH_FALLBACK]

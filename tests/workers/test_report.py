@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from workers.evaluate import _case_record
 from workers.report import Case, EvaluationReport, Timing
 
 DEMO = Path(__file__).resolve().parents[2] / "docs" / "demo"
@@ -42,7 +41,9 @@ def test_every_case_of_real_h200_reports_round_trips_and_reads_typed():
     reports = _demo_reports()
     assert len(reports) >= 40
     for report in reports:
-        cases = EvaluationReport.from_dict(report).case_results()
+        parsed = EvaluationReport.from_dict(report)
+        cases = parsed.cases
+        assert parsed.to_dict() == report
         assert [case.to_dict() for case in cases] == report["cases"]
         for case, plain in zip(cases, report["cases"], strict=True):
             if plain["timing"]:
@@ -87,31 +88,6 @@ def test_a_case_timed_today_round_trips_and_leaves_out_what_was_not_measured():
     written = Timing.from_dict(unmeasured).to_dict()
     assert "device_median_ms" not in written and "host_median_ms" not in written
     assert written["median_ms"] == 0.004
-
-
-def test_the_evaluators_case_record_is_a_case():
-    """What the evaluator writes for a case and what `Case` writes agree, key for key."""
-    child = {
-        "name": "edge:tail",
-        "kind": "edge",
-        "weight": 0.0,
-        "status": "failed",
-        "rule": "unwritten_output",
-        "reason": "output not fully written",
-        "max_abs_err": float("inf"),
-        "dtype": "float32",
-        "overrides": {"dim": 1000},
-        "scaled_for_interpreter": True,
-        "transform": "tail",
-        "derived_from": "default",
-        "trials": 3,
-        "evidence": {"unwritten": 24},
-        "wall_s": 0.2,
-        "internal": "a key the child keeps to itself",
-    }
-    record = _case_record(child)
-    assert Case.from_dict(record).to_dict() == record
-    assert Case.from_dict(child).to_dict() == record, "what a case is, not what the child had"
 
 
 def test_cases_and_timings_are_frozen():

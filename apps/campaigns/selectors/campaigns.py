@@ -194,7 +194,7 @@ class BestContender:
 @dataclass(frozen=True)
 class BestRule:
     """Why the campaign's best is that candidate: the rule that picks it (the search engine's,
-    workers/search/engine.py `_update_best`) and the numbers of the strongest other accepted
+    workers/search/recording.py `_update_best`) and the numbers of the strongest other accepted
     candidates it was applied to."""
 
     rule: str
