@@ -16,55 +16,13 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
 
 import torch
 
+from workers.search.ir import IRNode, NoTemplate, Plan
+from workers.search.lowering_slices import Narrow, SlicesMixin
+
 aten = torch.ops.aten
-
-
-class NoTemplate(Exception):
-    """No template fits this problem; the message says why in words a user can act on."""
-
-
-@dataclass
-class IRNode:
-    """One value of the lowered graph.
-
-    kind: ``input`` (attrs: ref, role), ``const`` (value), ``pw`` (op, args), ``reduce``
-    (op in sum/max/min/mean, args=(x,)). ``cat`` is filled by :func:`_categorise`: ``tile``
-    (varies along the row), ``rowscalar`` (one value per row) or ``const``.
-    """
-
-    id: int
-    kind: str
-    op: str = ""
-    args: tuple = ()
-    value: float | None = None
-    attrs: dict = field(default_factory=dict)
-    cat: str = "tile"
-
-
-@dataclass
-class Plan:
-    """What the template generator needs to write a candidate for one problem."""
-
-    family: str
-    forward_args: list[str]
-    init_source: str
-    preamble: str
-    nodes: list[IRNode] = field(default_factory=list)
-    outputs: list[int] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
-    summary: str = ""
-
-    def inputs(self, role: str | None = None) -> list[IRNode]:
-        return [
-            n for n in self.nodes if n.kind == "input" and (role is None or n.attrs["role"] == role)
-        ]
-
-    def reductions(self) -> list[IRNode]:
-        return [n for n in self.nodes if n.kind == "reduce"]
 
 
 _VIEW_OPS = {
@@ -159,7 +117,7 @@ _PW_SIMPLE = {
 }
 
 
-class _Lowerer:
+class _Lowerer(SlicesMixin):
     def __init__(self, gm: torch.fx.GraphModule, refs: list[str]) -> None:
         self.gm = gm
         self.refs = refs
@@ -198,6 +156,11 @@ class _Lowerer:
                 raise NoTemplate(f"tuple value {a.name} used as a tensor")
             if isinstance(value, str):
                 raise NoTemplate(value)
+            if isinstance(value, Narrow):
+                raise NoTemplate(
+                    f"a slice of the row ({a.name}) where a whole row is needed (a reduction); "
+                    "templates slice only between pointwise ops"
+                )
             return value
         if isinstance(a, bool | int | float):
             return self.const(a)
@@ -281,6 +244,10 @@ class _Lowerer:
         self._bind_inputs(placeholders)
         for n in calls:
             self._lower_call(n)
+        if any(isinstance(self.env.get(o), Narrow) for o in outs):
+            raise NoTemplate(
+                "an output narrower than the row (a slice of it, as a GLU returns) is not covered"
+            )
         plan = Plan(family="row", forward_args=[], init_source="", preamble="")
         plan.nodes = self.nodes
         plan.outputs = [self.arg(o) for o in outs]
@@ -301,8 +268,14 @@ class _Lowerer:
                 f"{list(self.row_shape)}) in a reduction over other than the last dimension "
                 "is not covered"
             )
+        shifted = any(n.kind == "input" and n.attrs.get("shift") for n in plan.nodes)
+        if shifted and plan.reductions():
+            raise NoTemplate(
+                "columns moved by a slice or a cat in a reference with reductions are not covered"
+            )
         if not plan.reductions() and (
-            any(n.id in used for n in bcast)
+            shifted
+            or any(n.id in used for n in bcast)
             or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
         ):
             # Elementwise over rows with inputs that broadcast (a weight per channel of an NCHW
@@ -357,12 +330,14 @@ class _Lowerer:
             and all(k == "tile" for k in plan.extra["output_kinds"])
         ):
             plan.family = "elementwise"
-            ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
-            plan.summary = f"elementwise over {len(plan.inputs('tile'))} input(s): {', '.join(ops)}"
+            ops = sorted({n.op for n in plan.nodes if n.kind == "pw" and n.op != "col_lt"})
+            tiles = {n.attrs["ref"] for n in plan.inputs("tile")}
+            plan.summary = f"elementwise over {len(tiles)} input(s): {', '.join(ops)}"
             if plan.extra.get("bcast"):
-                plan.summary += ", " + ", ".join(
-                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
-                )
+                seen = {n.attrs["ref"]: n.attrs["bshape"] for n in plan.inputs("bcast")}
+                plan.summary += "".join(f", {r} {b} broadcast" for r, b in seen.items())
+            if shifted:
+                plan.summary += ", columns moved by slices and cat along the last dimension"
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
@@ -431,7 +406,12 @@ class _Lowerer:
                 raise NoTemplate(f"unsupported getitem on {a[0]}")
             self.env[n] = src[a[1]]  # a str: a part no template computes, refused if used
             return
+        if t in self.SLICE_OPS:
+            self._lower_slice(n)
+            return
         if t in _VIEW_OPS:
+            if self._narrow_view(n):
+                return
             src = self.arg(a[0])
             shape = tuple(n.meta["val"].shape)
             cat = _cat_of(self.nodes, src)
@@ -511,7 +491,10 @@ class _Lowerer:
             self.env[n] = (y, mean, rstd)
             return
         if t in _PW_SIMPLE:
-            self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
+            if any(isinstance(self.env.get(x), Narrow) for x in a if isinstance(x, torch.fx.Node)):
+                self.env[n] = self._narrow_pointwise(_PW_SIMPLE[t], n, self._pointwise)
+            else:
+                self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
             return
         name = getattr(t, "__name__", str(t))
         if "convolution" in name or "conv" in name:
@@ -722,6 +705,8 @@ def _categorise(plan: Plan) -> None:
             if plan.nodes[n.args[0]].cat != "tile":
                 raise NoTemplate("a reduction of a per-row value is not covered")
             n.cat = "rowscalar"
+        elif n.op == "col_lt":  # a column's index against a boundary: varies along the row
+            n.cat = "tile"
         else:
             cats = {plan.nodes[a].cat for a in n.args}
             n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"

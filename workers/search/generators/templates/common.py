@@ -93,11 +93,16 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
 class _Emitter:
     """Writes the Triton statements that evaluate IR nodes."""
 
-    def __init__(self, plan: Plan, load_tile: str, load_vec: str, load_bcast: str = "") -> None:
+    def __init__(
+        self, plan: Plan, load_tile: str, load_vec: str, load_bcast: str = "", shifted=None
+    ) -> None:
         self.plan = plan
         self.load_tile = load_tile  # e.g. "tl.load({ptr} + roff + cols, mask=mask, other=0.0)"
         self.load_vec = load_vec
         self.load_bcast = load_bcast  # {ptr} and {k}, the input's index (its offsets: boff{k})
+        # Columns moved by a slice or a cat (``workers.search.lowering_slices``): the kernel's
+        # ``shifted(node, ptr, k, shift_expr)`` load and its column vector, where it has them.
+        self.shifted = shifted
         self.ptr = {}
         self.index = {}
         real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
@@ -116,11 +121,21 @@ class _Emitter:
             if node.attrs["ref"] == "acc":
                 return f"v{node.id} = acc"
             role = node.attrs["role"]
+            if node.attrs.get("shift"):
+                if self.shifted is None:
+                    raise NoTemplate("this kernel does not read columns moved by a slice")
+                p, q = node.attrs["shift"]
+                load = self.shifted(node, self.ptr[node.id], self.index[node.id], _frac(p, q))
+                return f"v{node.id} = {load}.to(tl.float32)"
             if role == "bcast":
                 load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
                 return f"v{node.id} = {load}.to(tl.float32)"
             tmpl = self.load_vec if role == "vec" else self.load_tile
             return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}.to(tl.float32)"
+        if node.kind == "pw" and node.op == "col_lt":
+            if self.shifted is None:
+                raise NoTemplate("this kernel does not read columns moved by a slice")
+            return f"v{node.id} = cols[None, :] < {_frac(*node.attrs['frac'])}"
         if node.kind == "pw":
             args = [self.name(nodes[a]) for a in node.args]
             consts = [nodes[a].value if nodes[a].kind == "const" else None for a in node.args]
@@ -140,6 +155,11 @@ class _Emitter:
             if node.kind != "reduce" or i in ids:
                 stack.extend(node.args)
         return sorted(seen)
+
+
+def _frac(p: int, q: int) -> str:
+    """A fraction of the row length ``N`` as a kernel expression."""
+    return f"(N * {int(p)} // {int(q)})"
 
 
 def _reduce_expr(op: str, val: str, axis: int = 1, keep: bool = True) -> str:
@@ -236,7 +256,10 @@ def _bcast(plan: Plan) -> dict[int, list[int]]:
 
 
 def _bcast_rank(plan: Plan) -> int:
-    return len(next(n.attrs["bshape"] for n in plan.inputs() if n.attrs["role"] == "bcast"))
+    """The rank the broadcast inputs were aligned to (0 without any: columns moved by a slice
+    take the row-tiled kernel too)."""
+    shapes = [n.attrs["bshape"] for n in plan.inputs() if n.attrs["role"] == "bcast"]
+    return len(shapes[0]) if shapes else 0
 
 
 def _bcast_args(plan: Plan) -> list[str]:

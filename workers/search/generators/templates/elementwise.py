@@ -41,13 +41,23 @@ def _bcast_kernel(plan: Plan) -> str:
     """Rows of the last dimension, ROWS per program, the row loop in BLOCK columns: a
     broadcast input's offsets are its rows' (from each row's leading coordinates, worked out
     once per row) plus its column stride, so no per-element division."""
+    kept, last = _bcast(plan), _bcast_rank(plan) - 1
+
+    def shifted(node, ptr, k, sh):
+        # A column moved by a slice or a cat: the same row, ``sh`` columns on, masked to it.
+        inside = f"mask & ((cols + {sh} >= 0) & (cols + {sh} < N))[None, :]"
+        if node.attrs["role"] == "bcast":
+            step = f" + {sh} * s{k}_{last}" if last in kept[k] else ""
+            return f"tl.load({ptr} + boff{k}{step}, mask={inside}, other=0.0)"
+        return f"tl.load({ptr} + toff + {sh}, mask={inside}, other=0.0)"
+
     em = _Emitter(
         plan,
         "tl.load({ptr} + toff, mask=mask, other=0.0)",
         "",
         "tl.load({ptr} + boff{k}, mask=mask, other=0.0)",
+        shifted=shifted,
     )
-    kept, last = _bcast(plan), _bcast_rank(plan) - 1
     body = [
         "pid = tl.program_id(0)",
         "rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)",

@@ -1,0 +1,50 @@
+"""The expression IR the lowering writes and the template families read: a :class:`Plan` of
+:class:`IRNode` values, or :class:`NoTemplate` saying why none fits (no torch needed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class NoTemplate(Exception):
+    """No template fits this problem; the message says why in words a user can act on."""
+
+
+@dataclass
+class IRNode:
+    """One value of the lowered graph.
+
+    kind: ``input`` (attrs: ref, role), ``const`` (value), ``pw`` (op, args), ``reduce``
+    (op in sum/max/min/mean, args=(x,)). ``cat`` is filled by :func:`_categorise`: ``tile``
+    (varies along the row), ``rowscalar`` (one value per row) or ``const``.
+    """
+
+    id: int
+    kind: str
+    op: str = ""
+    args: tuple = ()
+    value: float | None = None
+    attrs: dict = field(default_factory=dict)
+    cat: str = "tile"
+
+
+@dataclass
+class Plan:
+    """What the template generator needs to write a candidate for one problem."""
+
+    family: str
+    forward_args: list[str]
+    init_source: str
+    preamble: str
+    nodes: list[IRNode] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    summary: str = ""
+
+    def inputs(self, role: str | None = None) -> list[IRNode]:
+        return [
+            n for n in self.nodes if n.kind == "input" and (role is None or n.attrs["role"] == role)
+        ]
+
+    def reductions(self) -> list[IRNode]:
+        return [n for n in self.nodes if n.kind == "reduce"]

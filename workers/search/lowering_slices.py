@@ -1,0 +1,193 @@
+"""Slices and concatenations along the rows' last dimension, for the lowering.
+
+``x.chunk(2, -1)``, ``x.split(...)``, ``x[..., a:b]`` and ``torch.cat(..., -1)`` move columns
+rather than compute: rotary embeddings' ``rotate_half`` is ``cat(-x2, x1)`` of the two halves.
+A slice is kept symbolic (:class:`Narrow`): its length and a way to build, for any column
+shift, the expression whose element at column ``c`` is the slice's element at ``c + shift``.
+Pointwise ops on slices of one length give slices; a ``cat`` whose pieces fill the row gives a
+full row again, ``where(column < boundary, piece, ...)`` with each piece's inputs read at
+shifted columns (``input`` nodes with ``attrs["shift"]``). Boundaries and shifts are fractions
+of the row length ``N`` (a traced ``chunk(2)`` of a 16-wide row splits at 8, which is ``N/2``
+at every width), written into the kernel as ``N * p // q``.
+
+Not covered, refused in words: slices along other dimensions or with a step, a slice in a
+reduction, a slice combined with a full row, and an output narrower than the row (a GLU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import torch
+
+from workers.search.ir import NoTemplate
+
+aten = torch.ops.aten
+_BIG = 1 << 62  # ``x[..., a:]`` traces its end as 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Narrow:
+    """A slice of the last dimension, ``frac`` of the row long: ``build(f)`` is the node whose
+    element at column ``c`` is the slice's element at column ``c + f·N``."""
+
+    frac: Fraction
+    build: Callable[[Fraction], int]
+
+
+class SlicesMixin:
+    """The lowerer's handling of slices (``self`` is a ``_Lowerer``)."""
+
+    SLICE_OPS = {
+        aten.split.Tensor,
+        aten.split_with_sizes.default,
+        aten.slice.Tensor,
+        aten.narrow.default,
+        aten.cat.default,
+    }
+
+    def _width(self) -> int:
+        return int(self.row_shape[-1])
+
+    def _last(self, node: torch.fx.Node, dim) -> None:
+        ndim = len(node.args[0].meta["val"].shape) if node.target != aten.cat.default else None
+        if ndim is None:
+            ndim = len(node.meta["val"].shape)
+        if dim % ndim != ndim - 1:
+            raise NoTemplate(f"{node.target} along dimension {dim} (templates slice the last)")
+
+    def _as_narrow(self, a) -> Narrow:
+        """A full row (a tile of the rows' width) or a slice, as a slice."""
+        value = self.env.get(a) if isinstance(a, torch.fx.Node) else None
+        if isinstance(value, Narrow):
+            return value
+        if not isinstance(value, int) or a.meta["val"].shape[-1] != self._width():
+            raise NoTemplate("a slice of a value that is not a row of the rows' width")
+        return Narrow(Fraction(1), lambda f, v=value: self._shifted(v, f))
+
+    def _shifted(self, i: int, f: Fraction) -> int:
+        """Node ``i`` read ``f·N`` columns to the right (a copy of its expression whose row
+        inputs are loaded at shifted columns)."""
+        if f == 0:
+            return i
+        node = self.nodes[i]
+        if node.kind == "const":
+            return i
+        if node.kind == "reduce":
+            raise NoTemplate("a slice of a row-reduced value is not covered")
+        if node.kind == "input":
+            role = node.attrs["role"]
+            if role == "vec" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
+                if role == "vec":
+                    raise NoTemplate("a weight vector read at shifted columns is not covered")
+                return i  # the same for every column
+            total = Fraction(*node.attrs.get("shift", (0, 1))) + f
+            attrs = {**node.attrs, "shift": [total.numerator, total.denominator]}
+            return self.new("input", attrs=attrs)
+        if node.op == "col_lt":
+            bound = Fraction(*node.attrs["frac"]) - f
+            return self.new("pw", op="col_lt", attrs={"frac": [bound.numerator, bound.denominator]})
+        args = tuple(self._shifted(a, f) for a in node.args)
+        return self.new("pw", op=node.op, args=args, attrs=dict(node.attrs))
+
+    def _col_lt(self, bound: Fraction) -> int:
+        return self.new("pw", op="col_lt", attrs={"frac": [bound.numerator, bound.denominator]})
+
+    def _lower_slice(self, n: torch.fx.Node) -> None:
+        t, a = n.target, n.args
+        width = self._width()
+        if t in (aten.split.Tensor, aten.split_with_sizes.default):
+            dim = a[2] if len(a) > 2 else n.kwargs.get("dim", 0)
+            self._last(n, dim)
+            src = self._as_narrow(a[0])
+            lengths = [int(v.shape[-1]) for v in n.meta["val"]]
+            pieces, start = [], 0
+            for length in lengths:
+                pieces.append(self._piece(src, Fraction(start, width), Fraction(length, width)))
+                start += length
+            self.env[n] = tuple(pieces)
+            return
+        if t in (aten.slice.Tensor, aten.narrow.default):
+            dim = a[1] if len(a) > 1 else 0
+            self._last(n, dim)
+            src = self._as_narrow(a[0])
+            size = int(a[0].meta["val"].shape[-1])
+            if t == aten.narrow.default:
+                start, stop, step = int(a[2]), int(a[2]) + int(a[3]), 1
+            else:
+                start = a[2] if len(a) > 2 and a[2] is not None else 0
+                stop = a[3] if len(a) > 3 and a[3] is not None else _BIG
+                step = a[4] if len(a) > 4 else 1
+            if step != 1:
+                raise NoTemplate("a slice with a step is not covered")
+            start = max(0, min(size, start + size if start < 0 else start))
+            stop = max(0, min(size, stop + size if stop < 0 else stop))
+            if (start, stop) == (0, size):
+                self.env[n] = self.env[a[0]]
+                return
+            self.env[n] = self._piece(
+                src, Fraction(start, width), Fraction(max(0, stop - start), width)
+            )
+            return
+        # cat along the last dimension
+        dim = a[1] if len(a) > 1 else n.kwargs.get("dim", 0)
+        self._last(n, dim)
+        parts = [self._as_narrow(x) for x in a[0]]
+        starts, total = [], Fraction(0)
+        for p in parts:
+            starts.append(total)
+            total += p.frac
+
+        def build(f: Fraction) -> int:
+            # Column c is part i's element c + f - start_i where start_i <= c + f < end_i.
+            out = parts[-1].build(f - starts[-1])
+            for p, s in zip(reversed(parts[:-1]), reversed(starts[:-1]), strict=True):
+                out = self.pw("where", self._col_lt(s + p.frac - f), p.build(f - s), out)
+            return out
+
+        self.env[n] = build(Fraction(0)) if total == 1 else Narrow(total, build)
+
+    @staticmethod
+    def _piece(src: Narrow, start: Fraction, length: Fraction) -> Narrow:
+        return Narrow(length, lambda f: src.build(start + f))
+
+    def _narrow_pointwise(self, op: str, n: torch.fx.Node, lower) -> Narrow:
+        """A pointwise op with slices among its operands: a slice of the same length, built per
+        shift by ``lower`` (the lowerer's pointwise lowering) with each slice's shifted node."""
+        narrows = {
+            x: self.env[x]
+            for x in n.args
+            if isinstance(x, torch.fx.Node) and isinstance(self.env.get(x), Narrow)
+        }
+        if len({v.frac for v in narrows.values()}) != 1:
+            raise NoTemplate("slices of different lengths combined")
+        for x in n.args:
+            if isinstance(x, torch.fx.Node) and x not in narrows:
+                shape = tuple(x.meta["val"].shape)
+                if shape and shape[-1] != 1:
+                    raise NoTemplate("a slice of the row combined with a full row")
+        (frac,) = {v.frac for v in narrows.values()}
+
+        def build(f: Fraction) -> int:
+            saved = dict(narrows)
+            for x, v in narrows.items():
+                self.env[x] = v.build(f)
+            try:
+                return lower(op, n)
+            finally:
+                self.env.update(saved)
+
+        return Narrow(frac, build)
+
+    def _narrow_view(self, n: torch.fx.Node) -> bool:
+        """A view of a slice that keeps the last dimension: the same slice (True if handled)."""
+        src = n.args[0]
+        value = self.env.get(src) if isinstance(src, torch.fx.Node) else None
+        if not isinstance(value, Narrow):
+            return False
+        if n.meta["val"].shape[-1] != src.meta["val"].shape[-1]:
+            raise NoTemplate(f"{n.target} reshapes a slice of the row")
+        self.env[n] = value
+        return True
