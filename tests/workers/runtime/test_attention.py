@@ -19,28 +19,7 @@ from workers.runtime.patch import is_patched, patch_model, unpatch_model
 GQA = decoder.DecoderConfig(num_heads=4, num_kv_heads=2)  # two query heads per KV head
 
 # The reference in the KernelBench ModelNew format: what a region serves in these tests.
-MODEL_NEW = """
-import math
-
-import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def __init__(self, num_heads, num_kv_heads, head_dim):
-        super().__init__()
-        self.groups = num_heads // num_kv_heads
-        self.scale = 1.0 / math.sqrt(head_dim)
-
-    def forward(self, q, k, v):
-        t, s = q.shape[-2], k.shape[-2]
-        k = k.repeat_interleave(self.groups, dim=1)
-        v = v.repeat_interleave(self.groups, dim=1)
-        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
-        keep = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
-        scores = scores.masked_fill(~keep, float("-inf"))
-        return torch.matmul(torch.softmax(scores.float(), dim=-1).to(q.dtype), v)
-"""
+MODEL_NEW = catalog_get("gqa_attention").problem_source().replace("class Model(", "class ModelNew(")
 
 
 def _catalog_model(hq, hkv, d):
