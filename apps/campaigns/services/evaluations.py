@@ -118,5 +118,7 @@ def _store_evidence(node: Node, report: dict) -> None:
             baselines={name: timing.to_dict() for name, timing in case.baselines.items()},
             **_timing(case.timing),
         )
-        for case in map(Case.from_dict, report.get("cases") or [])
+        for case in (
+            Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(report.get("cases") or [])
+        )
     )

@@ -8,6 +8,7 @@ from apps.campaigns.constants import CampaignStatus, Outcome
 from apps.campaigns.models import Campaign, Edge, Node, Problem
 from apps.campaigns.services.evaluations import node_record_report
 from apps.campaigns.services.problems import problem_create
+from workers.report import MalformedReport
 
 REQUIRED_KEYS = ("outcome", "funnel", "nodes", "edges", "config")
 
@@ -75,7 +76,10 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         )
         rows[data["id"]] = node
         if data.get("report"):
-            node_record_report(node=node, report=data["report"])
+            try:
+                node_record_report(node=node, report=data["report"])
+            except MalformedReport as exc:
+                raise ValidationError(f"node {data['id']}: {exc}") from exc
     for edge in summary["edges"]:
         if edge["src"] not in rows or edge["dst"] not in rows:
             raise ValidationError(f"edge {edge} names a node that is not in the file")

@@ -34,3 +34,14 @@ def test_import_refuses_a_file_that_is_not_a_search_result():
     with pytest.raises(ValidationError, match="missing"):
         campaign_import(summary={"outcome": "improved", "nodes": []})
     assert not Campaign.objects.exists()
+
+
+def test_import_refuses_a_measured_case_of_the_wrong_type_and_names_it():
+    """A hand-edited file whose case weight is a word: the import says which node and field,
+    and keeps nothing (before, the error escaped as a ValueError from inside the import)."""
+    summary = json.loads((DEMO / "h200-rms_norm.json").read_text())
+    node = next(n for n in summary["nodes"] if (n.get("report") or {}).get("cases"))
+    node["report"]["cases"][0]["weight"] = "heavy"
+    with pytest.raises(ValidationError, match=rf"node {node['id']}: .*cases\[0\]\.weight"):
+        campaign_import(summary=summary)
+    assert not Campaign.objects.exists()
