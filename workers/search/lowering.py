@@ -54,6 +54,13 @@ _REDUCE_OPS = {
     aten.min.default: "min",
 }
 
+_LOSSES = {
+    aten.mse_loss.default: "mse",
+    aten.l1_loss.default: "l1",
+    aten.smooth_l1_loss.default: "smooth_l1",
+    aten.huber_loss.default: "huber",
+}
+
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
 
 # Pointwise ATen ops we can express: name -> number of tensor-or-scalar positional args used.
@@ -114,6 +121,7 @@ _PW_SIMPLE = {
     aten.ge.Tensor: "ge",
     aten.le.Scalar: "le",
     aten.le.Tensor: "le",
+    aten.xlogy.Tensor: "xlogy",
 }
 
 
@@ -439,8 +447,11 @@ class _Lowerer(SlicesMixin):
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
             return
-        if t == aten.linalg_vector_norm.default:  # torch.norm(x, p, dim), linalg.vector_norm
-            self.env[n] = self._vector_norm(n)
+        if t in (aten.linalg_vector_norm.default, aten.norm.ScalarOpt_dim):
+            self.env[n] = self._vector_norm(n)  # torch.norm(x, p, dim), linalg.vector_norm
+            return
+        if t in _LOSSES:
+            self.env[n] = self._loss(n)
             return
         if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
             self._last_dim(n, a[1])
@@ -501,11 +512,42 @@ class _Lowerer(SlicesMixin):
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
 
+    def _loss(self, n: torch.fx.Node) -> int:
+        """An elementwise loss of two tensors, then its reduction (``mean`` and ``sum`` over the
+        whole tensor, as PyTorch reduces them): MSE, L1, smooth L1 and Huber."""
+        a, kw = n.args, n.kwargs
+        name = _LOSSES[n.target]
+        reduction = a[2] if len(a) > 2 else kw.get("reduction", 1)
+        d = self.pw("sub", self.arg(a[0]), self.arg(a[1]))
+        ad = self.pw("abs", d)
+        half_sq = self.pw("mul", self.pw("mul", d, d), self.const(0.5))
+        if name == "mse":
+            loss = self.pw("mul", d, d)
+        elif name == "l1":
+            loss = ad
+        else:  # smooth L1 (beta) and Huber (delta): quadratic near 0, linear beyond
+            knot = float(a[3] if len(a) > 3 else kw.get("beta", kw.get("delta", 1.0)))
+            if knot <= 0.0:
+                loss = ad
+            else:
+                near = self.pw("lt", ad, self.const(knot))
+                linear = self.pw("sub", ad, self.const(0.5 * knot))
+                if name == "smooth_l1":
+                    inner = self.pw("div", half_sq, self.const(knot))
+                else:
+                    inner, linear = half_sq, self.pw("mul", linear, self.const(knot))
+                loss = self.pw("where", near, inner, linear)
+        if reduction == 0:
+            return loss
+        self._last_dim(n, None)  # over the whole tensor
+        return self.reduce("mean" if reduction == 1 else "sum", loss)
+
     def _vector_norm(self, n: torch.fx.Node) -> int:
         """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|
         or (sum |x|^p)^(1/p)."""
         a, kw = n.args, n.kwargs
-        order = a[1] if len(a) > 1 else kw.get("ord", 2)
+        order = a[1] if len(a) > 1 else kw.get("ord", kw.get("p", 2))
+        order = 2 if order is None else order
         dims = a[2] if len(a) > 2 else kw.get("dim")
         if (a[4] if len(a) > 4 else kw.get("dtype")) is not None:
             raise NoTemplate("a vector norm with a dtype argument is not covered")

@@ -42,6 +42,16 @@ PROBLEMS = {
         "torch.randn(6, 10)"),
     "argmax_flat_with_ties": _problem("return torch.argmax(x)", "torch.randn(6, 10).round()"),
     "sum_of_a_view": _problem("return (x.view(-1, 4) * 2).sum()", "torch.randn(6, 10)"),
+    # PyTorch's own losses (KernelBench's HuberLoss is smooth_l1_loss), through their ATen ops
+    "smooth_l1_loss": _problem("return torch.nn.functional.smooth_l1_loss(x, y, beta=0.5)",
+                               "torch.randn(6, 10), torch.randn(6, 10)"),
+    "huber_loss_sum": _problem(
+        "return torch.nn.functional.huber_loss(x, y, delta=2.0, reduction='sum')",
+        "torch.randn(6, 10) * 3, torch.randn(6, 10)"),
+    "mse_loss_functional": _problem("return torch.nn.functional.mse_loss(x, y)",
+                                    "torch.randn(6, 10), torch.randn(6, 10)"),
+    "kl_div_sum": _problem("return torch.nn.functional.kl_div(x, y.abs(), reduction='sum')",
+                           "torch.randn(6, 10), torch.randn(6, 10)"),
 }  # fmt: skip
 
 _CHECK = r"""

@@ -68,6 +68,7 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
         "lt": lambda: f"{a[0]} < {a[1]}",
         "ge": lambda: f"{a[0]} >= {a[1]}",
         "le": lambda: f"{a[0]} <= {a[1]}",
+        "xlogy": lambda: f"tl.where({a[0]} == 0.0, 0.0, {a[0]} * tl.log({a[1]}))",
     }
     if op == "pow":
         e = consts[1]
