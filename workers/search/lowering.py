@@ -276,6 +276,8 @@ class _Lowerer(SlicesMixin):
                 f"{list(self.row_shape)}) in a reduction over other than the last dimension "
                 "is not covered"
             )
+        if plan.reductions() and any(n.id in used for n in plan.inputs("scalar")):
+            raise NoTemplate("a number input (a 0-d tensor or a Python float) in a reduction")
         shifted = any(n.kind == "input" and n.attrs.get("shift") for n in plan.nodes)
         if shifted and plan.reductions():
             raise NoTemplate(
@@ -384,8 +386,10 @@ class _Lowerer(SlicesMixin):
                 role = "tile"
             elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
                 role = "vec"
-            elif math.prod(shape) == 1 and not shape:
-                raise NoTemplate(f"0-d tensor input {ref} is not supported")
+            elif not shape:
+                # A number (a Python float argument, traced as a 0-d tensor): one value the
+                # elementwise kernels take as an argument.
+                role = "scalar"
             elif _broadcasts(shape, self.row_shape):
                 # A table per token applied to every head, a mask shared by every head: an
                 # input of 1s where the rows have sizes (elementwise graphs take it, see below).

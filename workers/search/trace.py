@@ -32,6 +32,7 @@ def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
 
 def trace_problem(source: str) -> Plan:
     """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits."""
+    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -41,7 +42,14 @@ def trace_problem(source: str) -> Plan:
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             model = model_cls(*ns["get_init_inputs"]())
-            inputs = list(ns["get_inputs"]())
+            # A Python number among the inputs (``forward(self, A, s: float)``) is traced as a
+            # 0-d tensor, so the graph keeps it as an input instead of baking in its value.
+            inputs = [
+                torch.tensor(float(x))
+                if isinstance(x, int | float) and not isinstance(x, bool)
+                else x
+                for x in ns["get_inputs"]()
+            ]
             state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
             names = list(state)
 

@@ -306,12 +306,3 @@ def test_matmul_candidate_takes_the_empty_edge_case(tmp_path):
     spec.loader.exec_module(module)
     out = module.ModelNew()(torch.empty(0, 0), torch.empty(0, 0))
     assert tuple(out.shape) == (0, 0)
-
-
-def test_a_python_number_input_is_refused_in_words():
-    src = SQUARE_MATMUL.replace("def forward(self, A, B):", "def forward(self, A, s: float):")
-    src = src.replace("torch.matmul(A, B)", "A * s").replace(
-        "return [torch.randn(N, N), torch.randn(N, N)]", "return [torch.randn(N, N), 3.0]"
-    )
-    plan, summary = trace_fits(src)
-    assert plan is None and "input s is a Python number" in summary

@@ -128,6 +128,8 @@ class _Emitter:
                 p, q = node.attrs["shift"]
                 load = self.shifted(node, self.ptr[node.id], self.index[node.id], _frac(p, q))
                 return f"v{node.id} = {load}.to(tl.float32)"
+            if role == "scalar":  # a number, passed to the kernel as a float argument
+                return f"v{node.id} = {self.ptr[node.id]}"
             if role == "bcast":
                 load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
                 return f"v{node.id} = {load}.to(tl.float32)"
@@ -305,6 +307,9 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
     lines = []
     for k, n in enumerate(real):
         ref = n.attrs["ref"]
+        if n.attrs["role"] == "scalar":
+            lines.append(f"in{k} = float({ref})")
+            continue
         if n.attrs["role"] != "bcast":  # a tile, or a weight's own node the kernel never reads
             tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec") else ""
             lines.append(f"in{k} = {ref}{tail}")

@@ -91,6 +91,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
     the tiles are read contiguous, each broadcast input through its own strides (a view of it
     expanded to the rows' shape), checked against the dimensions the trace saw it vary in."""
     refs = _refs(plan)
+    tensors = [r for r in refs if r not in _refs(plan, "scalar")]
     shape_ref = _refs(plan, "tile")[0]
     outs = "".join(
         f"        out{j} = torch.empty(shape, dtype=odt, device={shape_ref}.device)\n"
@@ -104,7 +105,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + "\n\nclass ModelNew(nn.Module):\n"
         + plan.init_source
         + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
-        + _dtype_line(refs)
+        + _dtype_line(tensors)
         + f"        shape = {shape_ref}.shape\n"
         + _bcast_wrapper(plan, "shape")
         + outs
@@ -125,10 +126,15 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
     if plan.extra.get("bcast"):
         return _source_bcast(plan, p)
     refs = _refs(plan)
+    numbers = _refs(plan, "scalar")  # Python floats, passed to the kernel as they are
+    tensors = [r for r in refs if r not in numbers]
     warps = max(1, min(32, p["block"] // (32 * p["vec"])))
-    loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
+    loads = "".join(
+        f"        in{i} = float({r})\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
+        for i, r in enumerate(refs)
+    )
     outs = "".join(
-        f"        out{j} = torch.empty({refs[0]}.shape, dtype=odt, device={refs[0]}.device)\n"
+        f"        out{j} = torch.empty({tensors[0]}.shape, dtype=odt, device={tensors[0]}.device)\n"
         for j in range(len(plan.outputs))
     )
     args = ", ".join(
@@ -141,7 +147,7 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
         + "\n\nclass ModelNew(nn.Module):\n"
         + plan.init_source
         + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
-        + _dtype_line(refs)
+        + _dtype_line(tensors)
         + loads
         + outs
         + f"        n = out0.numel()\n        if n == 0:\n            return {ret}\n"
