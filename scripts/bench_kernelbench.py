@@ -87,8 +87,8 @@ def bench_one(source: str, args) -> dict:
         "summary": _one_line(fit.get("summary") or ""),
         "describe_s": round(time.time() - t0, 2),
     }
-    if not row["fits"]:
-        row["result"] = "no_template"
+    if not row["fits"] or args.candidates == 0:  # --candidates 0: which problems are claimed
+        row["result"] = "no_template" if not row["fits"] else "claimed"
         row["wall_s"] = round(time.time() - t0, 2)
         return row
     Path(args.row_out).write_text(json.dumps({**row, "result": "unfinished"}))
@@ -264,6 +264,8 @@ def _result_cell(row: dict) -> str:
         return f"rejected (0 of {row['evaluated']}); first: {ff.get('gate')}: {reason}"
     if row["result"] == "no_template":
         return "-"
+    if row["result"] == "claimed":  # --candidates 0: no campaign ran
+        return "claimed (no campaign run)"
     return f"error: {_one_line(row.get('error', ''), 160)}"
 
 
@@ -319,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernelbench", default=DEFAULT_KERNELBENCH, help="KernelBench git dir")
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
-    parser.add_argument("--candidates", type=int, default=3)
+    parser.add_argument(
+        "--candidates", type=int, default=3, help="per campaign; 0: only which problems fit"
+    )
     parser.add_argument("--wall-s", type=float, default=60.0, help="campaign wall budget")
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--timeout-s", type=float, default=240.0, help="per-problem hard limit")
