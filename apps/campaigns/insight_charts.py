@@ -134,11 +134,9 @@ def parallel_figure(insight: "Insight") -> dict | None:
             t = trials[i]
             xs += [*range(len(axes)), None]
             ys += [a["heights"][i] for a in axes] + [None]
-            texts += [
-                f"{t.key} · {t.fitness:.3f}× ({'accepted' if t.accepted else 'rejected'})"
-                f"<br>{a['label']} = {a['labels'][i]}"
-                for a in axes
-            ] + [""]
+            # The candidate and this axis's value (its fitness and verdict are axes too):
+            # the header repeated at every vertex was two thirds of the page (issue 12).
+            texts += [f"{t.key}: {a['label']} = {a['labels'][i]}" for a in axes] + [""]
         data.append(
             {
                 "type": "scatter",
