@@ -159,9 +159,9 @@ def lower_attention(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     sdpa = [n for n in calls if "scaled_dot_product" in getattr(n.target, "__name__", "")]
     causal, offset = False, None
     if sdpa:
-        (call,) = sdpa if len(sdpa) == 1 else (None,)
-        if call is None:
+        if len(sdpa) != 1:
             raise NoTemplate(f"{len(sdpa)} attention calls in the reference; templates fuse one")
+        call = sdpa[0]
         a, kw = call.args, call.kwargs
         names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
         if "for_cpu" in call.target.__name__ or "flash" in call.target.__name__:

@@ -52,9 +52,9 @@ class SlicesMixin:
         return int(self.row_shape[-1])
 
     def _last(self, node: torch.fx.Node, dim) -> None:
-        ndim = len(node.args[0].meta["val"].shape) if node.target != aten.cat.default else None
-        if ndim is None:
-            ndim = len(node.meta["val"].shape)
+        # A cat's output has its inputs' rank; a split's is a list, so read its input's.
+        shaped = node if node.target == aten.cat.default else node.args[0]
+        ndim = len(shaped.meta["val"].shape)
         if dim % ndim != ndim - 1:
             raise NoTemplate(f"{node.target} along dimension {dim} (templates slice the last)")
 
