@@ -300,7 +300,7 @@ def confine(
 ) -> list[str]:
     """The command that runs ``python -m module args`` behind ``boundary``, with ``scratch``
     as its only writable folder."""
-    python = [sys.executable, "-I", "-B", "-u", "-c", _ENTRY, REPO_ROOT]
+    python = [os.path.abspath(sys.executable), "-I", "-B", "-u", "-c", _ENTRY, REPO_ROOT]
     if boundary.kind == KIND_NONE:
         return python + ["-", module, *args]
     uid = "-" if boundary.uid is None else str(boundary.uid)

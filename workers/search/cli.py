@@ -2,14 +2,17 @@
 
 This is how a GPU host runs a search: it evaluates candidates in a persistent sandbox child,
 writes the campaign as JSON (``outcome``, ``funnel``, ``nodes``, ``edges``, ``best``, ...) for
-``manage.py import_campaign``, and shows a progress bar on a terminal. The exit status is 0
-whenever the campaign ran, whatever its outcome; 2 for unusable arguments or inputs.
+``manage.py import_campaign`` (rewritten every few seconds while it runs), and shows a progress
+bar on a terminal, one line per candidate elsewhere. The exit status is 0 whenever the campaign
+ran, whatever its outcome; 2 for unusable arguments or inputs; 130 when it was interrupted
+(Ctrl-C or SIGTERM), after writing what it had evaluated.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -71,31 +74,71 @@ def _inputs(args) -> tuple[str, dict | None, str]:
 
 
 class _Progress:
-    def __init__(self, total: int, enabled: bool) -> None:
+    """What a running campaign shows: a bar on a terminal, one line per evaluated candidate
+    otherwise (a log, a remote job), nothing with ``--no-progress``; and, with ``--json``, the
+    campaign so far written to that file every few seconds, so a run that is killed (a job's
+    time limit) still leaves every candidate it evaluated."""
+
+    CHECKPOINT_EVERY_S = 5.0
+
+    def __init__(self, total: int, mode: str, json_out: str | None = None) -> None:
         self.total = total
-        self.enabled = enabled
+        self.mode = mode  # "bar", "lines" or "off"
+        self.json_out = json_out
         self.start = time.time()
+        self.saved_at = 0.0
 
     def __call__(self, state: dict, event: dict) -> None:
-        if not self.enabled:
+        if self.json_out and event.get("event") == "recorded":
+            if time.time() - self.saved_at >= self.CHECKPOINT_EVERY_S:
+                self.checkpoint(state)
+        if self.mode == "off":
             return
         from workers.search.engine import funnel
 
         f = funnel(state)
         done = f["generated"] - f["pending"]
-        width = 30
-        filled = int(width * min(done, self.total) / max(self.total, 1))
         best = state.get("best_history") or []
         best_txt = f" best {best[-1]['speedup']:.3f}x" if best and best[-1]["speedup"] else ""
-        line = (
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
-            f"accepted {f['accepted']} round {state['round']}{best_txt} "
-            f"{time.time() - self.start:.0f}s"
-        )
-        sys.stderr.write(line)
+        elapsed = f"{time.time() - self.start:.0f}s"
+        if self.mode == "lines":
+            if event.get("event") == "recorded":
+                rep = event.get("report") or {}
+                speed = (rep.get("fitness") or {}).get("speedup")
+                sys.stderr.write(
+                    f"[{done}/{self.total} {elapsed}] {event['node_id']} {rep.get('verdict')}"
+                    + (f" {speed:.3f}x" if isinstance(speed, (int, float)) else "")
+                    + (f" at {rep['failed_gate']}" if rep.get("failed_gate") else "")
+                    + f": {' '.join(str(rep.get('reason') or '').split())[:160]}"
+                    + f" (accepted {f['accepted']}{best_txt})\n"
+                )
+        else:
+            width = 30
+            filled = int(width * min(done, self.total) / max(self.total, 1))
+            sys.stderr.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                f"accepted {f['accepted']} round {state['round']}{best_txt} {elapsed}"
+            )
         if event.get("event") == "finished":
             sys.stderr.write(f"\n{state['outcome']}: {state['message']}\n")
         sys.stderr.flush()
+
+    def checkpoint(self, state: dict) -> None:
+        from workers.search.engine import campaign_summary
+
+        _write_json(self.json_out, campaign_summary(state))
+        self.saved_at = time.time()
+
+
+def _write_json(path: str, summary: dict) -> None:
+    """Write ``summary`` to ``path`` whole or not at all (a reader never sees half a file)."""
+    tmp = f"{path}.part"
+    Path(tmp).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    Path(tmp).replace(path)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,16 +173,31 @@ def run(args: argparse.Namespace) -> int:
         problem_name=name,
         tune=args.tune,
     )
-    progress = _Progress(args.budget_candidates, sys.stderr.isatty() and not args.no_progress)
+    mode = "off" if args.no_progress else "bar" if sys.stderr.isatty() else "lines"
+    progress = _Progress(args.budget_candidates, mode, args.json_out)
+    # A job's time limit (SIGTERM) stops the campaign as Ctrl-C does: what was evaluated is
+    # written out, and the exit status says it did not finish.
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupted = False
     try:
         run_campaign(state, progress=progress)
     except ValueError as exc:  # e.g. the llm generator without its URL
         print(f"search: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     summary = campaign_summary(state)
-    text = json.dumps(summary, indent=2, default=str)
+    if interrupted:
+        # Out of time as far as the campaign knows (a job's limit): ``import_campaign`` takes it.
+        summary["outcome"], summary["stop_reason"] = "budget_exhausted", "interrupted"
+        summary["message"] = (
+            f"interrupted after {summary['candidates_evaluated']} evaluated candidate(s), "
+            "before the campaign finished"
+        )
     if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
+        _write_json(args.json_out, summary)
     f = summary["funnel"]
     best = summary["best"]
     print(
@@ -153,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
             else "\nbest: none"
         )
     )
-    return 0
+    return 130 if interrupted else 0
 
 
 def main(argv: list[str] | None = None) -> int:

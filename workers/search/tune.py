@@ -181,22 +181,36 @@ def _compile_all(args, spaces: dict[str, list]) -> list[dict]:
         for cfg in space:
             jobs[i % args.jobs].setdefault(name, []).append(list(cfg))
             i += 1
+    # The workers import this package from where it lies, whatever the caller's working folder
+    # (behind the sandbox it is a scratch folder, and a relative PYTHONPATH points into it).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [root, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in paths)}
     procs = []
     for todo in jobs:
         if not todo:
             continue
+        err = tempfile.TemporaryFile(mode="w+")
         p = subprocess.Popen(
             [sys.executable, "-m", "workers.search.tune", "--compile-worker",
              "--problem", args.problem, "--workload", args.workload, "--out", args.out],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
         )  # fmt: skip
         p.stdin.write(json.dumps(todo))
         p.stdin.close()
-        procs.append(p)
+        procs.append((p, err))
     failures = []
-    for p in procs:
+    broken = []
+    for p, err in procs:
         failures += [json.loads(line) for line in p.stdout.read().splitlines() if line]
-        p.wait()
+        if p.wait() != 0:
+            err.seek(0)
+            broken.append(f"exit {p.returncode}: {' '.join(err.read().split()[-40:])}")
+        err.close()
+    if broken:
+        # Without its compile workers the sweep would compile every configuration one by one
+        # in the timing process: minutes instead of seconds. Say why instead.
+        raise RuntimeError(f"{len(broken)} tuner compile worker(s) failed: {broken[0][:600]}")
     return failures
 
 

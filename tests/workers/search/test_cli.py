@@ -62,3 +62,31 @@ def test_bad_arguments_exit_2(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 2
+
+
+def test_a_killed_search_leaves_what_it_evaluated(tmp_path):
+    """A job's time limit sends SIGTERM: the JSON holds every evaluated candidate (importable),
+    the log has one line per candidate, and the exit status says the campaign did not finish."""
+    import signal
+    import time
+
+    entry = catalog_get("silu")
+    out = tmp_path / "campaign.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workers", "search", "--catalog", "silu", "--smoke",
+         "--budget-candidates", "40", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    deadline = time.time() + 200
+    while time.time() < deadline and not out.exists():
+        time.sleep(0.5)  # the first checkpoint follows the first evaluated candidate
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["stop_reason"] == "interrupted" and data["outcome"] == "budget_exhausted"
+    evaluated = [n for n in data["nodes"] if n["status"] != "pending"]
+    assert evaluated and data["candidates_evaluated"] == len(evaluated)
+    assert f"interrupted after {len(evaluated)} evaluated" in data["message"]
+    assert f"] {evaluated[0]['id']} accepted" in stderr  # one line per candidate, not a bar
+    assert entry.name in stdout

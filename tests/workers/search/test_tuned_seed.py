@@ -109,3 +109,26 @@ def test_the_cli_asks_for_tuning_with_a_flag():
 
 def test_the_tuner_child_refuses_a_request_without_a_workload():
     assert handle({"problem_source": "x = 1"})["ok"] is False
+
+
+def test_the_tuners_compile_workers_find_the_code_from_a_scratch_folder(tmp_path, monkeypatch):
+    """Behind the sandbox the tuner runs in a scratch folder with a relative PYTHONPATH; its
+    compile workers must still import this package (they could not, and the sweep then compiled
+    every configuration one by one for minutes). A worker that fails says why, at once."""
+    import argparse
+    import json
+
+    from workers.search.tune import _compile_all
+
+    entry = catalog_get("rms_norm")
+    spec = tmp_path / "workload.json"
+    spec.write_text(json.dumps(WORKLOAD))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", ".")
+    args = argparse.Namespace(
+        problem=str(entry.problem_path), workload=str(spec), out=str(tmp_path), jobs=2
+    )
+    with pytest.raises(RuntimeError, match="compile worker") as err:
+        _compile_all(args, {"no such case": [[1, 1, 256, 1, 1, 0, 0]]})
+    assert "No module named" not in str(err.value)
+    assert "KeyError" in str(err.value)  # the worker ran this package's code and said what failed
