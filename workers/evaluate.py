@@ -17,8 +17,8 @@ from workers.boundary import BoundaryUnavailable
 from workers.contract.workload import Workload, WorkloadError, parse_workload
 from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
+from workers.gates.fitness import reconcile
 from workers.gates.static import check_static
-from workers.gates.timing import widened
 from workers.report import BaselineReport, Case, EvaluationReport, MalformedReport
 from workers.sandbox import SandboxChild, SandboxFailure
 
@@ -398,10 +398,9 @@ class Evaluator:
         ]
 
     def _recheck(self, child, request, workload: Workload, fit: dict, deadline) -> dict:
-        """Re-measure an acceptance in a fresh child process. The verdict stands only if the
-        fresh weighted speedup lands inside the first interval (widened to the between-process
-        floor) and passes on its own; otherwise the fitness gate fails as ``unstable`` with both
-        measurements. The first child is replaced, so the next evaluation starts fresh too."""
+        """Re-measure an acceptance in a fresh child process; ``fitness.reconcile`` says what
+        stands (the verdict, when the fresh process passes the gate on its own; the lower of the
+        two measurements). The first child is replaced, so the next evaluation starts fresh."""
         self._end(child)
         child.kill()
         fresh = self.child(request.platform)
@@ -438,26 +437,8 @@ class Evaluator:
                     request.regression_tolerance,
                     request.seed,
                 )
-        first = fit["fitness"]
-        interval = widened(first["ci95"], C.FRESH_PROCESS_FLOOR)
-        recheck = {"interval": interval, "fresh": second["fitness"] if second else None}
-        first["recheck"] = recheck
-        if second is None:
-            why = failure.reason if failure else "it could not be timed again"
-            recheck["error"] = why
-            reason = f"{fit['reason']}; not re-measured in a fresh process: {why}"
-            return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
-        again = second["fitness"]["speedup"]
-        agrees = interval[0] <= again <= interval[1] and second["status"] == C.PASSED
-        recheck["agrees"] = agrees
-        if agrees:
-            reason = f"{fit['reason']}; a fresh process agrees ({again:.3f}x)"
-            return {**fit, "reason": reason}
-        reason = (
-            f"unstable: {first['speedup']:.3f}x (interval [{interval[0]:.3f}, {interval[1]:.3f}])"
-            f" in the first process, {again:.3f}x in a fresh one ({second['reason']})"
-        )
-        return {**fit, "status": C.FAILED, "rule": C.RULE_UNSTABLE, "reason": reason}
+        why = (failure.reason if failure else "it could not be timed again") if not second else ""
+        return reconcile(fit, second, C.FRESH_PROCESS_FLOOR, why)
 
     def _finish(self, request, gates: list[GateResult], state, t0) -> EvaluationReport:
         problem: ProblemNotLoaded | None = state["problem"]

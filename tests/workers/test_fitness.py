@@ -35,3 +35,52 @@ def test_no_gain_is_not_accepted_and_big_gain_is_flagged():
     assert same["rule"] == C.RULE_NOT_FASTER
     huge = fitness([_case("a", 1.0, 20.0)], {"a": 1}, "eager")
     assert huge["fitness"]["review"] == ["a"]
+
+
+def _gate(a_ms, b_ms, base_ms=2.0):
+    """A fitness gate over two equally weighted cases, as one process would measure them."""
+    return fitness(
+        [_case("a", a_ms, base_ms), _case("b", b_ms, base_ms)], {"a": 1, "b": 1}, "eager"
+    )
+
+
+def test_a_fresh_process_that_measures_the_same_keeps_the_verdict():
+    from workers.gates.fitness import reconcile
+
+    first = _gate(1.0, 1.0)
+    out = reconcile(first, _gate(1.0, 1.001), C.FRESH_PROCESS_FLOOR)
+    assert out["status"] == C.PASSED and "a fresh process agrees" in out["reason"]
+    assert out["fitness"]["recheck"]["agrees"] and out["fitness"]["recheck"]["same_number"]
+    assert out["fitness"]["speedup"] == first["fitness"]["speedup"]
+
+
+def test_both_processes_pass_but_differ_the_lower_is_kept():
+    """LayerNorm on the H200 (session 22): 1.228x in the first process, 1.214x in a fresh one,
+    every case faster than compile in both; it was rejected as unstable, and is now accepted at
+    the lower number, per case from the process that measured it."""
+    from workers.gates.fitness import reconcile
+
+    first, fresh = _gate(1.0, 1.0), _gate(1.0, 1.2)  # 2.0x, then ~1.83x
+    out = reconcile(first, fresh, C.FRESH_PROCESS_FLOOR)
+    assert out["status"] == C.PASSED
+    assert out["fitness"]["speedup"] == fresh["fitness"]["speedup"]
+    assert out["fitness"]["per_case"] == fresh["fitness"]["per_case"]
+    rc = out["fitness"]["recheck"]
+    assert rc["agrees"] and not rc["same_number"]
+    assert rc["first"]["speedup"] == first["fitness"]["speedup"]
+    assert "both pass, the lower is kept" in out["reason"]
+    # The other way round the first process's (lower) numbers stand.
+    back = reconcile(fresh, first, C.FRESH_PROCESS_FLOOR)
+    assert back["status"] == C.PASSED
+    assert back["fitness"]["speedup"] == fresh["fitness"]["speedup"]
+
+
+def test_a_fresh_process_that_fails_the_gate_or_cannot_time_makes_it_unstable():
+    from workers.gates.fitness import reconcile
+
+    first = _gate(1.0, 1.0)
+    out = reconcile(first, _gate(1.0, 2.2), C.FRESH_PROCESS_FLOOR)  # case b regresses there
+    assert out["status"] == C.FAILED and out["rule"] == C.RULE_UNSTABLE
+    assert "regresses" in out["reason"] and out["fitness"]["recheck"]["agrees"] is False
+    none = reconcile(first, None, C.FRESH_PROCESS_FLOOR, "the child crashed")
+    assert none["rule"] == C.RULE_UNSTABLE and "the child crashed" in none["reason"]

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from workers import constants as C
+from workers.gates.timing import widened
 
 
 def fitness(
@@ -117,3 +118,70 @@ def fitness(
         "fitness": result,
         "wall_s": time.perf_counter() - start,
     }
+
+
+def reconcile(first: dict, second: dict | None, floor: float, why_missing: str = "") -> dict:
+    """The fitness gate once a fresh process has timed an accepted candidate again.
+
+    ``first`` is the passing gate dict of the first process, ``second`` the fresh process's (or
+    None when it could not be timed: ``why_missing`` says why). The verdict stands when the
+    fresh process passes the gate on its own: every case within tolerance and a gain whose
+    interval excludes 1. If its weighted speedup also lies inside the first interval (widened
+    to ``floor``, the between-process spread) the numbers agree; if not, both processes still
+    pass and the lower of the two measurements is kept as the fitness, so a candidate is never
+    ranked on its luckier process. A fresh process that fails the gate, or cannot time it, makes
+    the candidate ``unstable``. ``fitness["recheck"]`` holds both measurements."""
+    fit = dict(first["fitness"])
+    interval = widened(fit["ci95"], floor)
+    recheck: dict = {"interval": interval, "fresh": second["fitness"] if second else None}
+    if second is None or second.get("fitness") is None:
+        recheck["error"] = why_missing or "it could not be timed again"
+        fit["recheck"] = recheck
+        reason = f"{first['reason']}; not re-measured in a fresh process: {recheck['error']}"
+        return {
+            **first,
+            "status": C.FAILED,
+            "rule": C.RULE_UNSTABLE,
+            "reason": reason,
+            "fitness": fit,
+        }
+    again = second["fitness"]["speedup"]
+    passes = second["status"] == C.PASSED
+    same = interval[0] <= again <= interval[1]
+    recheck["agrees"] = passes
+    recheck["same_number"] = same
+    if not passes:
+        fit["recheck"] = recheck
+        reason = (
+            f"unstable: {fit['speedup']:.3f}x (interval [{interval[0]:.3f}, {interval[1]:.3f}])"
+            f" in the first process, {again:.3f}x in a fresh one ({second['reason']})"
+        )
+        return {
+            **first,
+            "status": C.FAILED,
+            "rule": C.RULE_UNSTABLE,
+            "reason": reason,
+            "fitness": fit,
+        }
+    if same:
+        fit["recheck"] = recheck
+        return {
+            **first,
+            "reason": f"{first['reason']}; a fresh process agrees ({again:.3f}x)",
+            "fitness": fit,
+        }
+    if again < fit["speedup"]:
+        # The fresh process's numbers (per case too) are the lower ones: they stand.
+        recheck["first"] = {k: v for k, v in fit.items() if k != "recheck"}
+        fit = {**second["fitness"], "recheck": recheck}
+        reason = (
+            f"{second['reason']}; the first process measured {recheck['first']['speedup']:.3f}x, "
+            "outside this interval: both pass, the lower is kept"
+        )
+    else:
+        fit["recheck"] = recheck
+        reason = (
+            f"{first['reason']}; a fresh process passes too at {again:.3f}x, outside this "
+            "interval: the lower (this) is kept"
+        )
+    return {**first, "reason": reason, "fitness": fit}
