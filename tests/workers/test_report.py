@@ -39,7 +39,7 @@ def _graph_timing(median_ms: float) -> dict:
 
 def test_every_case_of_real_h200_reports_round_trips_and_reads_typed():
     reports = _demo_reports()
-    assert len(reports) >= 40
+    assert len(reports) >= 20  # three searches: 25 evaluated candidates
     for report in reports:
         parsed = EvaluationReport.from_dict(report)
         cases = parsed.cases
