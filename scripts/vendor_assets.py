@@ -6,6 +6,11 @@ bundle comes from the pinned `plotly` Python package, so the chart JSON and the 
 Plotly injects its base style rules into a <style> element it creates, which the site's
 Content-Security-Policy refuses; `plotly.css` holds the same rules, taken from the bundle, and
 the pages mark the element present (`no-inline-styles`) so Plotly does not try.
+
+The bundle also carries MapLibre's style sheet (83 kB, for map traces), which it inserts as a
+<style> element when it loads unless an element with that sheet's id is on the page already.
+The portal draws no maps: the pages carry an element with that id
+(templates/partials/plotly_css.html) and the sheet is left out; `main` checks the two agree.
 """
 
 import json
@@ -28,6 +33,13 @@ SOURCES = {
 # The bundle's table of base rules: {"X,X div": 'direction:ltr;...', ...}, then a loop that
 # expands X and Y into Plotly's container classes and calls addStyleRule for each.
 _RULES = re.compile(r'=\{("X,X div":.*?)\};for\(\w+ in \w+\)')
+# MapLibre's sheet: `if(!document.getElementById("<id>")){var e=document.createElement("style");
+# e.id="<id>",e.textContent='...'`.
+_MAPLIBRE = re.compile(
+    r'if\(!document\.getElementById\("([0-9a-f]{16,})"\)\)\{var (\w+)='
+    r'document\.createElement\("style"\);\2\.id="\1"'
+)
+PLOTLY_PARTIAL = ROOT / "templates" / "partials" / "plotly_css.html"
 _PAIR = re.compile(r'"((?:[^"\\]|\\.)*)":(?:\'((?:[^\'\\]|\\.)*)\'|"((?:[^"\\]|\\.)*)")')
 
 
@@ -48,6 +60,14 @@ def plotly_css(bundle: str) -> str:
     )
 
 
+def maplibre_style_id(bundle: str) -> str:
+    """The id of the <style> element the bundle adds for MapLibre unless one is present."""
+    found = _MAPLIBRE.search(bundle)
+    if found is None:
+        raise ValueError("plotly.min.js: MapLibre's style element was not found")
+    return found.group(1)
+
+
 def main() -> int:
     VENDOR.mkdir(parents=True, exist_ok=True)
     missing = [str(path) for path in SOURCES.values() if not path.exists()]
@@ -56,7 +76,12 @@ def main() -> int:
         return 1
     for name, source in SOURCES.items():
         shutil.copyfile(source, VENDOR / name)
-    (VENDOR / "plotly.css").write_text(plotly_css((VENDOR / "plotly.min.js").read_text()))
+    bundle = (VENDOR / "plotly.min.js").read_text()
+    (VENDOR / "plotly.css").write_text(plotly_css(bundle))
+    style_id = maplibre_style_id(bundle)
+    if f'id="{style_id}"' not in PLOTLY_PARTIAL.read_text():
+        print(f'vendor_assets: put <meta id="{style_id}"> in {PLOTLY_PARTIAL.relative_to(ROOT)}')
+        return 1
     print(f"vendor_assets: {len(SOURCES) + 1} files in {VENDOR.relative_to(ROOT)}")
     return 0
 
