@@ -22,6 +22,7 @@ from workers.contract.tasks import (
     RECORD_RECHECK_TASK,
     RECORD_TASK,
 )
+from workers.search.tuning import run_tuner
 
 _evaluator_holder: list = []
 
@@ -63,10 +64,15 @@ def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict
 
 
 @shared_task(name=BASELINE_TASK, acks_late=True, soft_time_limit=840)
-def baseline_problem(campaign_id: int, request: dict) -> dict:
-    """Time the reference (and incumbent) once per campaign; send it to the control queue."""
+def baseline_problem(campaign_id: int, request: dict, tune: dict | None = None) -> dict:
+    """Time the reference (and incumbent) once per campaign, then, where ``tune`` asks for it,
+    run the per-case tuner on this GPU host (``workers.search.tuning``); send both to the
+    control queue."""
     report = _evaluator().baseline(_request(request)).to_dict()
-    current_app.send_task(RECORD_BASELINE_TASK, args=[campaign_id, report], queue=CONTROL_QUEUE)
+    tuned = run_tuner(tune) if tune else None
+    current_app.send_task(
+        RECORD_BASELINE_TASK, args=[campaign_id, report, tuned], queue=CONTROL_QUEUE
+    )
     return {"campaign_id": campaign_id}
 
 

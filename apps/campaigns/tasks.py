@@ -113,10 +113,10 @@ def record_evaluation(node_id: int, evaluation_key: str, report: dict) -> bool:
     time_limit=90,
     **RETRY_ON_TRANSIENT_DB_ERRORS,
 )
-def record_baseline(campaign_id: int, report: dict) -> bool:
+def record_baseline(campaign_id: int, report: dict, tuned: dict | None = None) -> bool:
     from apps.campaigns.services.search import baseline_record
 
-    return baseline_record(campaign_id=campaign_id, report=report)
+    return baseline_record(campaign_id=campaign_id, report=report, tuned=tuned)
 
 
 @worker_ready.connect

@@ -7,7 +7,8 @@ Control side (``apps.*.tasks``, on the ``control`` queue):
 - ``RECORD_TASK(node_id, evaluation_key, report)``: one evaluation's report (``report`` as
   ``workers.report.EvaluationReport.to_dict()``); refused when ``evaluation_key`` is not the
   node's current dispatch.
-- ``RECORD_BASELINE_TASK(campaign_id, report)``: the campaign's one baseline measurement.
+- ``RECORD_BASELINE_TASK(campaign_id, report, tuned=None)``: the campaign's one baseline
+  measurement, and the per-case tuner's answer where it tuned (``workers.search.tuning``).
 - ``RECORD_RECHECK_TASK(check_id, report)``: a registry re-check's report.
 - ``RECORD_MODEL_CHECK_TASK(check_id, report)``: a model check's report
   (``workers.runtime.model_check.run_check``, or ``{"unavailable": why}``).
@@ -17,7 +18,8 @@ Worker side (``workers.celery_tasks``, on ``eval_queue(platform)``):
 
 - ``EVALUATE_TASK(node_id, evaluation_key, request)``: ``request`` holds the keyword arguments
   of ``workers.evaluate.EvaluationRequest``; answers with ``RECORD_TASK``.
-- ``BASELINE_TASK(campaign_id, request)``: answers with ``RECORD_BASELINE_TASK``.
+- ``BASELINE_TASK(campaign_id, request, tune=None)``: ``tune`` is ``tuning.tune_request``'s;
+  answers with ``RECORD_BASELINE_TASK``.
 - ``RECHECK_TASK(check_id, request)``: answers with ``RECORD_RECHECK_TASK``.
 - ``MODEL_CHECK_TASK(check_id, request)``: ``request`` as ``run_check`` takes it; answers with
   ``RECORD_MODEL_CHECK_TASK``.

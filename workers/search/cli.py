@@ -50,13 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit-s", type=float, default=120.0)
     parser.add_argument("--json", dest="json_out", help="write the campaign JSON here")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument(
-        "--tune",
-        action="store_true",
-        help="with --platform cuda: start a row-family search from the per-case tuner's table, "
-        "timed on this GPU behind the sandbox (about 70 s per problem before the first "
-        "candidate; opt-in until a GPU search with it is measured, docs/benchmarks.md)",
+    tuning = parser.add_mutually_exclusive_group()
+    tuning.add_argument(
+        "--no-tune",
+        dest="tune",
+        action="store_false",
+        help="with --platform cuda: skip the per-case tuner that runs beside the baseline (about "
+        "90 s per problem before the first candidate; its table is the first seed)",
     )
+    tuning.add_argument("--tune", dest="tune", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(tune=True)
 
 
 def _inputs(args) -> tuple[str, dict | None, str]:

@@ -18,7 +18,8 @@ outcome, or propose a round); every driver asks it and does what it says::
     engine = SearchEngine.from_state(state, retrieve=my_retrieval)  # store=... to keep the graph
     while (step := engine.step(state)).action != STEP_FINISHED:
         if step.action == STEP_BASELINE:                        # cuda: time the reference once
-            engine.record_baseline(state, baseline(baseline_request(state)).to_dict())
+            tuned = run_tuner(req) if (req := tune_request(state)) else None  # same GPU host
+            engine.record_baseline(state, baseline(baseline_request(state)).to_dict(), tuned=tuned)
         for node_id in step.node_ids:                           # STEP_EVALUATE: new nodes
             req = engine.request_kwargs(state, node_id)         # -> EvaluationRequest(**req)
             ...evaluate elsewhere (STEP_WAIT until every report is recorded)...
@@ -79,6 +80,7 @@ from workers.search.state import (
     seed_add,
 )
 from workers.search.stopping import StopMixin
+from workers.search.tuning import run_tuner, tune_request
 
 Retrieve = Callable[[dict], list[dict]]
 
@@ -101,11 +103,11 @@ class Step:
     no_proposals: bool = False  # finished because no generator had anything new to offer
 
 
-def make_generator(name: str, *, tune: bool = False):
+def make_generator(name: str):
     if name == "template":
         from workers.search.generators.template import TemplateGenerator
 
-        return TemplateGenerator(tune=tune)
+        return TemplateGenerator()
     if name == "llm":
         from workers.search.generators.llm import LLMGenerator
 
@@ -147,9 +149,7 @@ class SearchEngine(ProposeMixin, RecordMixin, StopMixin):
         cfg = state["config"]
         names = cfg["generators"]
         gens = (
-            generators
-            if generators is not None
-            else {name: make_generator(name, tune=cfg.get("tune", False)) for name in names}
+            generators if generators is not None else {name: make_generator(name) for name in names}
         )
         policy = make_policy(cfg["policy"], **cfg["policy_args"])
         engine = cls(gens, policy, retrieve, keep_reports=keep_reports, store=store)
@@ -219,7 +219,10 @@ def run_campaign(
         while (step := engine.step(state)).action != STEP_FINISHED:
             if step.action == STEP_BASELINE:
                 base = ev.baseline(ev_mod.EvaluationRequest(**baseline_request(state)))
-                engine.record_baseline(state, base.to_dict() if hasattr(base, "to_dict") else base)
+                # The GPU host that timed the baseline tunes too, before the first round.
+                tuned = run_tuner(req) if (req := tune_request(state)) else None
+                base_d = base.to_dict() if hasattr(base, "to_dict") else base
+                engine.record_baseline(state, base_d, tuned=tuned)
                 continue
             node_ids = step.node_ids
             if step.action == STEP_WAIT:

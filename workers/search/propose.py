@@ -55,6 +55,7 @@ class ProposeMixin:
             knowledge=knowledge,
             seed=cfg["seed"] * 1000 + state["round"],
             attempt=state["round"] if mode == EDGE_SEED else 1,
+            tuned=state.get("tuned"),
         )
 
     def _whole(self, state: dict, node: Node) -> Node:

@@ -11,6 +11,7 @@ import time
 from workers.search.evaluation_requests import _without_samples, evaluation_request
 from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph, Node
 from workers.search.graph_store import GraphStore
+from workers.search.tuning import checked
 
 
 class RecordMixin:
@@ -26,7 +27,7 @@ class RecordMixin:
             raise KeyError(f"no node {node_id} in this campaign")
         return evaluation_request(state, node.source)
 
-    def record_baseline(self, state: dict, baseline: dict) -> None:
+    def record_baseline(self, state: dict, baseline: dict, tuned: dict | None = None) -> None:
         """Keep the reference's measurement (``BaselineReport.to_dict()``), once.
 
         Candidates' requests carry its per-case timings (:func:`evaluation_request` derives
@@ -39,6 +40,13 @@ class RecordMixin:
         state["baseline"] = baseline if self.keep_reports else _without_samples(baseline)
         state.pop("baseline_times", None)  # a state from before: the same timings again
         state["baseline_device_s"] = float(baseline.get("device_s") or 0.0)
+        if tuned is not None:
+            # The per-case tuner's answer from the same GPU host (workers.search.tuning),
+            # checked again here: it crossed a queue from a process that loaded the problem.
+            # Its wall time is GPU time the campaign spent, charged with the baseline's.
+            state["tuned"] = checked(tuned) if not tuned.get("skipped") else None
+            if state["tuned"] is not None:
+                state["baseline_device_s"] += state["tuned"].get("wall_s") or 0.0
 
     def record(self, state: dict, node_id: str, report: dict) -> bool:
         """Store one evaluation report (``EvaluationReport.to_dict()``) on its node.

@@ -48,10 +48,11 @@ def campaign_new(
     regression_tolerance: float = 0.02,
     time_limit_s: float = 120.0,
     problem_name: str = "",
-    tune: bool = False,
+    tune: bool = True,
 ) -> dict:
     """A fresh campaign state (plain JSON data; the graph is the store's, see the module doc).
-    ``tune``: the template generator's first seed on a GPU host is the per-case tuner's table."""
+    ``tune``: a cuda campaign runs the per-case tuner on the GPU host beside its baseline, and
+    the template generator's first seed is its table (``workers.search.tuning``)."""
     return {
         "version": 1,
         "config": {

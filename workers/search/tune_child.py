@@ -1,7 +1,7 @@
 """The per-case tuner behind the sandbox boundary (``python -m workers.search.tune_child``).
 
-A search on a GPU host starts from the tuner's table (``TemplateGenerator(tune=True)``): the
-tuner loads the user's problem to size its cases and time compile against each configuration,
+A GPU campaign starts from the tuner's table (``workers.search.tuning``, run beside the
+baseline on the GPU host): the tuner loads the user's problem to size its cases and time compile against each configuration,
 so it runs as untrusted code does, through ``workers.confined.run_confined`` with the GPU
 visible. Request: ``{"problem_source", "workload", "jobs"?}``; answer: ``{"ok", "table",
 "cases": [{"name", "key", "config", "speedup"}], "wall_s"}`` (data to validate, never code).
@@ -19,9 +19,18 @@ from workers.confined import serve_json
 def handle(request: dict) -> dict:
     from workers.search.tune import tune
 
+    from workers.search.trace import NoTemplate, trace_problem
+
     source, workload = request.get("problem_source"), request.get("workload")
     if not isinstance(source, str) or not isinstance(workload, dict):
         return {"ok": False, "error": "the tuner needs problem_source and a workload"}
+    try:
+        family = trace_problem(source).family
+    except NoTemplate as exc:
+        family = f"none ({exc})"
+    if family != "row":
+        # Not an error: the tuner's launch space is the row family's; nothing to tune.
+        return {"ok": False, "skipped": True, "error": f"the tuner covers row kernels: {family}"}
     folder = os.path.abspath("tune")
     os.makedirs(folder, exist_ok=True)
     problem = os.path.join(folder, "problem.py")

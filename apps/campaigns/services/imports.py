@@ -34,7 +34,7 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         )
     budget = config.get("budget") or {}
     campaign = Campaign.objects.create(
-        name=name or f"{problem.name} on {config.get('platform')} (imported)",
+        name=name or _imported_name(problem.name, config),
         problem=problem,
         workload=config.get("workload"),
         platform=config.get("platform", "cuda"),
@@ -95,3 +95,11 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         campaign.best_fitness = campaign.best_node.fitness
         campaign.save(update_fields=["best_node", "best_fitness"])
     return campaign
+
+
+def _imported_name(problem: str, config: dict) -> str:
+    """``rms-norm on cuda (imported)``; with what it was judged against when that is not eager
+    (``rms-norm on cuda vs compile (imported)``), so two imports of one problem read apart."""
+    baseline = config.get("baseline") or "eager"
+    versus = "" if baseline == "eager" else f" vs {baseline}"
+    return f"{problem} on {config.get('platform')}{versus} (imported)"

@@ -51,6 +51,7 @@ from workers.search.engine import (
     baseline_request,
     evaluation_request,
 )
+from workers.search.tuning import TUNE_TIMEOUT_S, tune_request
 
 logger = logging.getLogger(__name__)
 
@@ -397,25 +398,29 @@ def _schedule_watchdog(campaign: Campaign) -> None:
 def _ensure_baseline(campaign: Campaign, state: dict) -> str:
     from workers.celery_tasks import baseline_problem
 
+    tune = tune_request(state)
+    # The GPU host tunes after timing the baseline (about 90 s): not re-sent in the meantime.
+    wait_s = 3 * EVALUATION_LEASE_S + (TUNE_TIMEOUT_S if tune else 0)
     requested = state.get("baseline_requested_at")
-    if requested and timezone.now().timestamp() - requested < 3 * EVALUATION_LEASE_S:
-        return "waiting for the baseline"
+    if requested and timezone.now().timestamp() - requested < wait_s:
+        return "waiting for the baseline" + (" and the tuner" if tune else "")
     state["baseline_requested_at"] = timezone.now().timestamp()
     request = baseline_request(state)
     queue = eval_queue(campaign.platform)
     transaction.on_commit(
-        lambda: baseline_problem.apply_async(args=[campaign.pk, request], queue=queue)
+        lambda: baseline_problem.apply_async(args=[campaign.pk, request, tune], queue=queue)
     )
-    return "baseline requested"
+    return "baseline requested" + (" with the tuner" if tune else "")
 
 
 @transaction.atomic
-def baseline_record(*, campaign_id: int, report: dict) -> bool:
+def baseline_record(*, campaign_id: int, report: dict, tuned: dict | None = None) -> bool:
+    """Keep the campaign's baseline (and the GPU host's tuner answer, when it tuned), once."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign_id)
     state = campaign.engine_state
     if state.get("baseline") is not None:
         return False
-    _engine(campaign).record_baseline(state, report)
+    _engine(campaign).record_baseline(state, report, tuned=tuned)
     campaign.engine_state = state
     campaign.save(update_fields=["engine_state"])
     transaction.on_commit(lambda: campaign_step_send(campaign_id))

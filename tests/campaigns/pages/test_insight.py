@@ -22,7 +22,7 @@ def figure(html: str, script_id: str) -> dict:
 
 def test_seeded_demo_search_shows_every_plot(client, users, django_assert_max_num_queries):
     demo_campaigns_seed()
-    campaign = Campaign.objects.get(name__startswith="rms-norm", platform="cuda")
+    campaign = Campaign.objects.get(name="rms-norm on cuda (imported)")
     client.force_login(users["viewer"])
     detail = client.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert f'href="/campaigns/{campaign.pk}/insight/"' in detail

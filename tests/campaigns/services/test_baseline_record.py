@@ -14,7 +14,7 @@ from apps.campaigns.constants import CampaignStatus, eval_queue
 from apps.campaigns.models import Campaign
 from apps.campaigns.services.campaigns import campaign_cancel, campaign_create
 from apps.campaigns.services.search import baseline_record, campaign_step
-from workers.contract.tasks import EVALUATE_TASK
+from workers.contract.tasks import BASELINE_TASK, EVALUATE_TASK
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 DEMO = Path(__file__).resolve().parents[3] / "docs" / "demo" / "h200-rms_norm.json"
@@ -51,7 +51,7 @@ def _medians(times: dict) -> dict:
 def test_the_baseline_is_kept_once_and_small_and_every_candidate_carries_it(
     gpu_campaign, h200_baseline, broker
 ):
-    assert campaign_step(campaign_id=gpu_campaign.pk) == "baseline requested"
+    assert campaign_step(campaign_id=gpu_campaign.pk) == "baseline requested with the tuner"
     assert baseline_record(campaign_id=gpu_campaign.pk, report=copy.deepcopy(h200_baseline))
 
     state = Campaign.objects.get(pk=gpu_campaign.pk).engine_state
@@ -92,3 +92,28 @@ def test_a_state_with_the_timings_twice_is_kept_once_from_its_next_step(
     assert "baseline_times" not in state and len(json.dumps(state)) < 10_000
     sent = broker.sent(eval_queue("cuda"), task=EVALUATE_TASK)
     assert sent and all(m.args[2]["baseline_times"] for m in sent)
+
+
+def test_the_gpu_host_is_asked_to_tune_beside_the_baseline_and_its_answer_is_kept(
+    gpu_campaign, h200_baseline, broker
+):
+    """The control side has no GPU: the baseline task carries the tuner's request to the cuda
+    queue, is not re-sent while the tuner runs, and the answer comes back with the baseline."""
+    assert campaign_step(campaign_id=gpu_campaign.pk) == "baseline requested with the tuner"
+    (message,) = broker.sent(eval_queue("cuda"), task=BASELINE_TASK)
+    campaign_id, request, tune = message.args
+    assert campaign_id == gpu_campaign.pk and tune["workload"] == gpu_campaign.workload
+    assert tune["problem_source"] == gpu_campaign.problem.source
+    assert campaign_step(campaign_id=gpu_campaign.pk) == "waiting for the baseline and the tuner"
+    assert len(broker.sent(eval_queue("cuda"), task=BASELINE_TASK)) == 1
+
+    answer = {"ok": True, "table": {"4,256,float32": [1, 2, 256, 2, 1, 0, 1, 1]},
+              "cases": [{"name": "small", "key": "4,256,float32", "speedup": 1.2}],
+              "wall_s": 80.0}  # fmt: skip
+    assert baseline_record(
+        campaign_id=gpu_campaign.pk, report=copy.deepcopy(h200_baseline), tuned=answer
+    )
+    state = Campaign.objects.get(pk=gpu_campaign.pk).engine_state
+    assert state["tuned"]["table"] == answer["table"]
+    assert state["baseline_device_s"] == pytest.approx(h200_baseline["device_s"] + 80.0)
+    assert len(json.dumps(state)) < 10_000

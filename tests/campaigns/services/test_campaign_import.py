@@ -45,3 +45,15 @@ def test_import_refuses_a_measured_case_of_the_wrong_type_and_names_it():
     with pytest.raises(ValidationError, match=rf"node {node['id']}: .*cases\[0\]\.weight"):
         campaign_import(summary=summary)
     assert not Campaign.objects.exists()
+
+
+def test_a_search_against_compile_reads_apart_and_keeps_both_peers():
+    """The session-22 H200 RMSNorm search, judged against torch.compile with eager beside it:
+    its name says what it was judged against, and every timed case keeps both peers' times."""
+    summary = json.loads((DEMO / "h200-compile-rms_norm.json").read_text())
+    campaign = campaign_import(summary=summary)
+    assert campaign.name == "rms-norm on cuda vs compile (imported)"
+    assert campaign.outcome == "improved" and campaign.best_fitness > 1.0
+    timed = Measurement.objects.filter(node=campaign.best_node, median_ms__isnull=False)
+    assert timed.count() == 5
+    assert all({"eager", "compile"} <= set(m.baselines) for m in timed)

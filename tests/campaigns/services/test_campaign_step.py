@@ -226,8 +226,8 @@ def test_a_gpu_campaign_measures_its_baseline_once_before_any_candidate(gelu, en
     campaign = _running(gelu, engineer, platform="cuda", budget_candidates=40)
     gpu = eval_queue("cuda")
     try:
-        assert campaign_step(campaign_id=campaign.pk) == "baseline requested"
-        assert campaign_step(campaign_id=campaign.pk) == "waiting for the baseline"
+        assert campaign_step(campaign_id=campaign.pk) == "baseline requested with the tuner"
+        assert campaign_step(campaign_id=campaign.pk) == "waiting for the baseline and the tuner"
 
         asked = broker.sent(gpu, task=BASELINE_TASK)
         assert [m.args[0] for m in asked] == [campaign.pk], "asked once, on the GPU queue"

@@ -37,6 +37,9 @@ class GenerationContext:
     # How many times this mode was asked for this campaign (1 = first); lets a generator
     # move past proposals it already made.
     attempt: int = 1
+    # The per-case tuner's answer on the GPU host ({ok, table, cases} or {ok: False, error}),
+    # None where the campaign did not tune (workers.search.tuning).
+    tuned: dict | None = None
 
 
 @dataclass

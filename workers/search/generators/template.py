@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 
 from workers.search.generators.base import (
@@ -116,9 +115,6 @@ SPACES: dict[str, dict[str, list]] = {
         "causal_align": ["bottom_right", "top_left"],
     },
 }
-
-# The per-case tuner's wall limit (about 70 s per catalog problem on the H200).
-TUNE_TIMEOUT_S = 600
 
 DEFAULTS: dict[str, dict] = {
     "elementwise": {"block": 2048, "vec": 8, "tiles": 1},
@@ -225,25 +221,15 @@ def _key(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _has_gpu() -> bool:
-    """Whether this host has an NVIDIA GPU (its driver's control device), without CUDA."""
-    return os.path.exists("/dev/nvidiactl")
-
-
 class TemplateGenerator:
     """Parametric Triton kernels for the traced operator family (see the module docstring)."""
 
     name = "template"
 
-    def __init__(self, *, tune: bool = False) -> None:
+    def __init__(self) -> None:
         self._plans: dict[str, Plan | NoTemplate] = {}
         self._counts = {"proposed": 0, "no_template": 0}
         self._rows: dict[str, dict] = {}
-        # Start a row-family search on a GPU host from the per-case tuner's table (issue 11:
-        # "start where compile ends"): the first seed launches, for each case, the
-        # configuration the tuner timed fastest against compile on this device.
-        self.tune = tune
-        self._tuned: dict[str, dict] = {}
 
     def plan(self, problem_source: str) -> Plan:
         key = hashlib.sha256(problem_source.encode()).hexdigest()
@@ -341,50 +327,20 @@ class TemplateGenerator:
         return proposals
 
     def tuned(self, plan: Plan, ctx: GenerationContext) -> dict | None:
-        """The tuner's answer for this problem and workload ({table, cases}), or None where it
-        does not apply (off, not the row family, not a GPU campaign, no GPU on this host) or
-        fails (counted, with the error in the stats). Run once per problem and workload."""
-        if not self.tune or plan.family != "row" or ctx.platform != "cuda" or not ctx.workload:
+        """The campaign's tuner answer ({table, cases}) where it applies to this proposal: a
+        row-family problem whose campaign tuned on its GPU host (``workers.search.tuning``;
+        the first seed launches, for each case, the configuration the tuner timed fastest
+        against compile there: issue 11's "start where compile ends"). A failed answer is
+        counted, with its error, in the stats."""
+        answer = ctx.tuned
+        if not answer or plan.family != "row" or ctx.platform != "cuda":
             return None
-        key = hashlib.sha256(
-            (ctx.problem_source + json.dumps(ctx.workload, sort_keys=True)).encode()
-        ).hexdigest()
-        if key not in self._tuned:
-            self._tuned[key] = self._run_tuner(ctx)
-        answer = self._tuned[key]
-        return answer if answer.get("ok") else None
-
-    def _run_tuner(self, ctx: GenerationContext) -> dict:
-        from workers.boundary import BoundaryUnavailable
-        from workers.confined import ConfinedFailure, run_confined
-
-        if not _has_gpu():
-            self._counts["tune_skipped"] = self._counts.get("tune_skipped", 0) + 1
-            return {"ok": False, "error": "no GPU on the host that generates"}
-        try:
-            answer = run_confined(
-                "workers.search.tune_child",
-                {"problem_source": ctx.problem_source, "workload": ctx.workload},
-                timeout_s=TUNE_TIMEOUT_S,
-                cpu_s=TUNE_TIMEOUT_S * 16,
-                memory_bytes=1 << 46,  # CUDA reserves far more address space than it uses
-                gpu=True,
-            )
-        except (BoundaryUnavailable, ConfinedFailure) as exc:
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        table = answer.get("table")
-        valid = isinstance(table, dict) and all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, int) for x in v)
-            for k, v in table.items()
-        )
-        if answer.get("ok") and valid and isinstance(answer.get("cases"), list):
-            self._counts["tuned"] = self._counts.get("tuned", 0) + 1
-            return answer
-        self._counts["tune_failed"] = self._counts.get("tune_failed", 0) + 1
-        self._counts["tune_error"] = str(answer.get("error") or "the tuner's answer is malformed")[
-            :300
-        ]
-        return {"ok": False}
+        if not answer.get("ok"):
+            self._counts["tune_failed"] = 1
+            self._counts["tune_error"] = str(answer.get("error") or "")[:300]
+            return None
+        self._counts["tuned"] = 1
+        return answer
 
     def case_rows(self, plan: Plan, ctx: GenerationContext) -> dict[str, list]:
         """{case: [M, N, dtype]} for the workload's cases (from the problem's own
