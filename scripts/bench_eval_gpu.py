@@ -192,7 +192,7 @@ def main(argv=None) -> int:
                     )
                 )
                 g = rep.gate(rep.failed_gate) if rep.failed_gate else None
-                got = (rep.failed_gate, g["rule"] if g else None)
+                got = (rep.failed_gate, g.rule if g else None)
                 results["adversarial"][adv] = {
                     "expected": [gate, rule],
                     "got": list(got),

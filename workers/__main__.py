@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _summary(report) -> str:
     lines = [f"verdict: {report.verdict}  ({report.reason})"]
     for g in report.gates:
-        lines.append(f"  {g['name']:<12} {g['status']:<8} {g['reason'].splitlines()[0][:150]}")
+        first_line = g.reason.partition("\n")[0]
+        lines.append(f"  {g.name:<12} {g.status:<8} {first_line[:150]}")
     for c in report.cases:
         extra = f" median {c.timing.median_ms:.4g} ms" if c.timing else ""
         err = c.max_abs_err
@@ -210,8 +211,8 @@ def _run_baseline(args) -> int:
     else:
         print(f"baseline: {report.status} ({report.reason})")
         for c in report.cases:
-            parts = [f"{k} {v['median_ms']:.4g} ms" for k, v in (c.get("timings") or {}).items()]
-            print(f"  case {c['name']:<24} {'; '.join(parts)}")
+            parts = [f"{k} {t.median_ms:.4g} ms" for k, t in c.timings.items()]
+            print(f"  case {c.name:<24} {'; '.join(parts)}")
     return 0
 
 

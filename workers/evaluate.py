@@ -10,7 +10,7 @@ The first failing gate stops the evaluation and its evidence is kept. Bad input 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from workers import constants as C
 from workers.boundary import BoundaryUnavailable
@@ -19,7 +19,14 @@ from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
 from workers.gates.fitness import reconcile
 from workers.gates.static import check_static
-from workers.report import BaselineReport, Case, EvaluationReport, MalformedReport
+from workers.report import (
+    BaselineCase,
+    BaselineReport,
+    Case,
+    EvaluationReport,
+    GateResult,
+    MalformedReport,
+)
 from workers.sandbox import SandboxChild, SandboxFailure
 
 __all__ = [
@@ -56,34 +63,6 @@ class EvaluationRequest:
 
 class EvaluatorUnavailable(RuntimeError):
     """The environment cannot evaluate on the requested platform (no GPU, child won't start)."""
-
-
-@dataclass(frozen=True)
-class GateResult:
-    """One gate's verdict with its evidence, as the report's ``gates`` list carries it."""
-
-    name: str
-    status: str  # passed | failed | skipped
-    reason: str
-    rule: str | None = None
-    evidence: dict = field(default_factory=dict)
-    wall_s: float = 0.0
-    device_s: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.status == C.PASSED
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "reason": self.reason,
-            "rule": self.rule,
-            "evidence": self.evidence or {},
-            "wall_s": self.wall_s,
-            "device_s": self.device_s,
-        }
 
 
 @dataclass(frozen=True)
@@ -127,7 +106,10 @@ def _baseline_times(given, fingerprint: dict) -> tuple[dict, str | None]:
         for key in ("device", "torch", "triton", "harness_hash"):
             if theirs.get(key) and theirs.get(key) != fingerprint.get(key):
                 return {}, f"baseline_times ignored: fingerprint {key} differs"
-        return BaselineReport.from_dict(given).times(), None
+        try:
+            return BaselineReport.from_dict(given).times(), None
+        except MalformedReport as exc:
+            return {}, f"baseline_times ignored: {exc}"
     return dict(given), None
 
 
@@ -469,7 +451,7 @@ class Evaluator:
             verdict=C.REJECTED if failed or problem is not None else C.ACCEPTED,
             failed_gate=failed.name if failed else None,
             reason=reason.splitlines()[0] if reason else "",
-            gates=[g.to_dict() for g in gates],
+            gates=list(gates),
             cases=state["cases"],
             fingerprint=state["fingerprint"],
             fitness=state["fitness"],
@@ -490,11 +472,15 @@ class Evaluator:
 
         def report(status, reason, cases=(), evidence=None, device_s=0.0):
             evidence = evidence or {}
+            try:
+                typed = _baseline_cases(cases)
+            except MalformedReport as exc:  # the child's answer, read back: a failure, not a raise
+                status, reason, typed = C.FAILED, str(exc), []
             return BaselineReport(
                 status=status,
                 reason=reason.splitlines()[0],
                 platform=request.platform,
-                cases=list(cases),
+                cases=typed,
                 fingerprint=fingerprint,
                 ceilings=evidence.get("ceilings"),
                 method=evidence.get("method"),
@@ -518,7 +504,13 @@ class Evaluator:
                     raise WorkloadError(loaded.result["reason"])
                 return report(C.FAILED, loaded.result["reason"])
             if request.platform != C.PLATFORM_CUDA:
-                cases = [{**c, "timings": {}} for c in loaded.result["cases"]]
+                try:
+                    records = _records(loaded.result, "load")
+                except MalformedReport as exc:
+                    return report(C.FAILED, f"problem: {exc}")
+                # Each workload case named, nothing timed (the interpreter has no device time).
+                keep = ("name", "weight", "overrides", "dtype", "scaled_for_interpreter")
+                cases = [{k: r.get(k) for k in keep} for r in records]
                 return report(C.SKIPPED, f"skipped: {C.RULE_NO_DEVICE}", cases)
             args = {
                 "seed": request.seed,
@@ -532,7 +524,7 @@ class Evaluator:
             return report(
                 timed.result["status"],
                 timed.result["reason"],
-                timed.result["cases"],
+                timed.result.get("cases"),
                 timed.result.get("evidence"),
                 timed.device_s + loaded.device_s,
             )
@@ -545,6 +537,14 @@ def _records(reply: dict, gate: str) -> list[dict]:
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise MalformedReport(f"the report is malformed: {gate}.cases: not a list of objects")
     return records
+
+
+def _baseline_cases(records) -> list[BaselineCase]:
+    """The baseline's cases as the child timed them, read back as :class:`BaselineCase` and
+    checked: :class:`MalformedReport` names what is wrong."""
+    if not isinstance(records, list | tuple):
+        raise MalformedReport("the report is malformed: baseline.cases: not a list of objects")
+    return [BaselineCase.from_dict(r, where=f"baseline.cases[{i}]") for i, r in enumerate(records)]
 
 
 def _updated(cases: list[Case], reply: dict, gate: str, pick=None) -> list[Case]:

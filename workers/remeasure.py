@@ -35,16 +35,22 @@ def _summary(report: EvaluationReport, baseline: str) -> dict:
             "speedup": paired.get("speedup"),
             "ci95": paired.get("ci95"),
         }
-    gate = next((g for g in report.gates if g["status"] == C.FAILED), None)
+    gate = next((g for g in report.gates if g.status == C.FAILED), None)
     return {
         "verdict": report.verdict,
-        "failed": f"{gate['name']}:{gate.get('rule')}" if gate else None,
+        "failed": f"{gate.name}:{gate.rule}" if gate else None,
         "reason": report.reason,
         "speedup": fit.get("speedup"),
         "ci95": fit.get("ci95"),
         "worst_case": (fit.get("worst_case") or {}).get("name"),
         "cases": cases,
     }
+
+
+def _method(report: EvaluationReport) -> str | None:
+    """How the performance gate timed (events, warm-up, rounds), when it ran."""
+    perf = report.gate(C.GATE_PERFORMANCE)
+    return perf.evidence.get("method") if perf else None
 
 
 def compare(runs: list[dict]) -> dict:
@@ -94,14 +100,5 @@ def remeasure(request, processes: int) -> dict:
         "runs": runs,
         "comparison": compare(runs),
         "fingerprint": reports[-1].fingerprint if reports else None,
-        "method": next(
-            (
-                (g.get("evidence") or {}).get("method")
-                for g in reports[-1].gates
-                if g["name"] == C.GATE_PERFORMANCE
-            ),
-            None,
-        )
-        if reports
-        else None,
+        "method": _method(reports[-1]) if reports else None,
     }

@@ -1,18 +1,20 @@
 """Frozen, JSON-round-tripping results of the evaluation core.
 
 A report crosses process and queue boundaries as plain JSON (``to_dict``) and is read back
-once (``from_dict``). An :class:`EvaluationReport` holds a :class:`Case` per workload or edge
-case, with a :class:`Timing` per side timed on it; the evaluator builds them from what its
-sandbox child answers, and ``from_dict`` checks what it reads (a child that ran untrusted code,
-a worker over the queue), refusing a malformed one with :class:`MalformedReport`.
-``Case.from_dict(d).to_dict() == d`` for every case the evaluator writes, so parsing and
-writing again changes nothing a reader can see.
+once (``from_dict``). An :class:`EvaluationReport` holds a :class:`GateResult` per gate and
+a :class:`Case` per workload or edge case, with a :class:`Timing` per side timed on it; a
+:class:`BaselineReport` holds a :class:`BaselineCase` per workload case, with a :class:`Timing`
+per baseline. The evaluator builds them from what its sandbox child answers, and ``from_dict``
+checks what it reads (a child that ran untrusted code, a worker over the queue), refusing a
+malformed one with :class:`MalformedReport`. ``X.from_dict(d).to_dict() == d`` for every gate,
+case and timing the evaluator writes, so parsing and writing again changes nothing a reader
+can see. What a gate found (its ``evidence``) stays a plain dict: each gate writes its own.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from workers import constants as C
 
@@ -71,28 +73,21 @@ def _record(data, where: str) -> dict:
 
 
 class _JsonMixin:
-    def to_dict(self) -> dict:
-        return _plain(asdict(self))
-
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
-
-    @classmethod
-    def from_dict(cls, data: dict):
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass(frozen=True)
 class EvaluationReport(_JsonMixin):
-    """One candidate's evaluation: the verdict, each gate's result (plain dicts), each case's
-    result (:class:`Case`), and what the run cost. ``to_dict`` is the JSON that crosses Celery
-    and is stored on the node; ``from_dict`` reads it back, refusing a malformed case."""
+    """One candidate's evaluation: the verdict, each gate's result (:class:`GateResult`), each
+    case's result (:class:`Case`), and what the run cost. ``to_dict`` is the JSON that crosses
+    Celery and is stored on the node; ``from_dict`` reads it back, refusing a malformed gate or
+    case."""
 
     verdict: str
     failed_gate: str | None
     reason: str
-    gates: list = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)
     fitness: dict | None = None
@@ -106,34 +101,40 @@ class EvaluationReport(_JsonMixin):
     def accepted(self) -> bool:
         return self.verdict == "accepted"
 
-    def gate(self, name: str) -> dict | None:
-        return next((g for g in self.gates if g["name"] == name), None)
+    def gate(self, name: str) -> GateResult | None:
+        return next((g for g in self.gates if g.name == name), None)
 
     def case(self, name: str) -> Case | None:
         return next((c for c in self.cases if c.name == name), None)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["gates"] = [gate.to_dict() for gate in self.gates]
         out["cases"] = [case.to_dict() for case in self.cases]
         return _plain(out)
 
     @classmethod
     def from_dict(cls, data: dict) -> EvaluationReport:
         data = _record(data, "report")
+        gates = _need(data, "gates", list, "report", default=[])
         cases = _need(data, "cases", list, "report", default=[])
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"gates", "cases"}
         return cls(
-            **{k: v for k, v in data.items() if k in names and k != "cases"},
+            **{k: v for k, v in data.items() if k in names},
+            gates=[GateResult.from_dict(g, where=f"gates[{i}]") for i, g in enumerate(gates or [])],
             cases=[Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(cases or [])],
         )
 
 
 @dataclass(frozen=True)
 class BaselineReport(_JsonMixin):
+    """The reference (and incumbent) timed alone per workload case (:class:`BaselineCase`), once
+    per campaign; ``from_dict`` refuses a malformed case."""
+
     status: str
     reason: str
     platform: str
-    cases: list = field(default_factory=list)
+    cases: list[BaselineCase] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)
     ceilings: dict | None = None
     method: str | None = None
@@ -142,8 +143,27 @@ class BaselineReport(_JsonMixin):
     harness_hash: str = ""
 
     def times(self) -> dict:
-        """``{case name: {baseline name: timing}}``, the ``baseline_times`` of a request."""
-        return {c["name"]: c.get("timings") or {} for c in self.cases}
+        """``{case name: {baseline name: timing}}``, the plain ``baseline_times`` a request
+        carries (JSON, since it crosses the queue and goes to the sandbox child)."""
+        return {c.name: {n: t.to_dict() for n, t in c.timings.items()} for c in self.cases}
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cases"] = [case.to_dict() for case in self.cases]
+        return _plain(out)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BaselineReport:
+        data = _record(data, "baseline")
+        cases = _need(data, "cases", list, "baseline", default=[])
+        names = {f.name for f in fields(cls)} - {"cases"}
+        return cls(
+            **{k: v for k, v in data.items() if k in names},
+            cases=[
+                BaselineCase.from_dict(c, where=f"baseline.cases[{i}]")
+                for i, c in enumerate(cases or [])
+            ],
+        )
 
 
 def _with_optional(out: dict, obj, names: tuple[str, ...]) -> dict:
@@ -337,5 +357,108 @@ class Case:
             "overrides": dict(self.overrides),
             "timing": None if self.timing is None else self.timing.to_dict(),
             "baselines": {name: t.to_dict() for name, t in self.baselines.items()},
+        }
+        return _with_optional(out, self, self.OPTIONAL)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict (passed, failed or skipped), the rule that decided a failure, what it
+    found (``evidence``: each gate writes its own, so a plain dict) and what it cost."""
+
+    name: str
+    status: str  # passed | failed | skipped
+    reason: str
+    rule: str | None = None
+    evidence: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    device_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == C.PASSED
+
+    @classmethod
+    def from_dict(cls, data: dict, *, where: str = "gate") -> GateResult:
+        """A gate as the evaluator writes it (``to_dict``); :class:`MalformedReport` names the
+        first field of the wrong type or value. The name and status must be there; any other
+        field may be absent (no rule, no evidence, no time)."""
+        data = _record(data, where)
+        return cls(
+            name=_need(data, "name", str, where, required=True, nullable=False),
+            status=_one_of(data, "status", (C.PASSED, C.FAILED, C.SKIPPED), where),
+            reason=_need(data, "reason", str, where, nullable=False, default=""),
+            rule=_need(data, "rule", str, where),
+            evidence=dict(_need(data, "evidence", dict, where) or {}),
+            wall_s=float(_need(data, "wall_s", _NUMBER, where, nullable=False, default=0.0)),
+            device_s=float(_need(data, "device_s", _NUMBER, where, nullable=False, default=0.0)),
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "rule": self.rule,
+            "evidence": dict(self.evidence or {}),
+            "wall_s": self.wall_s,
+            "device_s": self.device_s,
+        }
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    """One workload case of a baseline: each baseline's :class:`Timing` (``eager``,
+    ``compile``, and ``max-autotune`` or ``incumbent`` when asked), and what the physical floor
+    was made of. On a platform with no device it names the case and times nothing."""
+
+    name: str
+    weight: float
+    overrides: dict = field(default_factory=dict)
+    dtype: str | None = None
+    timings: dict[str, Timing] = field(default_factory=dict)
+    # Written only when set:
+    bytes: int | None = None
+    flops: float | None = None
+    floor_ms: float | None = None  # bytes over measured bandwidth, FLOPs over measured rate
+    wall_s: float | None = None
+    scaled_for_interpreter: dict | None = None  # {"orig": overrides, "used": overrides}
+
+    OPTIONAL = ("bytes", "flops", "floor_ms", "wall_s", "scaled_for_interpreter")
+
+    # What each optional field must be when it is set.
+    _KINDS = {
+        "bytes": _NUMBER,
+        "flops": _NUMBER,
+        "floor_ms": _NUMBER,
+        "wall_s": _NUMBER,
+        "scaled_for_interpreter": dict,
+    }
+
+    @classmethod
+    def from_dict(cls, data: dict, *, where: str = "baseline case") -> BaselineCase:
+        """A baseline case as the evaluator writes it (``to_dict``); :class:`MalformedReport`
+        names the first field of the wrong type. The name and weight must be there."""
+        data = _record(data, where)
+        timings = _need(data, "timings", dict, where) or {}
+        return cls(
+            name=_need(data, "name", str, where, required=True, nullable=False),
+            weight=float(_need(data, "weight", _NUMBER, where, required=True, nullable=False)),
+            overrides=dict(_need(data, "overrides", dict, where) or {}),
+            dtype=_need(data, "dtype", str, where),
+            timings={
+                name: Timing.from_dict(t, where=f"{where}.timings.{name}")
+                for name, t in timings.items()
+            },
+            **{name: _need(data, name, cls._KINDS[name], where) for name in cls.OPTIONAL},
+        )
+
+    def to_dict(self) -> dict:
+        out = {
+            "name": self.name,
+            "weight": self.weight,
+            "overrides": dict(self.overrides),
+            "dtype": self.dtype,
+            "timings": {name: t.to_dict() for name, t in self.timings.items()},
         }
         return _with_optional(out, self, self.OPTIONAL)

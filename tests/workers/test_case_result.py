@@ -133,8 +133,8 @@ def test_a_malformed_correctness_answer_fails_the_gate_not_the_worker(evaluator,
     report = ev.evaluate(EvaluationRequest(SOFTMAX, GOOD, workload=WORKLOAD, trials=1))
     assert report.verdict == C.REJECTED and report.failed_gate == C.GATE_CORRECTNESS
     gate = report.gate(C.GATE_CORRECTNESS)
-    assert gate["rule"] == C.RULE_RUNTIME
-    assert gate["reason"] == (
+    assert gate.rule == C.RULE_RUNTIME
+    assert gate.reason == (
         "the report is malformed: correctness.cases[1].max_abs_err: expected int or float, got str"
     )
     assert report.cases and all(c.status == C.SKIPPED for c in report.cases), "as loaded"

@@ -33,7 +33,7 @@ def test_good_elementwise_with_edge_cases(evaluator):
     assert names[C.EDGE_INF].status == C.SKIPPED  # x * sigmoid(-inf) is NaN in torch too
     assert names["default"].max_abs_err < 1e-5
     perf = report.gate(C.GATE_PERFORMANCE)
-    assert perf["status"] == C.SKIPPED and perf["reason"] == "skipped: no device"
+    assert perf.status == C.SKIPPED and perf.reason == "skipped: no device"
     assert report.fitness is None
     assert report.fingerprint["harness_hash"] == report.harness_hash
     again = EvaluationReport.from_dict(json.loads(report.to_json()))
@@ -68,7 +68,7 @@ def test_good_candidates_pass_and_compile_for_sm90(evaluator, name, workload):
         )
     )
     assert report.verdict == C.ACCEPTED, report.reason
-    compiled = report.gate(C.GATE_COMPILE)["evidence"]
+    compiled = report.gate(C.GATE_COMPILE).evidence
     assert compiled["mode"] == "aot"
     for art in compiled["artifacts"]:
         assert art["target"] == ["cuda", 90, 64]
@@ -95,7 +95,7 @@ def test_adversarial_rejected_at_the_right_gate(evaluator, name):
     )
     assert report.verdict == C.REJECTED
     assert report.failed_gate == gate, report.reason
-    assert report.gate(gate)["rule"] == rule, report.reason
+    assert report.gate(gate).rule == rule, report.reason
     assert "\n" not in report.reason
 
 
@@ -116,9 +116,9 @@ def test_torch_behind_a_guard_no_case_takes_is_accepted_with_a_warning(evaluator
     assert {c.name for c in report.cases} >= {C.EDGE_TAIL, C.EDGE_EMPTY, C.EDGE_NONCONTIGUOUS}
     assert all(c.status != C.FAILED for c in report.cases)
     static = report.gate(C.GATE_STATIC)
-    assert static["status"] == C.PASSED
-    assert [w["rule"] for w in static["evidence"]["warnings"]] == [C.RULE_TORCH_FALLBACK]
-    assert "torch.matmul()" in static["evidence"]["warnings"][0]["message"]
+    assert static.status == C.PASSED
+    assert [w["rule"] for w in static.evidence["warnings"]] == [C.RULE_TORCH_FALLBACK]
+    assert "torch.matmul()" in static.evidence["warnings"][0]["message"]
 
 
 @pytest.mark.timeout(180)

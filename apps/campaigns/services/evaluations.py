@@ -1,16 +1,18 @@
 """Recording an evaluation report: gate results, measurements and the node's verdict.
 
-A report arrives as the plain JSON a worker sent (`EvaluationReport.to_dict()`); its cases are
-read as the compute core's typed `workers.report.Case` and `Timing`, once, where they become
-measurement rows.
+A report arrives as the plain JSON a worker sent (`EvaluationReport.to_dict()`); its gates and
+cases are read as the compute core's typed `workers.report.GateResult`, `Case` and `Timing`,
+once, where they become gate and measurement rows (a malformed one raises `MalformedReport`,
+naming the field).
 """
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.campaigns.constants import NodeStatus
-from apps.campaigns.models import GateResult, Measurement, Node
-from workers.report import Case, Timing
+from apps.campaigns.models import GateResult as GateRow
+from apps.campaigns.models import Measurement, Node
+from workers.report import Case, GateResult, Timing
 
 
 def _timing(timing: Timing | None) -> dict:
@@ -91,19 +93,26 @@ def node_record_late_report(*, node: Node, report: dict) -> bool:
 
 
 def _store_evidence(node: Node, report: dict) -> None:
-    GateResult.objects.bulk_create(
-        GateResult(
+    gates = [
+        GateResult.from_dict(g, where=f"gates[{i}]")
+        for i, g in enumerate(report.get("gates") or [])
+    ]
+    cases = [
+        Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(report.get("cases") or [])
+    ]
+    GateRow.objects.bulk_create(
+        GateRow(
             node=node,
             order=order,
-            name=gate.get("name", ""),
-            status=gate.get("status", ""),
-            reason=gate.get("reason") or "",
-            rule=gate.get("rule") or "",
-            evidence=gate.get("evidence") or {},
-            wall_seconds=float(gate.get("wall_s") or 0.0),
-            device_seconds=float(gate.get("device_s") or 0.0),
+            name=gate.name,
+            status=gate.status,
+            reason=gate.reason,
+            rule=gate.rule or "",
+            evidence=gate.evidence,
+            wall_seconds=gate.wall_s,
+            device_seconds=gate.device_s,
         )
-        for order, gate in enumerate(report.get("gates") or [])
+        for order, gate in enumerate(gates)
     )
     Measurement.objects.bulk_create(
         Measurement(
@@ -118,7 +127,5 @@ def _store_evidence(node: Node, report: dict) -> None:
             baselines={name: timing.to_dict() for name, timing in case.baselines.items()},
             **_timing(case.timing),
         )
-        for case in (
-            Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(report.get("cases") or [])
-        )
+        for case in cases
     )
