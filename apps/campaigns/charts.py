@@ -66,6 +66,17 @@ def _layout(**extra) -> dict:
     return base
 
 
+def count_axis(largest: float) -> dict:
+    """Ticks for an axis that counts (candidates, campaigns): whole numbers only, at most about
+    eight of them, from 0. Left to itself Plotly ticks small counts at 0.5, 1.5 and so on."""
+    for exponent in range(16):
+        for mantissa in (1, 2, 5):
+            step = mantissa * 10**exponent
+            if largest / step <= 8:
+                return {"tickmode": "linear", "tick0": 0, "dtick": step, "tickformat": ",d"}
+    return {"tickformat": ",d"}
+
+
 def node_group(status: str, failed_gate: str) -> str:
     """How a node ended: the gate that stopped it, accepted, pending, or cancelled."""
     if status == "accepted":
@@ -410,7 +421,10 @@ def funnel_figure(funnel: dict) -> dict | None:
         "layout": _layout(
             height=300,
             yaxis={"autorange": "reversed"},
-            xaxis={"title": {"text": "candidates"}},
+            xaxis={
+                "title": {"text": "candidates"},
+                **count_axis(max(funnel.get(key, 0) or 0 for key, _ in stages)),
+            },
             margin={"l": 170, "r": 20, "t": 20, "b": 45},
         ),
     }
@@ -498,7 +512,7 @@ def fitness_over_time_figure(*, points: list[dict], baseline: str) -> dict | Non
         ],
         "layout": _layout(
             height=300,
-            xaxis={"title": {"text": "candidates evaluated"}},
+            xaxis={"title": {"text": "candidates evaluated"}, **count_axis(len(points))},
             yaxis={"title": {"text": f"weighted speedup over {baseline}"}},
         ),
     }
@@ -665,5 +679,12 @@ def portfolio_figure(rows: list[dict]) -> dict | None:
                 "marker": {"color": "#9aa3b2"},
             },
         ],  # fmt: skip
-        "layout": _layout(height=300, barmode="stack", yaxis={"title": {"text": "campaigns"}}),
+        "layout": _layout(
+            height=300,
+            barmode="stack",
+            yaxis={
+                "title": {"text": "campaigns"},
+                **count_axis(max(r["campaigns"] for r in rows)),
+            },
+        ),
     }

@@ -343,7 +343,10 @@ def history_figure(
         "data": data,
         "layout": charts._layout(
             height=320,
-            xaxis={"title": {"text": "candidate number (evaluation order)"}},
+            xaxis={
+                "title": {"text": "candidate number (evaluation order)"},
+                **charts.count_axis(max(trials[-1].number, 1)),
+            },
             yaxis={"title": {"text": f"weighted speedup over {baseline}"}},
         ),
     }
