@@ -1,10 +1,12 @@
 """The per-case tuner behind the sandbox boundary (``python -m workers.search.tune_child``).
 
 A GPU campaign starts from the tuner's table (``workers.search.tuning``, run beside the
-baseline on the GPU host): the tuner loads the user's problem to size its cases and time compile against each configuration,
-so it runs as untrusted code does, through ``workers.confined.run_confined`` with the GPU
-visible. Request: ``{"problem_source", "workload", "jobs"?}``; answer: ``{"ok", "table",
-"cases": [{"name", "key", "config", "speedup"}], "wall_s"}`` (data to validate, never code).
+baseline on the GPU host): the tuner loads the user's problem to size its cases and time
+compile against each configuration, so it runs as untrusted code does, through
+``workers.confined.run_confined`` with the GPU visible. Request: ``{"problem_source",
+"workload", "jobs"?}``; answer: ``{"ok", "table", "cases": [{"name", "key", "config",
+"speedup"}], "wall_s"}`` (data to validate, never code), or ``{"ok": False, "skipped": True}``
+for a problem that is not a row kernel.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from workers.confined import serve_json
 
 
 def handle(request: dict) -> dict:
-    from workers.search.tune import tune
-
     from workers.search.trace import NoTemplate, trace_problem
+    from workers.search.tune import tune
 
     source, workload = request.get("problem_source"), request.get("workload")
     if not isinstance(source, str) or not isinstance(workload, dict):
