@@ -7,6 +7,8 @@
   var el = document.getElementById("search-graph");
   if (!el) return;
   var status = document.getElementById("graph-status");
+  // Shown instead of the graph while the campaign has no candidate (no axes with nothing on them).
+  var empty = document.getElementById("graph-empty");
   var pending = null;
   var loading = false;
   var again = false;
@@ -45,12 +47,28 @@
       });
   }
 
+  // What a finished load leaves for readers and tests (the empty state counts as a render).
+  function rendered(result, t0) {
+    var ms = Math.round(performance.now() - t0);
+    el.dataset.nodeCount = result.count;
+    el.dataset.renderMs = ms;  // fetch + merge + draw
+    el.dataset.renders = (parseInt(el.dataset.renders || "0", 10) + 1).toString();
+    return ms;
+  }
+
   function load() {
     if (loading) { again = true; return; }
     loading = true;
     var t0 = performance.now();
     fetchAll(el.dataset.graphUrl, null, 0)
       .then(function (result) {
+        if (empty) empty.hidden = result.count > 0;
+        el.hidden = !result.count;
+        if (!result.count) {
+          status.textContent = "";
+          rendered(result, t0);
+          return;
+        }
         var layout = window.keCharts ? keCharts.themed(result.figure.layout) : result.figure.layout;
         // The server sizes the graph to its lanes. The box gets that height too: on a window
         // resize Plotly's responsive mode drops layout.height and fills its box.
@@ -59,13 +77,9 @@
         // Keep the user's zoom: uirevision is constant, so Plotly.react leaves the axes alone.
         return Plotly.react(el, result.figure.data, layout, { responsive: true, displaylogo: false, scrollZoom: true })
           .then(function () {
-            var ms = Math.round(performance.now() - t0);
-            el.dataset.nodeCount = result.count;
-            el.dataset.renderMs = ms;  // fetch + merge + draw
             el.dataset.drawMs = Math.round(performance.now() - t1);  // Plotly.react alone
-            el.dataset.renders = (parseInt(el.dataset.renders || "0", 10) + 1).toString();
-            status.textContent = result.count ? result.count + " candidates · drawn in " + ms + " ms"
-              : "No candidates yet: the graph fills in as the search proposes them.";
+            var ms = rendered(result, t0);
+            status.textContent = result.count + " candidates · drawn in " + ms + " ms";
             if (!el.dataset.clickBound) {
               el.dataset.clickBound = "1";
               el.on("plotly_click", function (data) {
