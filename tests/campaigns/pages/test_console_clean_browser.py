@@ -57,6 +57,7 @@ def _demo() -> dict[str, str]:
         "knowledge": "/knowledge/",
         "knowledge-entry": f"/knowledge/{entry.pk}/",
         "knowledge-curation": "/knowledge/curation/",
+        "knowledge-new": "/knowledge/new/",
         "knowledge-edit": f"/knowledge/{entry.pk}/edit/",
         "knowledge-history": f"/knowledge/{entry.pk}/history/",
         "portfolio": "/campaigns/portfolio/",
