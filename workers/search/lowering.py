@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
+from fractions import Fraction
 
 import torch
 
@@ -252,13 +253,25 @@ class _Lowerer(SlicesMixin):
         self._bind_inputs(placeholders)
         for n in calls:
             self._lower_call(n)
-        if any(isinstance(self.env.get(o), Narrow) for o in outs):
-            raise NoTemplate(
-                "an output narrower than the row (a slice of it, as a GLU returns) is not covered"
-            )
+        # An output narrower than the row (a GLU returns one half gated by the other): its
+        # element at column c is the slice's, so the kernel computes it over the first columns.
+        narrow = {
+            j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Narrow)
+        }
+        outputs = [
+            narrow[j].build(Fraction(0)) if j in narrow else self.arg(o) for j, o in enumerate(outs)
+        ]
         plan = Plan(family="row", forward_args=[], init_source="", preamble="")
         plan.nodes = self.nodes
-        plan.outputs = [self.arg(o) for o in outs]
+        plan.outputs = outputs
+        if narrow:
+            if any(n.kind == "reduce" for n in self.nodes):
+                raise NoTemplate("an output narrower than the row in a reference with reductions")
+            if any(v.frac > 1 for v in narrow.values()):
+                raise NoTemplate("an output wider than the row (a cat of more than its width)")
+            plan.extra["narrow_outputs"] = [
+                [j, v.frac.numerator, v.frac.denominator] for j, v in narrow.items()
+            ]
         _categorise(plan)
         ndim = len(self.row_shape)
         red = ndim - 1 if self.red_dim is None else self.red_dim
@@ -285,6 +298,7 @@ class _Lowerer(SlicesMixin):
             )
         if not plan.reductions() and (
             shifted
+            or narrow
             or any(n.id in used for n in bcast)
             or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
         ):
@@ -309,9 +323,11 @@ class _Lowerer(SlicesMixin):
         if red != ndim - 1 and self.reshaped and not self.full:
             raise NoTemplate("rows along a middle dimension of a reshaped tensor")
         plan.extra["output_kinds"] = []
-        for o, shape in zip(plan.outputs, shapes, strict=True):
+        for j, (o, shape) in enumerate(zip(plan.outputs, shapes, strict=True)):
             node = plan.nodes[o]
-            if node.cat == "tile" and shape == self.row_shape:
+            if j in narrow and shape[:-1] == self.row_shape[:-1]:
+                plan.extra["output_kinds"].append("tile")  # its first columns
+            elif node.cat == "tile" and shape == self.row_shape:
                 plan.extra["output_kinds"].append("tile")
             elif node.cat == "rowscalar" and math.prod(shape) * self._n() == math.prod(
                 self.row_shape
@@ -348,6 +364,8 @@ class _Lowerer(SlicesMixin):
                 plan.summary += "".join(f", {r} {b} broadcast" for r, b in seen.items())
             if shifted:
                 plan.summary += ", columns moved by slices and cat along the last dimension"
+            for j, p, q in plan.extra.get("narrow_outputs", []):
+                plan.summary += f", output {j} the first {p}/{q} of each row"
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"

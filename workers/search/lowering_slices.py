@@ -11,7 +11,8 @@ of the row length ``N`` (a traced ``chunk(2)`` of a 16-wide row splits at 8, whi
 at every width), written into the kernel as ``N * p // q``.
 
 Not covered, refused in words: slices along other dimensions or with a step, a slice in a
-reduction, a slice combined with a full row, and an output narrower than the row (a GLU).
+reduction, and a slice combined with a full row. An output narrower than the row (a GLU's
+half, ``F.glu`` itself) is computed over its first columns (``plan.extra["narrow_outputs"]``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class SlicesMixin:
         aten.slice.Tensor,
         aten.narrow.default,
         aten.cat.default,
+        aten.glu.default,
     }
 
     def _width(self) -> int:
@@ -108,6 +110,16 @@ class SlicesMixin:
                 pieces.append(self._piece(src, Fraction(start, width), Fraction(length, width)))
                 start += length
             self.env[n] = tuple(pieces)
+            return
+        if t == aten.glu.default:  # first half gated by the sigmoid of the second
+            self._last(n, a[1] if len(a) > 1 else n.kwargs.get("dim", -1))
+            src = self._as_narrow(a[0])
+            half = src.frac / 2
+            value, gate = self._piece(src, Fraction(0), half), self._piece(src, half, half)
+            self.env[n] = Narrow(
+                half,
+                lambda f: self.pw("mul", value.build(f), self.pw("sigmoid", gate.build(f))),
+            )
             return
         if t in (aten.slice.Tensor, aten.narrow.default):
             dim = a[1] if len(a) > 1 else 0

@@ -64,13 +64,37 @@ def get_inputs():
 )
 
 
+GLU = (
+    HEADER
+    + """import torch.nn.functional as F
+
+batch = 3
+tokens = 5
+hidden = 24
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        a, gate = x.chunk(2, dim=-1)
+        swiglu = F.silu(y[..., : y.shape[-1] // 2]) * y[..., y.shape[-1] // 2 :]
+        return a * torch.sigmoid(gate) - 0.5 * swiglu + F.glu(y, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch, tokens, 2 * hidden), torch.randn(batch, tokens, 2 * hidden)]
+"""
+    + FOOTER.format(init="[]")
+)
+
+
 @pytest.mark.parametrize(
     "source, sizes",
     [
         (ROPE, [{}, {"head_dim": 128, "tokens": 3}, {"head_dim": 40, "heads": 1}]),
         (PIECES, [{}, {"width": 64, "rows": 3}]),
+        (GLU, [{}, {"hidden": 100, "tokens": 1}, {"hidden": 1}]),
     ],
-    ids=["rotary-rotate-half", "split-three-ways-and-swap"],
+    ids=["rotary-rotate-half", "split-three-ways-and-swap", "glu-and-swiglu-half-outputs"],
 )
 def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path):
     result = run_child(_CHECK, source, json.dumps(sizes), str(tmp_path))
@@ -84,12 +108,13 @@ def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("x[..., : x.shape[-1] // 2] * torch.sigmoid(x[..., x.shape[-1] // 2 :])", "narrower"),
+        ("torch.cat([x, x * 2.0], dim=-1)", "wider than the row"),
+        ("torch.softmax(x[..., :8], dim=-1)", "where a whole row is needed"),
         ("torch.cat([x[..., 1::2], x[..., ::2]], dim=-1)", "step"),
         ("torch.softmax(torch.cat([x[..., 8:], x[..., :8]], dim=-1), dim=-1)", "reductions"),
         ("torch.cat([x[:2], x[2:]], dim=0)", "along dimension 0"),
     ],
-    ids=["glu-output", "strided-slice", "in-a-softmax", "first-dimension"],
+    ids=["wider-output", "narrow-softmax", "strided-slice", "in-a-softmax", "first-dimension"],
 )
 def test_slices_the_templates_do_not_cover_are_refused_in_words(forward, says):
     source = (

@@ -79,11 +79,34 @@ def _bcast_kernel(plan: Plan) -> str:
         stmt = em.stmt(node)
         if stmt:
             inner.append(stmt)
+    narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
     for j, o in enumerate(plan.outputs):
-        inner.append(f"tl.store(out{j}_ptr + toff, {em.name(plan.nodes[o])}, mask=mask)")
-    body.append("for start in range(0, N, BLOCK):")
+        val = em.name(plan.nodes[o])
+        if j in narrow:  # its row is the first N·p/q columns (a GLU's half)
+            p, q = narrow[j]
+            inner.append(f"NO{j} = N * {p} // {q}")
+            inner.append(
+                f"tl.store(out{j}_ptr + rows[:, None] * NO{j} + cols[None, :], {val}, "
+                f"mask=mask & (cols < NO{j})[None, :])"
+            )
+        else:
+            inner.append(f"tl.store(out{j}_ptr + toff, {val}, mask=mask)")
+    # Only as many columns as the widest output has (all of them unless every output is narrow).
+    if narrow and len(narrow) == len(plan.outputs):
+        p, q = max(narrow.values(), key=lambda pq: pq[0] / pq[1])
+        body.append(f"for start in range(0, N * {p} // {q}, BLOCK):")
+    else:
+        body.append("for start in range(0, N, BLOCK):")
     body += ["    " + line for line in inner]
     return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *_bcast_args(plan)])
+
+
+def _out_shape(narrow: tuple[int, int] | None) -> str:
+    """An output's shape: the rows', or for a narrow output its first N·p/q columns."""
+    if narrow is None:
+        return "shape"
+    p, q = narrow
+    return f"(*shape[:-1], shape[-1] * {p} // {q})"
 
 
 def _source_bcast(plan: Plan, p: dict) -> str:
@@ -93,8 +116,10 @@ def _source_bcast(plan: Plan, p: dict) -> str:
     refs = _refs(plan)
     tensors = [r for r in refs if r not in _refs(plan, "scalar")]
     shape_ref = _refs(plan, "tile")[0]
+    narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
     outs = "".join(
-        f"        out{j} = torch.empty(shape, dtype=odt, device={shape_ref}.device)\n"
+        f"        out{j} = torch.empty({_out_shape(narrow.get(j))}, dtype=odt, "
+        f"device={shape_ref}.device)\n"
         for j in range(len(plan.outputs))
     )
     args = [f"in{k}" for k in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
@@ -110,7 +135,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + _bcast_wrapper(plan, "shape")
         + outs
         + "        N = shape[-1] if len(shape) else 1\n"
-        + "        M = out0.numel() // N if N else 0\n"
+        + "        M = math.prod(shape[:-1])\n"
         + f"        if M == 0:\n            return {ret}\n"
         + f"        block = min({p['block']}, triton.next_power_of_2(N))\n"
         + f"        rows = max(1, min(64, {p['block'] * p['tiles']} // block))\n"
