@@ -76,17 +76,24 @@ class ChildCall:
     device_s: float
 
     def gate(self, name: str, *, evidence: dict | None = None, **extra_s) -> GateResult:
-        """The gate an answered operation reports (its status, reason, rule and evidence)."""
+        """The gate an answered operation reports (its status, reason, rule and evidence),
+        checked, since the child ran the candidate: a malformed answer is a failed gate."""
         r = self.result
-        return GateResult(
-            name,
-            r["status"],
-            r["reason"],
-            rule=r.get("rule"),
-            evidence=r.get("evidence") if evidence is None else evidence,
-            wall_s=self.wall_s + extra_s.get("wall_s", 0.0),
-            device_s=self.device_s + extra_s.get("device_s", 0.0),
-        )
+        wall_s = self.wall_s + extra_s.get("wall_s", 0.0)
+        device_s = self.device_s + extra_s.get("device_s", 0.0)
+        plain = {
+            "name": name,
+            "status": r.get("status"),
+            "reason": r.get("reason"),
+            "rule": r.get("rule"),
+            "evidence": r.get("evidence") if evidence is None else evidence,
+            "wall_s": wall_s,
+            "device_s": device_s,
+        }
+        try:
+            return GateResult.from_dict(plain, where=name)
+        except MalformedReport as exc:
+            return replace(_malformed(name, exc, self), wall_s=wall_s, device_s=device_s)
 
 
 class ProblemNotLoaded(Exception):
@@ -204,9 +211,12 @@ class Evaluator:
             rule = C.RULE_EXIT if reply.get("kind") == "exit" else C.RULE_RUNTIME
             evidence["traceback"] = reply.get("traceback")
             return failed(reply.get("error", "error"), rule, evidence)
-        result = reply["result"]
-        result.setdefault("evidence", {})
-        result["evidence"].update(evidence)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            reason = f"the report is malformed: {gate}: expected an object"
+            return failed(reason, C.RULE_RUNTIME, {**evidence, "error": reason})
+        if isinstance(result.setdefault("evidence", {}), dict):  # else the gate refuses it
+            result["evidence"].update(evidence)
         return ChildCall(result, None, wall, device)
 
     def _end(self, child):
@@ -273,10 +283,10 @@ class Evaluator:
         call = self._call(run.child, "load", load_args, run.deadline, C.GATE_COMPILE)
         if call.failure is not None:
             raise ProblemNotLoaded(f"problem: {call.failure.reason}", call.failure.rule)
-        if call.result["status"] != C.PASSED:
+        if call.result.get("status") != C.PASSED:
             if call.result.get("workload_error"):
-                raise WorkloadError(call.result["reason"])
-            raise ProblemNotLoaded(call.result["reason"], call.result.get("rule"))
+                raise WorkloadError(str(call.result.get("reason")))
+            raise ProblemNotLoaded(str(call.result.get("reason")), call.result.get("rule"))
         run.loaded = call
         # Each case as the report carries it until a gate says more of it.
         not_run = {"status": C.SKIPPED, "skip_reason": "not run"}
@@ -294,7 +304,7 @@ class Evaluator:
         if call.failure is not None:
             return [replace(call.failure, wall_s=call.failure.wall_s + run.loaded.wall_s)]
         extra = {"wall_s": run.loaded.wall_s}
-        if call.result["status"] == C.PASSED:
+        if call.result.get("status") == C.PASSED:
             extra["device_s"] = run.loaded.device_s
         return [call.gate(C.GATE_COMPILE, **extra)]
 
@@ -401,7 +411,7 @@ class Evaluator:
                 fresh, "compile", {**common, "aot_target": None}, deadline, C.GATE_FITNESS
             )
             failure = compiled.failure
-        if failure is None and compiled.result["status"] == C.PASSED:
+        if failure is None and compiled.result.get("status") == C.PASSED:
             perf_args = {
                 **common,
                 "serving": workload.serving,
@@ -410,7 +420,7 @@ class Evaluator:
             }
             timed = self._call(fresh, "performance", perf_args, deadline, C.GATE_FITNESS)
             failure = timed.failure
-            if failure is None and timed.result["status"] == C.PASSED:
+            if failure is None and timed.result.get("status") == C.PASSED:
                 weights = {c.name: c.weight for c in workload.cases}
                 second = fitness_gate(
                     timed.result["cases"],
@@ -471,14 +481,16 @@ class Evaluator:
         fingerprint = dict(child.hello.get("fingerprint") or {})
 
         def report(status, reason, cases=(), evidence=None, device_s=0.0):
-            evidence = evidence or {}
+            evidence = evidence if isinstance(evidence, dict) else {}
             try:
+                if status not in (C.PASSED, C.FAILED, C.SKIPPED) or not isinstance(reason, str):
+                    raise MalformedReport("the report is malformed: baseline: no status or reason")
                 typed = _baseline_cases(cases)
             except MalformedReport as exc:  # the child's answer, read back: a failure, not a raise
                 status, reason, typed = C.FAILED, str(exc), []
             return BaselineReport(
                 status=status,
-                reason=reason.splitlines()[0],
+                reason=reason.partition("\n")[0],
                 platform=request.platform,
                 cases=typed,
                 fingerprint=fingerprint,
@@ -499,10 +511,10 @@ class Evaluator:
             loaded = self._call(child, "load", load_args, deadline, "baseline")
             if loaded.failure is not None:
                 return report(C.FAILED, f"problem: {loaded.failure.reason}")
-            if loaded.result["status"] != C.PASSED:
+            if loaded.result.get("status") != C.PASSED:
                 if loaded.result.get("workload_error"):
-                    raise WorkloadError(loaded.result["reason"])
-                return report(C.FAILED, loaded.result["reason"])
+                    raise WorkloadError(str(loaded.result.get("reason")))
+                return report(C.FAILED, str(loaded.result.get("reason")))
             if request.platform != C.PLATFORM_CUDA:
                 try:
                     records = _records(loaded.result, "load")
@@ -522,8 +534,8 @@ class Evaluator:
             if timed.failure is not None:
                 return report(C.FAILED, timed.failure.reason, device_s=timed.failure.device_s)
             return report(
-                timed.result["status"],
-                timed.result["reason"],
+                timed.result.get("status"),
+                timed.result.get("reason"),
                 timed.result.get("cases"),
                 timed.result.get("evidence"),
                 timed.device_s + loaded.device_s,

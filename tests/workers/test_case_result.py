@@ -153,3 +153,35 @@ def test_a_malformed_load_answer_is_a_problem_that_did_not_load(evaluator, monke
         "load.cases[0].weight: expected int or float, got NoneType"
     )
     assert report.cases == []
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    "corrupt, reason",
+    [
+        (
+            lambda r: r.update(status="great"),
+            "the report is malformed: compile.status: 'great' is not one of passed, failed, "
+            "skipped",
+        ),
+        (
+            lambda r: r.update(evidence="all fine"),
+            "the report is malformed: compile.evidence: expected dict, got str",
+        ),
+        (
+            lambda r: r.pop("status"),
+            "the report is malformed: compile.status: expected str, got NoneType",
+        ),
+    ],
+)
+def test_a_malformed_gate_answer_fails_the_gate_not_the_worker(
+    evaluator, monkeypatch, corrupt, reason
+):
+    """A candidate that rewrites its gate's answer (a status no gate has) is rejected there; it
+    was once read as a gate that did not fail, and the candidate accepted."""
+    ev = _corrupting(evaluator, monkeypatch, "compile", corrupt)
+    report = ev.evaluate(EvaluationRequest(SOFTMAX, GOOD, workload=WORKLOAD, trials=1))
+    assert report.verdict == C.REJECTED and report.failed_gate == C.GATE_COMPILE
+    gate = report.gate(C.GATE_COMPILE)
+    assert (gate.status, gate.rule, gate.reason) == (C.FAILED, C.RULE_RUNTIME, reason)
+    assert EvaluationReport.from_dict(report.to_dict()) == report
