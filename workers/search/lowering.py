@@ -140,6 +140,9 @@ class _Lowerer(SlicesMixin):
         # Row-vector inputs (weights): their length and the dimension they vary along.
         self.vec_pos: dict[int, int] = {}
         self.reshaped = False  # a tile went through a view that changed its shape
+        # Reductions over the trailing dimensions from this one on (LayerNorm over (C, H, W),
+        # InstanceNorm over (H, W)): the row is those dimensions, flattened (None: one).
+        self.merge_from: int | None = None
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -194,6 +197,10 @@ class _Lowerer(SlicesMixin):
             return
         if self.flat_view:
             raise NoTemplate(f"{node.target} reduces over a view that changes the row layout")
+        if self.merge_from is not None and sorted(d % ndim for d in dims) == list(
+            range(self.merge_from, ndim)
+        ):
+            return  # the trailing dimensions the rows are made of (see _merge_trailing)
         if len(dims) != 1:
             raise NoTemplate(
                 f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
@@ -216,7 +223,41 @@ class _Lowerer(SlicesMixin):
         reductions run over the whole tensor)."""
         if self.full:
             return math.prod(self.row_shape)
+        if self.merge_from is not None:
+            return math.prod(self.row_shape[self.merge_from :])
         return self.row_shape[-1 if self.red_dim is None else self.red_dim]
+
+    def _merge_trailing(self, calls: list[torch.fx.Node]) -> None:
+        """Rows made of several trailing dimensions: when every reduction of the graph runs over
+        the same trailing dimensions (two or more) of a tensor of the rows' shape, the rows are
+        those dimensions flattened (a contiguous tensor's layout already is), and a weight of
+        their shape is a vector along the row."""
+        ndim = len(self.row_shape)
+        spans = set()
+        for n in calls:
+            t, a = n.target, n.args
+            if t == aten.native_layer_norm.default:
+                spans.add(
+                    ndim - len(a[1]) if tuple(a[0].meta["val"].shape) == self.row_shape else -1
+                )
+                continue
+            if t in _REDUCE_OPS or t in (
+                aten.var.correction,
+                aten.var_mean.correction,
+                aten.argmax.default,
+                aten.argmin.default,
+                aten._softmax.default,
+                aten._log_softmax.default,
+            ):
+                dims = a[1] if len(a) > 1 else n.kwargs.get("dim")
+                dims = [dims] if isinstance(dims, int) else list(dims or [])
+                shape = tuple(a[0].meta["val"].shape)
+                norm = sorted(d % max(len(shape), 1) for d in dims)
+                trailing = bool(norm) and norm == list(range(norm[0], len(shape)))
+                ok = shape == self.row_shape and trailing and len(norm) > 1
+                spans.add(norm[0] if ok else -1)
+        if len(spans) == 1 and (k := spans.pop()) > 0:
+            self.merge_from = k
 
     # -- the walk
     def lower(self) -> Plan:
@@ -250,6 +291,7 @@ class _Lowerer(SlicesMixin):
         if not float_inputs:
             raise NoTemplate("the reference has no floating-point tensor input")
         self.row_shape = max((tuple(p.meta["val"].shape) for p in float_inputs), key=math.prod)
+        self._merge_trailing(calls)
         self._bind_inputs(placeholders)
         for n in calls:
             self._lower_call(n)
@@ -315,10 +357,10 @@ class _Lowerer(SlicesMixin):
             plan.extra["bcast"] = True
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
-            if node_id in used and (pos != red or length != self.row_shape[red]):
+            if node_id in used and (pos != red or length != self._n()):
                 raise NoTemplate(
                     f"a weight of length {length} varies along dimension {pos}; the rows run "
-                    f"along dimension {red} (size {self.row_shape[red]})"
+                    f"along dimension {red} (size {self._n()})"
                 )
         if red != ndim - 1 and self.reshaped and not self.full:
             raise NoTemplate("rows along a middle dimension of a reshaped tensor")
@@ -346,6 +388,8 @@ class _Lowerer(SlicesMixin):
             raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
         if self.full:  # one row of every element (the inputs are read as flat arrays)
             plan.extra["full"] = True
+        elif self.merge_from is not None:  # rows of the trailing dimensions, flattened
+            plan.extra["red_from"] = self.merge_from - ndim
         elif red != ndim - 1:  # rows along a middle dimension: as a negative index
             plan.extra["red_dim"] = red - ndim
         # (With broadcast inputs, a weight's own node is left unused beside its view.)
@@ -369,6 +413,8 @@ class _Lowerer(SlicesMixin):
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
+            if self.merge_from is not None:
+                where = f"the last {ndim - self.merge_from} dimensions (flattened)"
             where = "the whole tensor" if self.full else where
             plan.summary = (
                 f"row-wise over {where}: reductions [{', '.join(ops)}], "
@@ -400,8 +446,13 @@ class _Lowerer(SlicesMixin):
             shape = tuple(val.shape)
             if not val.is_floating_point():
                 raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
+            merged = self.merge_from is not None and _strip_ones(shape) == tuple(
+                self.row_shape[self.merge_from :]
+            )
             if shape == self.row_shape:
                 role = "tile"
+            elif merged:  # a weight over the rows' trailing dimensions: a vector along the row
+                role = "vec"
             elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
                 role = "vec"
             elif not shape:
@@ -419,7 +470,7 @@ class _Lowerer(SlicesMixin):
                 )
             attrs = {"ref": ref, "role": role}
             if role == "vec":
-                attrs["length"] = shape[0]
+                attrs["length"] = math.prod(shape)
             if role == "bcast":
                 attrs["bshape"] = [1] * (len(self.row_shape) - len(shape)) + list(shape)
             self.env[p] = self.new("input", attrs=attrs)
@@ -509,8 +560,11 @@ class _Lowerer(SlicesMixin):
             return
         if t == aten.native_layer_norm.default:
             x, shape, w, b, eps = a
-            if len(shape) != 1:
-                raise NoTemplate("layer_norm over more than the last dimension")
+            if len(shape) != 1 and self.merge_from != len(self.row_shape) - len(shape):
+                raise NoTemplate(
+                    "layer_norm over several dimensions of a tensor other than the rows' "
+                    "(or beside reductions over other dimensions)"
+                )
             x = self.arg(x)
             mean = self.reduce("mean", x)
             d = self.pw("sub", x, mean)
@@ -774,3 +828,11 @@ def _categorise(plan: Plan) -> None:
         else:
             cats = {plan.nodes[a].cat for a in n.args}
             n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"
+
+
+def _strip_ones(shape: tuple) -> tuple:
+    """``shape`` without its leading 1s (how a weight broadcasts against the rows)."""
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return tuple(shape[i:])

@@ -385,6 +385,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     outs = ""
     d = plan.extra.get("red_dim", -1)
     full = bool(plan.extra.get("full"))
+    merged = int(plan.extra.get("red_from", 0))
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
@@ -392,6 +393,9 @@ def _source_row(plan: Plan, p: dict) -> str:
             shape = f"{ref0}.shape"
         elif full:  # one number: 0-d, or keepdim's ones
             shape = f"(1,) * {ref0}.dim()" if keep else "()"
+        elif merged:  # rows of the trailing dimensions from ``merged`` on (negative)
+            ones = f" + (1,) * {-merged}" if keep else ""
+            shape = f"({ref0}.shape[:{merged}]{ones})"
         elif d == -1:
             shape = f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]"
         else:  # the reduced middle dimension kept as 1, or dropped
@@ -407,10 +411,14 @@ def _source_row(plan: Plan, p: dict) -> str:
     inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
     # The row: the reduced dimension, or every element (a reduction over the whole tensor).
     row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
+    if merged:
+        row_len = f"math.prod({ref0}.shape[{merged}:])"
     # The number of rows, also where a row is empty (its reductions are then the identity:
     # a sum of nothing is 0, a mean NaN, as torch says; so the kernel still runs).
     if full:
         rows_of = "1"
+    elif merged:
+        rows_of = f"math.prod({ref0}.shape[:{merged}])"
     elif d == -1:
         rows_of = f"math.prod({ref0}.shape[:-1])"
     else:

@@ -1,0 +1,131 @@
+"""Reductions over several trailing dimensions (issue 11, generality: "LayerNorm over the last
+three dimensions" had no template): LayerNorm over (C, H, W) with its (C, H, W) weight and bias,
+an instance norm written out over (H, W), sums, maxima and variances over the last two or three
+dimensions. The rows are those dimensions flattened (a contiguous tensor's layout already is),
+a weight of their shape a vector along the row; each is correct on the interpreter for every
+strategy, at the traced sizes and at others, and what is not such a graph is refused in words."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.workers.search.child import run_child
+from workers.search.trace import NoTemplate, trace_problem
+
+_HEAD = "import torch\nimport torch.nn as nn\n\nb = 3\nc = 4\nh = 5\nw = 6\n\n\n"
+_INPUT = "\n\ndef get_inputs():\n    return [torch.randn(b, c, h, w)]\n"
+PROBLEMS = {
+    "layer_norm_chw": _HEAD
+    + """class Model(nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.ln = nn.LayerNorm(shape)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.ln(x)
+"""
+    + _INPUT
+    + "\n\ndef get_init_inputs():\n    return [(c, h, w)]\n",
+    "instance_norm_written_out": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        mean = x.mean(dim=(2, 3), keepdim=True)
+        var = x.var(dim=(2, 3), keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + 1e-5)
+"""
+    + _INPUT
+    + "\n\ndef get_init_inputs():\n    return []\n",
+    "sum_and_max_last_two": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=(-2, -1)), x.amax(dim=(2, 3), keepdim=True)
+"""
+    + _INPUT
+    + "\n\ndef get_init_inputs():\n    return []\n",
+    "std_last_three": _HEAD
+    + """class Model(nn.Module):
+    def forward(self, x):
+        return torch.var(x, dim=(1, 2, 3))
+"""
+    + _INPUT
+    + "\n\ndef get_init_inputs():\n    return []\n",
+}
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+problems, folder = json.loads(sys.argv[1]), sys.argv[2]
+variants = [{}, {"strategy": "looped", "block_n": 16}, {"max_rows": 4, "tile": 256}]
+sizes = [{}, {"c": 2, "h": 3, "w": 33}, {"b": 1}]
+out = {}
+for name, src in problems.items():
+    plan = trace_problem(src)
+    errs = []
+    for i, v in enumerate(variants):
+        for j, overrides in enumerate(sizes):
+            cand = P.load_module(render(plan, {**DEFAULTS["row"], **v}), f"c_{name}_{i}{j}", folder)
+            prob = P.load_module(src, f"p_{name}_{i}{j}", folder)
+            _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+            x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+            with torch.no_grad():
+                got, want = new(*x), ref(*x)
+            got = list(got) if isinstance(got, tuple) else [got]
+            want = list(want) if isinstance(want, tuple) else [want]
+            err = 0.0
+            for g, w in zip(got, want, strict=True):
+                if g.shape != w.shape or g.dtype != w.dtype:
+                    err = f"{v} {overrides}: {tuple(g.shape)} != {tuple(w.shape)} {w.dtype}"
+                    break
+                err = max(err, float((g.double() - w.double()).abs().max()))
+            errs.append(err)
+    out[name] = {"family": plan.family, "summary": plan.summary, "errs": errs}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("trailing")))
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_a_reduction_over_trailing_dimensions_is_a_correct_row_candidate(name, results):
+    got = results[name]
+    assert got["family"] == "row" and "dimensions (flattened)" in got["summary"], got
+    assert len(got["errs"]) == 9
+    for err in got["errs"]:
+        assert isinstance(err, float) and err < 1e-4, got
+
+
+def test_the_summary_says_how_many_dimensions_and_counts_the_weights():
+    plan = trace_problem(PROBLEMS["layer_norm_chw"])
+    assert "over the last 3 dimensions (flattened)" in plan.summary
+    assert "2 vector(s)" in plan.summary
+
+
+@pytest.mark.parametrize(
+    "forward, says",
+    [
+        ("x.sum(dim=(0, 2))", "reduces over dims"),
+        ("x.sum(dim=(2, 3)) + x.sum(dim=3).sum(dim=2)", "reduc"),
+        ("x - x.mean(dim=(1, 2), keepdim=True)", "reduces over dims"),
+    ],
+    ids=["not-consecutive", "two-spans", "not-trailing"],
+)
+def test_reductions_over_dimensions_that_are_not_one_trailing_span_are_refused(forward, says):
+    source = (
+        _HEAD
+        + f"class Model(nn.Module):\n    def forward(self, x):\n        return {forward}\n"
+        + _INPUT
+        + "\n\ndef get_init_inputs():\n    return []\n"
+    )
+    with pytest.raises(NoTemplate, match=says):
+        trace_problem(source)
