@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 
 from workers.search.lowering import IRNode, NoTemplate, Plan, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
@@ -226,12 +227,12 @@ def trace_problem_confined(source: str) -> Plan:
 
 
 def case_rows(
-    source: str, arg_index: int, cases: list[dict], dim: int | None = -1
+    source: str, arg_index: int, cases: list[dict], dim: int | list | None = -1
 ) -> dict[str, list]:
     """{case name: [M, N, dtype]}: the rows a row-family candidate sees in each case, from the
     shape of forward argument ``arg_index`` (M rows of its dimension ``dim``, N long; ``dim``
-    None: one row of every element) under the case's overrides; shapes only (fake tensors),
-    nothing is allocated."""
+    None: one row of every element; ``[k]``: rows of its dimensions from ``k`` on, flattened)
+    under the case's overrides; shapes only (fake tensors), nothing is allocated."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     ns = load_problem(source)
@@ -244,7 +245,12 @@ def case_rows(
         with FakeTensorMode(allow_non_fake_inputs=True):
             inputs = list(ns["get_inputs"]())
         t = inputs[arg_index]
-        n = int(t.numel()) if dim is None else int(t.shape[dim]) if t.dim() else 1
+        if dim is None:
+            n = int(t.numel())
+        elif isinstance(dim, list):  # rows of the trailing dimensions from dim[0] on
+            n = math.prod(int(x) for x in t.shape[dim[0] :])
+        else:
+            n = int(t.shape[dim]) if t.dim() else 1
         m = int(t.numel()) // n if n else 0
         dtype = case.get("dtype") if t.is_floating_point() and case.get("dtype") else None
         out[str(case["name"])] = [m, n, dtype or str(t.dtype).removeprefix("torch.")]
@@ -252,7 +258,7 @@ def case_rows(
 
 
 def case_rows_confined(
-    source: str, arg_index: int, cases: list[dict], dim: int | None = -1
+    source: str, arg_index: int, cases: list[dict], dim: int | list | None = -1
 ) -> dict[str, list]:
     """:func:`case_rows` behind the sandbox boundary (it runs the problem's ``get_inputs``);
     {} when it cannot say."""

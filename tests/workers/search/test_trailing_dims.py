@@ -129,3 +129,13 @@ def test_reductions_over_dimensions_that_are_not_one_trailing_span_are_refused(f
     )
     with pytest.raises(NoTemplate, match=says):
         trace_problem(source)
+
+
+def test_the_per_case_rows_are_the_flattened_trailing_dimensions():
+    """The per-case launch tables are keyed by (M, N) as the candidate sees them: M rows of
+    c·h·w elements here, not rows of w."""
+    from workers.search.trace import case_rows
+
+    cases = [{"name": "traced", "overrides": {}}, {"name": "wide", "overrides": {"w": 33}}]
+    rows = case_rows(PROBLEMS["layer_norm_chw"], 0, cases, [-3])
+    assert rows == {"traced": [3, 120, "float32"], "wide": [3, 660, "float32"]}

@@ -361,6 +361,8 @@ class TemplateGenerator:
             try:
                 index = plan.forward_args.index(tiles[0])
                 dim = None if plan.extra.get("full") else int(plan.extra.get("red_dim", -1))
+                if plan.extra.get("red_from"):  # rows of several trailing dimensions
+                    dim = [int(plan.extra["red_from"])]
                 self._rows[key] = case_rows_confined(ctx.problem_source, index, cases, dim)
             except BoundaryUnavailable:
                 self._rows[key] = {}
