@@ -13,6 +13,7 @@ The lowering and the IR are in :mod:`workers.search.lowering`; they are re-expor
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import math
 
@@ -57,7 +58,8 @@ def trace_problem(source: str) -> Plan:
             def call(params, *args):
                 return functional_call(model, params, args)
 
-            gm = make_fx(call)(state, *inputs)
+            with _composites_as_reductions():
+                gm = make_fx(call)(state, *inputs)
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
@@ -78,6 +80,41 @@ def trace_problem(source: str) -> Plan:
     plan.init_source = init_source
     plan.preamble = preamble
     return plan
+
+
+@contextlib.contextmanager
+def _composites_as_reductions():
+    """While tracing, functions that ATen decomposes into ops no template reads (instance
+    norm becomes a batch norm over a reshaped tensor with empty running statistics) are
+    written as the reductions they are, so the graph is the one the lowering knows. Only the
+    trace sees this: the candidate is checked against the untouched reference."""
+    import torch
+    import torch.nn.functional as F
+
+    original = F.instance_norm
+
+    def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+                      use_input_stats=True, momentum=0.1, eps=1e-5):  # fmt: skip
+        if running_mean is not None or running_var is not None or not use_input_stats:
+            return original(
+                x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+            )
+        dims = tuple(range(2, x.dim()))
+        mean = x.mean(dim=dims, keepdim=True)
+        var = x.var(dim=dims, keepdim=True, unbiased=False)
+        out = (x - mean) * torch.rsqrt(var + eps)
+        along_channels = (1, -1) + (1,) * (x.dim() - 2)
+        if weight is not None:
+            out = out * weight.view(along_channels)
+        if bias is not None:
+            out = out + bias.view(along_channels)
+        return out
+
+    F.instance_norm = instance_norm
+    try:
+        yield
+    finally:
+        F.instance_norm = original
 
 
 # ---------------------------------------------------------------------------- source copying

@@ -1,9 +1,10 @@
 """Reductions over several trailing dimensions (issue 11, generality: "LayerNorm over the last
 three dimensions" had no template): LayerNorm over (C, H, W) with its (C, H, W) weight and bias,
-an instance norm written out over (H, W), sums, maxima and variances over the last two or three
-dimensions. The rows are those dimensions flattened (a contiguous tensor's layout already is),
-a weight of their shape a vector along the row; each is correct on the interpreter for every
-strategy, at the traced sizes and at others, and what is not such a graph is refused in words."""
+an instance norm (``nn.InstanceNorm2d``, and written out) over (H, W), sums, maxima and
+variances over the last two or three dimensions. The rows are those dimensions flattened (a
+contiguous tensor's layout already is), a weight of their shape a vector along the row; each is
+correct on the interpreter for every strategy, at the traced sizes and at others, and what is
+not such a graph is refused in words."""
 
 from __future__ import annotations
 
@@ -40,6 +41,17 @@ PROBLEMS = {
 """
     + _INPUT
     + "\n\ndef get_init_inputs():\n    return []\n",
+    "instance_norm_module": _HEAD
+    + """class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(num_features=features)
+
+    def forward(self, x):
+        return self.inorm(x)
+"""
+    + _INPUT
+    + "\n\ndef get_init_inputs():\n    return [c]\n",
     "sum_and_max_last_two": _HEAD
     + """class Model(nn.Module):
     def forward(self, x):
@@ -109,6 +121,16 @@ def test_the_summary_says_how_many_dimensions_and_counts_the_weights():
     plan = trace_problem(PROBLEMS["layer_norm_chw"])
     assert "over the last 3 dimensions (flattened)" in plan.summary
     assert "2 vector(s)" in plan.summary
+
+
+def test_an_instance_norm_with_a_weight_per_channel_is_refused_in_words():
+    """The per-channel weight varies along the rows (one row per image and channel), which no
+    row kernel reads yet: said, not miscompiled."""
+    source = PROBLEMS["instance_norm_module"].replace(
+        "nn.InstanceNorm2d(num_features=features)", "nn.InstanceNorm2d(features, affine=True)"
+    )
+    with pytest.raises(NoTemplate, match="varies along dimension 1"):
+        trace_problem(source)
 
 
 @pytest.mark.parametrize(
