@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="run the gates on one candidate")
     _add_common(ev)
     ev.add_argument("--candidate", required=True, help="module defining ModelNew")
-    ev.add_argument("--baseline", default=C.BASELINE_EAGER, choices=C.BASELINES)
+    ev.add_argument("--baseline", default=C.BASELINE_COMPILE, choices=C.BASELINES)
     ev.add_argument("--baseline-times", help="JSON from `python -m workers baseline --json`")
     ev.add_argument("--trials", type=int, default=C.DEFAULT_TRIALS)
     ev.add_argument("--regression-tolerance", type=float, default=C.DEFAULT_REGRESSION_TOLERANCE)

@@ -50,7 +50,7 @@ class Campaign(models.Model):
     budget_candidates = models.PositiveIntegerField(default=12)
     budget_device_seconds = models.FloatField(default=600.0)
     budget_wall_seconds = models.FloatField(default=1800.0)
-    baseline = models.CharField(max_length=20, choices=Baseline, default=Baseline.EAGER)
+    baseline = models.CharField(max_length=20, choices=Baseline, default=Baseline.COMPILE)
     regression_tolerance = models.FloatField(default=0.02)
     min_speedup = models.FloatField(default=1.0)
     status = models.CharField(

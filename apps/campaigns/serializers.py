@@ -66,7 +66,7 @@ class CampaignCreateSerializer(serializers.Serializer):
     budget_candidates = serializers.IntegerField(min_value=1, max_value=5000, default=12)
     budget_device_seconds = serializers.FloatField(min_value=1, default=600.0)
     budget_wall_seconds = serializers.FloatField(min_value=10, default=1800.0)
-    baseline = serializers.ChoiceField(choices=Baseline.choices, default=Baseline.EAGER)
+    baseline = serializers.ChoiceField(choices=Baseline.choices, default=Baseline.COMPILE)
     regression_tolerance = serializers.FloatField(min_value=0, max_value=1, default=0.02)
 
 

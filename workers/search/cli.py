@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--saturation-rounds", type=int, default=3)
     parser.add_argument("--target-speedup", type=float, default=None)
     parser.add_argument(
-        "--baseline", default="eager", choices=["eager", "compile", "max-autotune", "incumbent"]
+        "--baseline",
+        default="compile",
+        choices=["eager", "compile", "max-autotune", "incumbent"],
+        help="the peer a candidate must beat on every case (default compile; eager is timed "
+        "beside it)",
     )
     parser.add_argument(
         "--incumbent", help="incumbent candidate source (with --baseline incumbent)"

@@ -68,7 +68,7 @@ def campaign_create(
     budget_candidates: int = 12,
     budget_device_seconds: float = 600.0,
     budget_wall_seconds: float = 1800.0,
-    baseline: str = "eager",
+    baseline: str = "compile",
     regression_tolerance: float = 0.02,
     start: bool = True,
 ) -> Campaign:
