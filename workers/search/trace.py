@@ -34,12 +34,22 @@ def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
 
 def trace_problem(source: str) -> Plan:
     """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits."""
+    plan, shapes = _trace(source, {})
+    if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
+        _symbolic_constants(source, plan, shapes)
+    return plan
+
+
+def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
+    """The plan at the problem's sizes (its module constants replaced by ``overrides``), and
+    the shape of each tensor the forward takes (by name)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
     ns = load_problem(source)
+    ns.update(overrides)
     model_cls = ns["Model"]
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -79,7 +89,115 @@ def trace_problem(source: str) -> Plan:
     plan.forward_args = forward_args
     plan.init_source = init_source
     plan.preamble = preamble
-    return plan
+    shapes = {
+        name: tuple(int(d) for d in x.shape)
+        for name, x in zip(forward_args, inputs, strict=False)
+        if isinstance(x, torch.Tensor) and x.dim() > 0
+    }
+    return plan, shapes
+
+
+# A constant the trace computed from a size, as the wrapper computes it again at any size.
+_SIZE_FORMS = (
+    (lambda d: d, "float({})"),
+    (lambda d: 1.0 / d, "1.0 / {}"),
+    (lambda d: math.sqrt(d), "math.sqrt({})"),
+    (lambda d: 1.0 / math.sqrt(d), "1.0 / math.sqrt({})"),
+)
+
+
+def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
+    """Constants of ``plan`` that the trace computed from the inputs' sizes (``x.sum() /
+    x.shape[0]``, a KL divergence's ``batchmean``, ``x / math.sqrt(x.size(-1))``) become number
+    inputs the wrapper computes from the shapes at run time; the rest stay literals.
+
+    Which constants come from sizes is found by tracing again with every size constant of the
+    problem moved (by a different amount each): a constant that moves with them is matched to
+    a size of an input (or its number of elements) in one of a few forms (n, 1/n, sqrt(n),
+    1/sqrt(n)) at both sizes. One that moves but matches none is refused in words: at any
+    other size than the traced one the kernel would compute something else."""
+    ns = load_problem(source)
+    sizes = _size_constants(ns)
+    if not sizes:
+        return
+    moved = {k: v + 1 + i for i, (k, v) in enumerate(sorted(sizes.items()))}
+    try:
+        other, other_shapes = _trace(source, moved)
+    except NoTemplate:
+        return  # the problem does not trace at other sizes: keep the traced constants
+    if [(n.kind, n.op) for n in other.nodes] != [(n.kind, n.op) for n in plan.nodes]:
+        return
+    for node, again in zip(plan.nodes, other.nodes, strict=True):
+        if node.kind != "const" or _close(node.value, again.value):
+            continue
+        expr = _size_expression(node.value, again.value, shapes, other_shapes)
+        if expr is None:
+            raise NoTemplate(
+                f"a constant computed from the input sizes ({node.value:g} at the traced sizes, "
+                f"{again.value:g} at others) in a form the templates cannot compute at run time"
+            )
+        node.kind, node.value = "input", None
+        node.attrs = {"ref": expr, "role": "scalar", "from_sizes": True}
+        node.cat = "const"
+    plan.summary += ", constants computed from the input sizes at run time"
+
+
+def _size_expression(a: float, b: float, shapes: dict, other: dict) -> str | None:
+    for name, shape in shapes.items():
+        again = other.get(name)
+        if again is None or len(again) != len(shape):
+            continue
+        sizes = [(f"{name}.shape[{k}]", shape[k], again[k]) for k in range(len(shape))]
+        sizes.append((f"{name}.numel()", math.prod(shape), math.prod(again)))
+        for expr, d1, d2 in sizes:
+            if d1 <= 0 or d2 <= 0:
+                continue
+            for form, text in _SIZE_FORMS:
+                if _close(form(d1), a) and _close(form(d2), b):
+                    return text.format(expr)
+    return None
+
+
+def _close(x: float | None, y: float | None) -> bool:
+    if x is None or y is None:
+        return x is y
+    return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
+
+
+def _size_constants(ns: dict) -> dict:
+    """The problem's int module constants that change an input's shape."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def shapes(overrides: dict):
+        saved = {k: ns[k] for k in overrides}
+        ns.update(overrides)
+        try:
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                return [
+                    tuple(x.shape) if isinstance(x, torch.Tensor) else None
+                    for x in ns["get_inputs"]()
+                ]
+        finally:
+            ns.update(saved)
+
+    ints = {
+        k: v
+        for k, v in ns.items()
+        if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    }
+    try:
+        base = shapes({})
+    except Exception:  # noqa: BLE001 - then nothing is known to be a size
+        return {}
+    found = {}
+    for k, v in ints.items():
+        try:
+            if shapes({k: v + 1}) != base:
+                found[k] = v
+        except Exception:  # noqa: BLE001 - e.g. a constant that must stay even
+            continue
+    return found
 
 
 @contextlib.contextmanager

@@ -112,7 +112,11 @@ class _Emitter:
             self.index[n.id] = i
 
     def name(self, node: IRNode) -> str:
-        return _literal(node.value) if node.kind == "const" else f"v{node.id}"
+        if node.kind == "const":
+            return _literal(node.value)
+        if node.kind == "input" and node.attrs.get("role") == "scalar":
+            return self.ptr[node.id]  # a number the wrapper passes: the argument itself
+        return f"v{node.id}"
 
     def stmt(self, node: IRNode) -> str | None:
         nodes = self.plan.nodes
@@ -129,7 +133,7 @@ class _Emitter:
                 load = self.shifted(node, self.ptr[node.id], self.index[node.id], _frac(p, q))
                 return f"v{node.id} = {load}.to(tl.float32)"
             if role == "scalar":  # a number, passed to the kernel as a float argument
-                return f"v{node.id} = {self.ptr[node.id]}"
+                return None
             if role == "bcast":
                 load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
                 return f"v{node.id} = {load}.to(tl.float32)"

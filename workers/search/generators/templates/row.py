@@ -379,7 +379,11 @@ def _source_row(plan: Plan, p: dict) -> str:
     tiles = [r for r in _refs(plan, "tile")]
     refs = _refs(plan)
     ref0 = tiles[0]
-    loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(refs))
+    numbers = set(_refs(plan, "scalar"))  # computed from the inputs' sizes at run time
+    loads = "".join(
+        f"        in{i} = {r}\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
+        for i, r in enumerate(refs)
+    )
     if _bcast(plan):  # inputs that broadcast along leading dimensions: read through strides
         loads = _bcast_wrapper(plan, f"{ref0}.shape")
     outs = ""
@@ -472,7 +476,7 @@ def _ke_policy(M, N):
 class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line(refs)}{loads}{outs}        N = {row_len}
+{_dtype_line([r for r in refs if r not in numbers])}{loads}{outs}        N = {row_len}
 {inner}        M = {rows_of}
         if M == 0:
             return {ret}
