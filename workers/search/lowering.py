@@ -9,7 +9,9 @@ Families:
 - ``row``: pointwise ops plus reductions over the last dimension, with per-column vectors
   (softmax, log-softmax, RMSNorm, LayerNorm, residual + RMSNorm, sum/mean/max, ...);
 - ``matmul``: ``mm``/``addmm``/``linear`` followed by a pointwise epilogue (bias, activation);
-- ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits.
+- ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits;
+- ``scan``: a cumulative sum or product along the last dimension between pointwise ops
+  (:mod:`workers.search.lowering_scan`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from fractions import Fraction
 import torch
 
 from workers.search.ir import IRNode, NoTemplate, Plan
+from workers.search.lowering_scan import Flipped, ScanMixin
 from workers.search.lowering_slices import Narrow, SlicesMixin
 
 aten = torch.ops.aten
@@ -126,7 +129,7 @@ _PW_SIMPLE = {
 }
 
 
-class _Lowerer(SlicesMixin):
+class _Lowerer(SlicesMixin, ScanMixin):
     def __init__(self, gm: torch.fx.GraphModule, refs: list[str]) -> None:
         self.gm = gm
         self.refs = refs
@@ -143,6 +146,7 @@ class _Lowerer(SlicesMixin):
         # Reductions over the trailing dimensions from this one on (LayerNorm over (C, H, W),
         # InstanceNorm over (H, W)): the row is those dimensions, flattened (None: one).
         self.merge_from: int | None = None
+        self.masks: list[str] = []  # boolean inputs of the rows' shape
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -173,6 +177,8 @@ class _Lowerer(SlicesMixin):
                     f"a slice of the row ({a.name}) where a whole row is needed (a reduction); "
                     "templates slice only between pointwise ops"
                 )
+            if isinstance(value, Flipped):
+                raise NoTemplate(f"a flip ({a.name}) other than around a cumulative scan")
             return value
         if isinstance(a, bool | int | float):
             return self.const(a)
@@ -315,6 +321,11 @@ class _Lowerer(SlicesMixin):
                 [j, v.frac.numerator, v.frac.denominator] for j, v in narrow.items()
             ]
         _categorise(plan)
+        if any(n.kind == "scan" for n in plan.nodes):
+            return self._scan_plan(plan, outs, shapes)
+        if self.masks:
+            masks = ", ".join(self.masks)
+            raise NoTemplate(f"a boolean input ({masks}) outside a cumulative scan is not covered")
         ndim = len(self.row_shape)
         red = ndim - 1 if self.red_dim is None else self.red_dim
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
@@ -444,7 +455,9 @@ class _Lowerer(SlicesMixin):
         for p, ref in zip(placeholders, self.refs, strict=True):
             val = p.meta["val"]
             shape = tuple(val.shape)
-            if not val.is_floating_point():
+            if val.dtype == torch.bool and shape == self.row_shape:
+                self.masks.append(ref)  # read as 0/1 (a cumulative scan's mask; see lower())
+            elif not val.is_floating_point():
                 raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
             merged = self.merge_from is not None and _strip_ones(shape) == tuple(
                 self.row_shape[self.merge_from :]
@@ -469,6 +482,8 @@ class _Lowerer(SlicesMixin):
                     f"{list(self.row_shape)} nor broadcasts to it"
                 )
             attrs = {"ref": ref, "role": role}
+            if ref in self.masks:
+                attrs["mask"] = True
             if role == "vec":
                 attrs["length"] = math.prod(shape)
             if role == "bcast":
@@ -489,6 +504,12 @@ class _Lowerer(SlicesMixin):
             return
         if t in self.SLICE_OPS:
             self._lower_slice(n)
+            return
+        if t in self.SCAN_OPS:
+            self._lower_scan(n)
+            return
+        if t == aten.flip.default:
+            self._lower_flip(n)
             return
         if t in _VIEW_OPS:
             if self._narrow_view(n):
@@ -823,6 +844,8 @@ def _categorise(plan: Plan) -> None:
             if plan.nodes[n.args[0]].cat != "tile":
                 raise NoTemplate("a reduction of a per-row value is not covered")
             n.cat = "rowscalar"
+        elif n.kind == "scan":  # varies along the row, as its input does
+            n.cat = "tile"
         elif n.op == "col_lt":  # a column's index against a boundary: varies along the row
             n.cat = "tile"
         else:

@@ -22,6 +22,7 @@ Families and their parameters:
 - ``cross_entropy``: ``strategy`` (``online`` log-sum-exp in one pass, or ``two_pass``),
   ``block_v``, ``vec``; a second single-program kernel reduces the per-row losses in a fixed
   order, so the result is deterministic.
+- ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from workers.search.generators.templates.row import (
     row_neighbour,
     row_policy,
 )
+from workers.search.generators.templates.scan import _source_scan
 from workers.search.trace import (
     NoTemplate,
     Plan,
@@ -98,6 +100,11 @@ SPACES: dict[str, dict[str, list]] = {
         "warps": [2, 4, 8],
         "stages": [2, 3, 4, 5],
     },
+    "scan": {
+        "block": [128, 256, 512, 1024, 2048, 4096, 8192],
+        "rows": [1, 2, 4, 8, 16],
+        "warps": [1, 2, 4, 8, 16],
+    },
     "cross_entropy": {
         "strategy": ["online", "two_pass"],
         "block_v": [512, 1024, 2048, 4096, 8192, 16384],
@@ -136,6 +143,7 @@ DEFAULTS: dict[str, dict] = {
         "stages": 3,
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
+    "scan": {"block": 1024, "rows": 1, "warps": 4},
     "attention": {
         "block_m": 64,
         "block_n": 64,
@@ -166,6 +174,7 @@ SEEDS: dict[str, list[dict]] = {
         {"block_m": 16, "block_n": 64, "block_k": 128, "warps": 4, "stages": 4, "group_m": 1},
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
+    "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
     "attention": [
         {"causal_align": "top_left"},
         {"block_m": 128, "block_n": 64, "warps": 8, "stages": 3, "decode_block_n": 128},
@@ -182,6 +191,7 @@ _WRITERS = {
     "row": _source_row,
     "matmul": _source_matmul,
     "cross_entropy": _source_cross_entropy,
+    "scan": _source_scan,
     "attention": _source_attention,
 }
 
@@ -213,6 +223,8 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
         if p["block_m"] * p["block_n"] // (32 * p["warps"]) > 256:  # accumulator registers
             return False
     if family == "elementwise" and p["block"] < 32 * p["vec"]:
+        return False
+    if family == "scan" and p["rows"] * p["block"] > 32768:  # registers per program
         return False
     return True
 

@@ -1,0 +1,126 @@
+"""Cumulative sums and products along the last dimension (issue 11: "cumulative sums" had no
+template; KernelBench's cumsum, cumprod, reversed cumsum and masked cumsum): a ``scan`` family
+candidate walks each row in blocks and carries its running total, correct for one block and for
+many, from either end, with a boolean mask, at the traced sizes and at others. What is not such
+a graph is refused in words."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.workers.search.child import run_child
+from workers.search.trace import NoTemplate, trace_problem
+
+_HEAD = "import torch\nimport torch.nn as nn\n\nrows = 3\nwidth = 50\n\n\n"
+_TAIL = "\n\ndef get_init_inputs():\n    return []\n"
+
+
+def _problem(forward: str, inputs: str = "[torch.rand(rows, width)]", args: str = "x") -> str:
+    return (
+        _HEAD
+        + f"class Model(nn.Module):\n    def forward(self, {args}):\n        return {forward}\n"
+        + f"\n\ndef get_inputs():\n    return {inputs}\n"
+        + _TAIL
+    )
+
+
+PROBLEMS = {
+    "cumsum": _problem("torch.cumsum(x, dim=1)"),
+    "cumprod_of_pointwise": _problem("torch.cumprod(1.0 + 0.01 * x, dim=-1) * 2.0"),
+    "reversed": _problem("torch.cumsum(x.flip(1), dim=1).flip(1) - x"),
+    "masked": _problem(
+        "torch.cumsum(x * mask, dim=-1)",
+        "[torch.rand(rows, width), torch.rand(rows, width) > 0.5]",
+        "x, mask",
+    ),
+    "three_d": _problem("torch.cumsum(torch.sigmoid(x), dim=2)", "[torch.rand(2, rows, width)]"),
+}
+
+_CHECK = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+problems, folder = json.loads(sys.argv[1]), sys.argv[2]
+variants = [{}, {"block": 16}, {"block": 128, "rows": 4, "warps": 2}]
+sizes = [{}, {"width": 1, "rows": 5}, {"width": 300}]
+out = {}
+for name, src in problems.items():
+    plan = trace_problem(src)
+    errs = []
+    for i, v in enumerate(variants):
+        for j, overrides in enumerate(sizes):
+            code = render(plan, {**DEFAULTS["scan"], **v})
+            cand = P.load_module(code, f"c_{name}_{i}{j}", folder)
+            prob = P.load_module(src, f"p_{name}_{i}{j}", folder)
+            _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+            x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+            with torch.no_grad():
+                got, want = new(*x), ref(*x)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                errs.append(f"{v} {overrides}: {tuple(got.shape)} {got.dtype} vs {want.dtype}")
+                continue
+            diff = (got.double() - want.double()).abs() / (1 + want.double().abs())
+            errs.append(float(diff.max()))
+    out[name] = {"family": plan.family, "summary": plan.summary, "errs": errs}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("scan")))
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_a_cumulative_scan_is_a_correct_candidate_in_one_block_and_many(name, results):
+    got = results[name]
+    assert got["family"] == "scan", got
+    assert len(got["errs"]) == 9
+    for err in got["errs"]:
+        assert isinstance(err, float) and err < 1e-5, got
+
+
+def test_the_summary_says_which_scan_and_from_which_end(results):
+    assert results["cumsum"]["summary"] == "cumsum along the last dimension"
+    assert (
+        results["reversed"]["summary"] == "cumsum along the last dimension, from the end of the row"
+    )
+    assert "mask a boolean mask" in results["masked"]["summary"]
+
+
+@pytest.mark.parametrize(
+    "forward, says",
+    [
+        ("torch.cumsum(x, dim=0)", "scans run along the last"),
+        ("torch.cumsum(x, 1) + torch.cumprod(x, 1)", "two cumulative scans"),
+        ("torch.cumsum(x, 1) / x.sum(dim=1, keepdim=True)", "beside reductions"),
+        ("x.flip(1) * 2.0", "a flip"),
+        ("torch.cumsum(x.flip(1), 1)", "a flip"),
+    ],
+    ids=["first-dimension", "two-scans", "with-a-reduction", "flip-alone", "no-flip-back"],
+)
+def test_what_is_not_one_scan_between_pointwise_ops_is_refused(forward, says):
+    with pytest.raises(NoTemplate, match=says):
+        trace_problem(_problem(forward))
+
+
+@pytest.mark.timeout(300)
+def test_a_cumprod_that_overflows_float32_is_accepted_where_a_correct_one_would_be(evaluator):
+    """On the interpreter the reference runs in float64, where the product of large values
+    stays finite long after float32's overflows: the correctness gate compares where the
+    output's dtype can hold the value (inf beyond it), so a correctly rounded candidate passes
+    the large-values case (it was rejected there: "inf/NaN positions differ")."""
+    from workers import constants as C
+    from workers.evaluate import EvaluationRequest
+    from workers.search.generators.template import DEFAULTS, render
+
+    source = _problem("torch.cumprod(x, dim=-1)")
+    candidate = render(trace_problem(source), DEFAULTS["scan"])
+    workload = {"cases": [{"name": "default"}], "edge_cases": True}
+    report = evaluator.evaluate(EvaluationRequest(source, candidate, workload=workload))
+    assert report.verdict == C.ACCEPTED, report.reason
+    assert report.case(C.EDGE_LARGE_VALUES).status == C.PASSED

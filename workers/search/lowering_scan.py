@@ -1,0 +1,86 @@
+"""Cumulative scans along the rows' last dimension, for the lowering (issue 11: "cumulative
+sums" had no template).
+
+``torch.cumsum`` / ``torch.cumprod`` over the last dimension become a ``scan`` node (``op``
+cumsum or cumprod) between pointwise ops: the ``scan`` family's kernel walks each row in blocks,
+scans each block and carries the row's running total into the next. A reversed scan is the
+idiom ``x.flip(d).cumsum(d).flip(d)``: a flip is kept symbolic (:class:`Flipped`) until a scan
+reads it, and the flip of that scan's result undoes it. A boolean mask input (``cumsum(x *
+mask)``) is read as 0/1.
+
+Not covered, refused in words: a scan over another dimension, two scans in one reference, a
+scan beside reductions, inputs that broadcast, and a flip anywhere but around a scan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from workers.search.ir import NoTemplate
+
+aten = torch.ops.aten
+
+
+@dataclass(frozen=True)
+class Flipped:
+    """A value reversed along the last dimension: node ``id`` read from the row's far end."""
+
+    id: int
+
+
+class ScanMixin:
+    """The lowerer's handling of scans and flips (``self`` is a ``_Lowerer``)."""
+
+    SCAN_OPS = {aten.cumsum.default: "cumsum", aten.cumprod.default: "cumprod"}
+
+    def _scan_last(self, node: torch.fx.Node, dims) -> None:
+        ndim = len(node.args[0].meta["val"].shape)
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        if ndim == 0 or [d % ndim for d in dims] != [ndim - 1]:
+            raise NoTemplate(f"{node.target} along dimension {dims} (scans run along the last)")
+        if tuple(node.args[0].meta["val"].shape) != tuple(self.row_shape):
+            raise NoTemplate(f"{node.target} of a value that is not a whole row")
+
+    def _lower_flip(self, n: torch.fx.Node) -> None:
+        self._scan_last(n, n.args[1])
+        value = self.env.get(n.args[0])
+        # The flip of a flipped value is the value; of anything else, a flipped value.
+        self.env[n] = value.id if isinstance(value, Flipped) else Flipped(self.arg(n.args[0]))
+
+    def _lower_scan(self, n: torch.fx.Node) -> None:
+        self._scan_last(n, n.args[1])
+        if not n.meta["val"].is_floating_point():
+            raise NoTemplate(f"{n.target} of integers (its result is not floating point)")
+        if any(node.kind == "scan" for node in self.nodes):
+            raise NoTemplate("two cumulative scans in one reference")
+        value = self.env.get(n.args[0])
+        reverse = isinstance(value, Flipped)
+        x = value.id if reverse else self.arg(n.args[0])
+        scan = self.new("scan", op=self.SCAN_OPS[n.target], args=(x,), attrs={"reverse": reverse})
+        self.env[n] = Flipped(scan) if reverse else scan
+
+    def _scan_plan(self, plan, outs, shapes):
+        """The ``scan`` family's plan: pointwise ops around one scan, every output a whole row."""
+        if plan.reductions():
+            raise NoTemplate("a cumulative scan beside reductions is not covered")
+        if self.vec_pos or any(
+            n.kind == "input" and (n.attrs.get("role") in ("bcast", "vec") or n.attrs.get("shift"))
+            for n in plan.nodes
+        ):
+            raise NoTemplate(
+                "a cumulative scan with weights, broadcast inputs or slices is not covered"
+            )
+        for o, shape in zip(outs, shapes, strict=True):
+            if tuple(shape) != tuple(self.row_shape) or not o.meta["val"].is_floating_point():
+                raise NoTemplate(f"a scan's output of shape {list(shape)} is not a whole row")
+        if any(isinstance(self.env.get(o), Flipped) for o in outs):
+            raise NoTemplate("a flip ... of a scan's input without its flip back")
+        (scan,) = [n for n in plan.nodes if n.kind == "scan"]
+        plan.family = "scan"
+        way = ", from the end of the row" if scan.attrs["reverse"] else ""
+        plan.summary = f"{scan.op} along the last dimension{way}"
+        if self.masks:
+            plan.summary += f", {', '.join(self.masks)} a boolean mask"
+        return plan
