@@ -31,3 +31,51 @@ def run_child(script: str, *args: str, interpret: bool = True, timeout: int = 30
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULTS")), None)
     assert line, proc.stderr[-3000:]
     return json.loads(line[len("RESULTS") :])
+
+
+# Every problem's plan rendered with each parameter variant, run against the reference at each
+# of its sizes on the interpreter: the largest error relative to 1 + |reference| per run, or a
+# string saying how shape or dtype differ.
+_RENDERED = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+problems, variants, sizes = (json.loads(a) for a in sys.argv[1:4])
+folder = sys.argv[4]
+out = {}
+for name, src in problems.items():
+    plan = trace_problem(src)
+    errs = []
+    for i, v in enumerate(variants):
+        for j, overrides in enumerate(sizes.get(name) or [{}]):
+            code = render(plan, {**DEFAULTS[plan.family], **v})
+            cand = P.load_module(code, f"c_{name}_{i}_{j}", folder)
+            prob = P.load_module(src, f"p_{name}_{i}_{j}", folder)
+            _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
+            x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
+            with torch.no_grad():
+                got, want = new(*x), ref(*x)
+            got = list(got) if isinstance(got, tuple) else [got]
+            want = list(want) if isinstance(want, tuple) else [want]
+            err = 0.0
+            for g, w in zip(got, want, strict=True):
+                if g.shape != w.shape or g.dtype != w.dtype:
+                    err = f"{v} {overrides}: {g.shape} {g.dtype} vs {w.shape} {w.dtype}"
+                    break
+                diff = (g.double() - w.double()).abs() / (1 + w.double().abs())
+                err = max(err, float(diff.max()) if diff.numel() else 0.0)
+            errs.append(err)
+    runtime = [n.attrs["ref"] for n in plan.nodes if n.attrs.get("from_sizes")]
+    out[name] = {"family": plan.family, "summary": plan.summary, "errs": errs, "runtime": runtime}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def check_rendered(problems: dict, variants: list[dict], sizes: dict, folder: str) -> dict:
+    """{problem: {family, summary, errs, runtime}}: each problem's candidate for every variant
+    of its family's parameters at every size in ``sizes[problem]`` (module constants; the
+    traced sizes when absent), checked against the reference on the interpreter."""
+    args = (json.dumps(problems), json.dumps(variants), json.dumps(sizes), folder)
+    return run_child(_RENDERED, *args)

@@ -6,11 +6,9 @@ a graph is refused in words."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\nrows = 3\nwidth = 50\n\n\n"
@@ -38,41 +36,14 @@ PROBLEMS = {
     "three_d": _problem("torch.cumsum(torch.sigmoid(x), dim=2)", "[torch.rand(2, rows, width)]"),
 }
 
-_CHECK = r"""
-import json, sys, torch
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
-problems, folder = json.loads(sys.argv[1]), sys.argv[2]
-variants = [{}, {"block": 16}, {"block": 128, "rows": 4, "warps": 2}]
-sizes = [{}, {"width": 1, "rows": 5}, {"width": 300}]
-out = {}
-for name, src in problems.items():
-    plan = trace_problem(src)
-    errs = []
-    for i, v in enumerate(variants):
-        for j, overrides in enumerate(sizes):
-            code = render(plan, {**DEFAULTS["scan"], **v})
-            cand = P.load_module(code, f"c_{name}_{i}{j}", folder)
-            prob = P.load_module(src, f"p_{name}_{i}{j}", folder)
-            _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
-            x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
-            with torch.no_grad():
-                got, want = new(*x), ref(*x)
-            if got.shape != want.shape or got.dtype != want.dtype:
-                errs.append(f"{v} {overrides}: {tuple(got.shape)} {got.dtype} vs {want.dtype}")
-                continue
-            diff = (got.double() - want.double()).abs() / (1 + want.double().abs())
-            errs.append(float(diff.max()))
-    out[name] = {"family": plan.family, "summary": plan.summary, "errs": errs}
-print("RESULTS" + json.dumps(out))
-"""
+VARIANTS = [{}, {"block": 16}, {"block": 128, "rows": 4, "warps": 2}]
+SIZES = [{}, {"width": 1, "rows": 5}, {"width": 300}]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("scan")))
+    sizes = dict.fromkeys(PROBLEMS, SIZES)
+    return check_rendered(PROBLEMS, VARIANTS, sizes, str(tmp_path_factory.mktemp("scan")))
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))

@@ -6,11 +6,9 @@ a literal; a size-derived constant in a form the templates cannot compute is ref
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -89,41 +87,18 @@ def get_inputs():
     + _TAIL,
 }
 
-_CHECK = r"""
-import json, sys, torch
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
-problems, folder = json.loads(sys.argv[1]), sys.argv[2]
-sizes = {
+SIZES = {
     "kl_batchmean": [{}, {"batch": 7, "classes": 5}],
     "scaled_by_head_dim": [{}, {"dim": 40, "batch": 1}],
     "mean_by_hand": [{}, {"rows": 3, "cols": 33}],
     "centred_by_hand": [{}, {"rows": 3, "cols": 33}],
     "literal_equal_to_a_size": [{}, {"batch": 5, "dim": 3}],
 }
-out = {}
-for name, src in problems.items():
-    plan = trace_problem(src)
-    errs = []
-    for j, overrides in enumerate(sizes[name]):
-        cand = P.load_module(render(plan, DEFAULTS[plan.family]), f"c_{name}_{j}", folder)
-        prob = P.load_module(src, f"p_{name}_{j}", folder)
-        _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
-        x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
-        with torch.no_grad():
-            got, want = new(*x), ref(*x)
-        errs.append(float((got.double() - want.double()).abs().max()))
-    runtime = [n.attrs["ref"] for n in plan.nodes if n.attrs.get("from_sizes")]
-    out[name] = {"family": plan.family, "errs": errs, "runtime": runtime}
-print("RESULTS" + json.dumps(out))
-"""
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("sizes")))
+    return check_rendered(PROBLEMS, [{}], SIZES, str(tmp_path_factory.mktemp("sizes")))
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))

@@ -8,11 +8,9 @@ not such a graph is refused in words."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\nb = 3\nc = 4\nh = 5\nw = 6\n\n\n"
@@ -68,44 +66,14 @@ PROBLEMS = {
     + "\n\ndef get_init_inputs():\n    return []\n",
 }
 
-_CHECK = r"""
-import json, sys, torch
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
-problems, folder = json.loads(sys.argv[1]), sys.argv[2]
-variants = [{}, {"strategy": "looped", "block_n": 16}, {"max_rows": 4, "tile": 256}]
-sizes = [{}, {"c": 2, "h": 3, "w": 33}, {"b": 1}]
-out = {}
-for name, src in problems.items():
-    plan = trace_problem(src)
-    errs = []
-    for i, v in enumerate(variants):
-        for j, overrides in enumerate(sizes):
-            cand = P.load_module(render(plan, {**DEFAULTS["row"], **v}), f"c_{name}_{i}{j}", folder)
-            prob = P.load_module(src, f"p_{name}_{i}{j}", folder)
-            _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
-            x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
-            with torch.no_grad():
-                got, want = new(*x), ref(*x)
-            got = list(got) if isinstance(got, tuple) else [got]
-            want = list(want) if isinstance(want, tuple) else [want]
-            err = 0.0
-            for g, w in zip(got, want, strict=True):
-                if g.shape != w.shape or g.dtype != w.dtype:
-                    err = f"{v} {overrides}: {tuple(g.shape)} != {tuple(w.shape)} {w.dtype}"
-                    break
-                err = max(err, float((g.double() - w.double()).abs().max()))
-            errs.append(err)
-    out[name] = {"family": plan.family, "summary": plan.summary, "errs": errs}
-print("RESULTS" + json.dumps(out))
-"""
+VARIANTS = [{}, {"strategy": "looped", "block_n": 16}, {"max_rows": 4, "tile": 256}]
+SIZES = [{}, {"c": 2, "h": 3, "w": 33}, {"b": 1}]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return run_child(_CHECK, json.dumps(PROBLEMS), str(tmp_path_factory.mktemp("trailing")))
+    sizes = dict.fromkeys(PROBLEMS, SIZES)
+    return check_rendered(PROBLEMS, VARIANTS, sizes, str(tmp_path_factory.mktemp("trailing")))
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
