@@ -2,12 +2,12 @@
 theme: the system's light or dark, the theme picked on another page (kept in localStorage), and
 the toggle at runtime, both ways, without a reload. In dark it stayed white (issue 12)."""
 
-import re
 import time
 
 import pytest
 
 from tests.conftest import login
+from tests.support.contrast import contrast, luminance
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,20 +24,6 @@ COLOURS = """() => {
                      text('.swagger-ui .opblock-summary-description'), text('.docs-bar .brand')),
   };
 }"""
-
-
-def _luminance(rgb: str) -> float:
-    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
-
-    def lin(c):
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
-
-
-def _contrast(a: str, b: str) -> float:
-    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
 
 
 def _assert_theme(page, theme: str) -> None:
@@ -57,12 +43,12 @@ def _check_theme(colours: dict, theme: str) -> None:
     # The Swagger UI box is transparent or the page's colour: what shows is the page's.
     background = colours["ui"] if not colours["ui"].endswith(", 0)") else colours["bg"]
     if theme == "dark":
-        assert _luminance(colours["bg"]) < 0.05 and _luminance(background) < 0.05, colours
+        assert luminance(colours["bg"]) < 0.05 and luminance(background) < 0.05, colours
     else:
-        assert _luminance(colours["bg"]) > 0.8 and _luminance(background) > 0.8, colours
+        assert luminance(colours["bg"]) > 0.8 and luminance(background) > 0.8, colours
     kinds = {sel for sel, _, _ in colours["texts"]}
     assert {".swagger-ui .info .title", ".swagger-ui .opblock-tag"} <= kinds, colours
-    unreadable = [t for t in colours["texts"] if t[1] and _contrast(t[2], background) < 4.5]
+    unreadable = [t for t in colours["texts"] if t[1] and contrast(t[2], background) < 4.5]
     assert not unreadable, (theme, background, unreadable)
 
 

@@ -1,7 +1,6 @@
 """In a real browser: the light/dark toggle re-themes every chart on the page at once (no
 reload), both ways, and highlighted source stays readable on the dark theme."""
 
-import re
 import time
 
 import pytest
@@ -10,6 +9,7 @@ from django.contrib.auth.models import User
 from tests.campaigns.support.builders import build_campaign
 from tests.campaigns.support.graph_browser import graph_redraw, graph_settled, graph_watch_socket
 from tests.conftest import login, wait_for_js
+from tests.support.contrast import contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -78,20 +78,6 @@ def test_toggle_rethemes_every_chart_both_ways(asgi_server, demo_users, page, ar
     _assert_charts_follow(page, _theme(page), {"search-graph"})
 
 
-def _luminance(rgb: str) -> float:
-    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
-
-    def lin(c):
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
-
-
-def _contrast(a: str, b: str) -> float:
-    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
 def test_highlighted_source_is_readable_in_dark(asgi_server, demo_users, page, artifacts_dir):
     campaign = build_campaign(nodes=3, user=User.objects.get(username="engineer"))
     node = campaign.nodes.order_by("id").first()
@@ -110,7 +96,7 @@ def test_highlighted_source_is_readable_in_dark(asgi_server, demo_users, page, a
     )
     assert {"kn", "nn"} <= {cls for cls, _, _ in spans}, "imports are highlighted"
     unreadable = [
-        (c, t, rgb) for c, t, rgb in spans if t.strip() and _contrast(rgb, background) < 4.5
+        (c, t, rgb) for c, t, rgb in spans if t.strip() and contrast(rgb, background) < 4.5
     ]
     assert not unreadable, unreadable[:10]
     page.screenshot(path=str(artifacts_dir / "candidate-source-dark.png"), full_page=True)
