@@ -344,6 +344,8 @@ class Evaluator:
             "baseline": request.baseline,
             "baseline_times": times,
             "incumbent_source": request.incumbent_source,
+            # A case lost beyond doubt ends the timing: the fitness gate would reject it.
+            "stop_below": 1.0 - request.regression_tolerance,
         }
         call = self._call(run.child, "performance", perf_args, run.deadline, C.GATE_PERFORMANCE)
         if call.failure is not None:

@@ -68,3 +68,57 @@ def test_rounds_follow_the_slowest_side_within_bounds():
     }
     performance.time_sides(fast, seed=0)
     assert len(fast["candidate"].device_ms) == C.MAX_ROUNDS
+
+
+def _fake_gate(monkeypatch, speeds: dict[str, float]):
+    """``performance.run`` on fake sides: case name -> the candidate's speed over compile."""
+    clock = {"t": 0}
+    timed = []
+
+    def case_sides(job, case, args, seed, flush, mode, *, candidate):
+        timed.append(case["name"])
+        sides = {
+            "candidate": FakeSide("candidate", 0.010, clock),
+            "compile": FakeSide("compile", 0.010 * speeds[case["name"]], clock),
+            "eager": FakeSide("eager", 0.030, clock),
+        }
+        return sides, {"bytes": 0, "flops": 0}
+
+    monkeypatch.setattr(performance, "_case_sides", case_sides)
+    monkeypatch.setattr(performance, "_flush_buffer", lambda: None)
+    monkeypatch.setattr(performance, "steady_clocks", lambda flush: {})
+    monkeypatch.setattr(performance, "_prepare_incumbent", lambda job, args: None)
+    monkeypatch.setattr(
+        performance,
+        "ceilings",
+        lambda state: {"bandwidth_bytes_per_s": 1e12, "matmul_flops_per_s": 1e15},
+    )
+    job = types.SimpleNamespace(
+        cases=[{"name": n, "kind": C.CASE_WORKLOAD} for n in speeds], state=None
+    )
+    return job, timed
+
+
+def test_a_case_lost_beyond_doubt_ends_the_timing_and_the_fitness_gate_rejects(monkeypatch):
+    """Throughput (issue 11): most candidates lose some case by far more than the tolerance;
+    once one case's whole interval is below it, the rest are not timed. The fitness gate still
+    rejects the candidate on that case, with the same rule as before."""
+    from workers.gates.fitness import fitness
+
+    job, timed = _fake_gate(monkeypatch, {"small": 1.2, "big": 0.8, "fp32": 1.1, "wide": 1.3})
+    args = {"baseline": "compile", "stop_below": 0.98, "serving": C.SERVING_GRAPH}
+    out = performance.run(job, args)
+    assert timed == ["small", "big"], "the cases after the loss are not timed"
+    stopped = out["evidence"]["stopped_early"]
+    assert stopped["case"] == "big" and stopped["untimed"] == ["fp32", "wide"]
+    assert stopped["ci95"][1] < 0.98 and "2 later case(s) not timed" in out["reason"]
+    weights = {"small": 1, "big": 1, "fp32": 1, "wide": 1}
+    verdict = fitness(out["cases"], weights, "compile")
+    assert verdict["status"] == C.FAILED and verdict["rule"] == C.RULE_REGRESSION
+
+
+def test_a_candidate_within_the_tolerance_everywhere_is_timed_on_every_case(monkeypatch):
+    job, timed = _fake_gate(monkeypatch, {"small": 1.2, "close": 0.99, "wide": 1.3})
+    out = performance.run(job, {"baseline": "compile", "stop_below": 0.98})
+    assert timed == ["small", "close", "wide"] and "stopped_early" not in out["evidence"]
+    assert out["reason"] == "timed"

@@ -435,7 +435,7 @@ def run(job, args: dict) -> dict:
     clocks = steady_clocks(flush)
     seed = int(args.get("seed", 0))
     _prepare_incumbent(job, args)
-    records, fault = [], None
+    records, fault, stopped = [], None, None
     for case in job.cases:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
@@ -473,7 +473,25 @@ def run(job, args: dict) -> dict:
             fault = record
         records.append(record)
         del sides
+        stopped = _clear_loss(record, args)
+        if stopped is not None:
+            break
     evidence = {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks}
+    reason = "timed"
+    if stopped is not None:
+        # A case the candidate loses beyond doubt: the fitness gate rejects it whatever the
+        # other cases say, so they are not timed (device time for the next candidate).
+        timed = {r["name"] for r in records}
+        stopped["untimed"] = [
+            c["name"] for c in job.cases if c["kind"] == C.CASE_WORKLOAD and c["name"] not in timed
+        ]
+        evidence["stopped_early"] = stopped
+        lo, hi = stopped["ci95"]
+        reason = (
+            f"timed; stopped after case {stopped['case']}: {stopped['speedup']:.3f}x "
+            f"[{lo:.3f}, {hi:.3f}] over {args.get('baseline')}, wholly below "
+            f"{args['stop_below']:.2f}; {len(stopped['untimed'])} later case(s) not timed"
+        )
     if args.get("baseline_times"):
         evidence["note"] = (
             "baselines timed again in this process (paired rounds); given times unused"
@@ -490,10 +508,23 @@ def run(job, args: dict) -> dict:
     return {
         "status": C.PASSED,
         "rule": None,
-        "reason": "timed",
+        "reason": reason,
         "cases": records,
         "evidence": evidence,
     }
+
+
+def _clear_loss(record: dict, args: dict) -> dict | None:
+    """The case's speedup over the judged baseline when its whole interval lies below
+    ``args["stop_below"]`` (1 - the regression tolerance), else None."""
+    below = args.get("stop_below")
+    judged = (record.get("paired") or {}).get(args.get("baseline"))
+    if below is None or not judged or not judged.get("ci95"):
+        return None
+    low, high = judged["ci95"]
+    if high >= below:
+        return None
+    return {"case": record["name"], "speedup": judged["speedup"], "ci95": [low, high]}
 
 
 def baseline(job, args: dict) -> dict:
