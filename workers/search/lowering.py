@@ -332,7 +332,19 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if self.flat_view and not self.full:
             raise NoTemplate("a view changes the row layout; no template fits")
         if self.full and any(i in used for i in self.vec_pos):
-            raise NoTemplate("a weight vector in a reduction over the whole tensor is not covered")
+            # A weight along the last dimension (a hinge loss's targets against every row):
+            # element i of the flattened tensor reads weight i mod its length.
+            last = all(
+                pos == ndim - 1 and self.nodes[i].attrs["length"] == self.row_shape[-1]
+                for i, pos in self.vec_pos.items()
+                if i in used
+            )
+            if not last or self.reshaped:
+                raise NoTemplate(
+                    "a weight vector in a reduction over the whole tensor varies along other "
+                    "than the last dimension (or the tensor is reshaped)"
+                )
+            plan.extra["vec_mod"] = True
         bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
         in_rows = red == ndim - 1 and not self.full  # the row kernels read them per row
         if any(n.id in used for n in bcast) and plan.reductions() and not in_rows:
@@ -368,6 +380,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             plan.extra["bcast"] = True
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
+            if plan.extra.get("vec_mod"):
+                continue  # checked above: along the last dimension of the flattened rows
             if node_id in used and (pos != red or length != self._n()):
                 raise NoTemplate(
                     f"a weight of length {length} varies along dimension {pos}; the rows run "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import logging
 import math
 
 from workers.search.lowering import IRNode, NoTemplate, Plan, _Lowerer
@@ -121,10 +122,15 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
     if not sizes:
         return
     moved = {k: v + 1 + i for i, (k, v) in enumerate(sorted(sizes.items()))}
+    quiet = logging.getLogger("torch._subclasses.fake_tensor")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # sizes that must agree (a broadcast) fail loudly there
     try:
         other, other_shapes = _trace(source, moved)
     except NoTemplate:
         return  # the problem does not trace at other sizes: keep the traced constants
+    finally:
+        quiet.setLevel(level)
     if [(n.kind, n.op) for n in other.nodes] != [(n.kind, n.op) for n in plan.nodes]:
         return
     for node, again in zip(plan.nodes, other.nodes, strict=True):

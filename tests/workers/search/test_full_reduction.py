@@ -1,8 +1,9 @@
 """Reductions over the whole tensor (issue 11, generality): losses (MSE, hinge), a global norm
 that scales every element, sums and maxima over every dimension with keepdim, and a reduction
 of a reshaped view. Each is a row candidate with one row of every element, correct on the
-interpreter for the one-pass and the looped kernel; mixing a whole-tensor reduction with one
-over a dimension, or a weight vector, is refused in words."""
+interpreter for the one-pass and the looped kernel; a weight per column (a hinge loss's targets)
+reads weight i mod its length; mixing a whole-tensor reduction with one over a dimension, or a
+weight along another dimension, is refused in words."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ PROBLEMS = {
         "torch.randn(6, 10) * 3, torch.randn(6, 10)"),
     "mse_loss_functional": _problem("return torch.nn.functional.mse_loss(x, y)",
                                     "torch.randn(6, 10), torch.randn(6, 10)"),
+    # KernelBench's HingeLoss: one target per column, the same for every row
+    "hinge_loss_vector_targets": _problem("return torch.mean(torch.clamp(1 - x * y, min=0))",
+                                          "torch.randn(7, 9), torch.randn(9).sign()"),
     "kl_div_sum": _problem("return torch.nn.functional.kl_div(x, y.abs(), reduction='sum')",
                            "torch.randn(6, 10), torch.randn(6, 10)"),
 }  # fmt: skip
@@ -110,11 +114,13 @@ def test_mixed_reductions_are_refused_in_words(forward, match):
         trace_problem(_problem(forward, "torch.randn(6, 10)"))
 
 
-def test_a_weight_in_a_whole_tensor_reduction_is_refused_in_words():
-    src = _problem("return (x * self.w).sum()", "torch.randn(6, 10)").replace(
+def test_a_weight_along_another_dimension_in_a_whole_tensor_reduction_is_refused_in_words():
+    """A weight per column reads weight i mod its length (a hinge loss's targets); one per row
+    of the flattened tensor has no such form and is refused."""
+    src = _problem("return (x * self.w.view(-1, 1)).sum()", "torch.randn(6, 10)").replace(
         "class Model(nn.Module):\n",
         "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.w = nn.Parameter(torch.randn(10))\n\n",
+        "        self.w = nn.Parameter(torch.randn(6))\n\n",
     )
     with pytest.raises(NoTemplate, match="weight vector in a reduction over the whole tensor"):
         trace_problem(src)

@@ -51,6 +51,13 @@ def _strided(plan: Plan) -> bool:
     return plan.extra.get("red_dim", -1) != -1
 
 
+def _vec_load(plan: Plan, cols: str, mask: str) -> str:
+    """The load of a weight vector at ``cols``; over the whole tensor (``vec_mod``), element i
+    reads weight i mod VL (its length, the tensor's last dimension)."""
+    at = f"{cols} % VL" if plan.extra.get("vec_mod") else cols
+    return "tl.load({ptr} + " + at + f", mask={mask}, other=0.0, eviction_policy=EV_V)"
+
+
 def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
     """(row offset statement, column offset, the kernel's size arguments)."""
     if _strided(plan):
@@ -59,7 +66,8 @@ def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
             "cols * K",
             ["M", "N", "K"],
         )
-    return "roff = rows.to(tl.int64) * N", "cols", ["M", "N", *_bcast_args(plan)]
+    vl = ["VL"] if plan.extra.get("vec_mod") else []
+    return "roff = rows.to(tl.int64) * N", "cols", ["M", "N", *vl, *_bcast_args(plan)]
 
 
 def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
@@ -80,7 +88,7 @@ def _row_one_pass(plan: Plan) -> str:
     em = _Emitter(
         plan,
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_T)",
-        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+        _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     )
     lines = [
@@ -131,7 +139,7 @@ def _row_split(plan: Plan) -> str:
     roff, coff, sizes = _geometry(plan)
     loads = [
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_T)",
-        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+        _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     ]
     em = _Emitter(plan, *loads)
@@ -140,7 +148,7 @@ def _row_split(plan: Plan) -> str:
         "tl.load({ptr} + roff + "
         + coff.replace("cols", "colsb")
         + ", mask=maskb, other=0.0, eviction_policy=EV_T)",
-        "tl.load({ptr} + colsb, mask=cmaskb, other=0.0, eviction_policy=EV_V)",
+        _vec_load(plan, "colsb", "cmaskb"),
         _bcast_load(plan, "colsb", "maskb"),
     )
     lines = [
@@ -242,7 +250,7 @@ def _row_looped(plan: Plan) -> str:
     em = _Emitter(
         plan,
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
-        "tl.load({ptr} + cols, mask=cmask, other=0.0, eviction_policy=EV_V)",
+        _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     )
     nodes = plan.nodes
@@ -413,6 +421,8 @@ def _source_row(plan: Plan, p: dict) -> str:
     )
     sizes = ", ".join(_geometry(plan)[2])
     inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
+    if plan.extra.get("vec_mod"):
+        inner += f"        VL = {ref0}.shape[-1]\n"
     # The row: the reduced dimension, or every element (a reduction over the whole tensor).
     row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
     if merged:
