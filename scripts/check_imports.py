@@ -4,7 +4,9 @@
 - no production code (``apps/``, ``kernelevolve_site/``, ``workers/``) imports ``tests``;
 - no import cycle between files, counting imports inside functions (they only hide a cycle):
   the cycles that exist today are listed in ``KNOWN`` below and may only shrink; a new one,
-  or a known one that grows, fails with the path that closes it.
+  or a known one that grows, fails with the path that closes it;
+- between apps, ``campaigns`` is the base: it imports neither ``knowledge`` nor ``registry``
+  (which import it), except the places listed in ``KNOWN_UPWARD``, which may only go away.
 
     python scripts/check_imports.py          # exit 1 and the reasons when a rule is broken
     python scripts/check_imports.py --list   # every cycle as it stands
@@ -24,6 +26,19 @@ PACKAGES = ("apps", "kernelevolve_site", "workers")
 # gain one, and no new group may appear. Empty since the contract module (queue and task names)
 # and services.alarms broke the last three.
 KNOWN: list[set[str]] = []
+
+# Between apps, dependencies go one way: ``campaigns`` at the base (issue 13). These imports
+# still go the other way (an app importing one that imports it back) and may only go away; a
+# new one fails with the file and line.
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    ("apps.campaigns.management.commands.seed_demo", "apps.knowledge"),  # demo seeding
+    ("apps.campaigns.management.commands.seed_demo", "apps.registry"),
+    ("apps.campaigns.services.search", "apps.knowledge"),  # the retriever, findings
+    ("apps.campaigns.views", "apps.knowledge"),  # the candidate page's knowledge panel
+    ("apps.campaigns.selectors.inbox", "apps.registry"),  # alarms and approvals in the inbox
+}
+# The apps above ``campaigns``: they may import it, it may not import them.
+UPPER_APPS = ("apps.knowledge", "apps.registry")
 
 
 def modules() -> dict[str, Path]:
@@ -87,6 +102,10 @@ def graph() -> tuple[dict[str, set[str]], list[str]]:
                 problems.append(f"{where}: the compute core imports {name}")
             if module.startswith("workers") and top in ("apps", "kernelevolve_site"):
                 problems.append(f"{where}: the compute core imports the portal ({name})")
+            upper = next((a for a in UPPER_APPS if name == a or name.startswith(a + ".")), None)
+            if module.startswith("apps.campaigns") and upper:
+                if (module, upper) not in KNOWN_UPWARD:
+                    problems.append(f"{where}: apps.campaigns imports {name} (an app above it)")
             target = _resolve(name, known)
             # A module's own packages are imported before it in any case: not an edge.
             if target and target != module and not module.startswith(target + "."):
