@@ -30,7 +30,6 @@ from apps.campaigns.services import comments as comment_services
 from apps.campaigns.services import review as review_services
 from apps.campaigns.services.previews import REFERENCE_TIMEOUT_S, campaign_preview
 from apps.campaigns.services.problems import workload_from_upload
-from apps.knowledge.selectors.entries import entries_visible
 
 LIST_PAGE_SIZE = 25
 
@@ -323,10 +322,6 @@ class NodeDetailView(PortalPermissionRequiredMixin, View):
             "best_rule": selectors.campaign_best_rule(campaign=review.campaign, about=key)
             if review.node.status == NodeStatus.ACCEPTED
             else None,
-            # What the generator was given, as far as this user may see it (visibility rules).
-            "knowledge": entries_visible(user=request.user).filter(
-                pk__in=review.node.retrieved_knowledge or []
-            ),
         }
         return render(request, "campaigns/node.html", context)
 

@@ -65,6 +65,8 @@ INSTALLED_APPS = [
     "apps.campaigns",
     "apps.registry",
     "apps.knowledge",
+    # The layer above the apps: commands that span them (seed_demo).
+    "kernelevolve_site",
 ]
 
 MIDDLEWARE = [

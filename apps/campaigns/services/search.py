@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from apps.campaigns import hooks
 from apps.campaigns.constants import (
     EVALUATION_LEASE_S,
     UNSETTLED_NODE_STATUSES,
@@ -58,12 +59,11 @@ logger = logging.getLogger(__name__)
 
 def _engine(campaign: Campaign) -> SearchEngine:
     """The campaign's engine over its rows (`engine.store`: the campaign's RowGraphStore)."""
-    from apps.knowledge.selectors.retrieval import knowledge_retriever
-
     # Bound to the owner: restricted entries reach only prompts of campaigns whose owner may
     # see them. The baseline's fingerprint (cuda) lets retrieval warn about stale entries.
+    # The retriever is the knowledge app's, handed over when it starts (apps.campaigns.hooks).
     baseline = campaign.engine_state.get("baseline") or {}
-    retrieve = knowledge_retriever(
+    retrieve = hooks.retriever_for(
         user=campaign.created_by,
         fingerprint=baseline.get("fingerprint") if isinstance(baseline, dict) else None,
         platform=campaign.platform,
@@ -212,12 +212,13 @@ def _finish(campaign: Campaign, state: dict) -> None:
     campaign.outcome_reason = state["message"]
     campaign.finished_at = timezone.now()
     campaign.watchdog_at = None
-    from apps.knowledge.services.findings import knowledge_campaign_finished
-
-    # After commit, in its own transactions: findings become drafts; a knowledge error is
-    # logged there and never undoes or breaks the campaign's end.
+    # After commit, in their own transactions (the knowledge app turns findings into drafts;
+    # an error there is logged and never undoes or breaks the campaign's end).
     campaign_id = campaign.pk
-    transaction.on_commit(lambda: knowledge_campaign_finished(campaign_id=campaign_id), robust=True)
+    transaction.on_commit(
+        lambda: hooks.campaign_finished.send(sender=Campaign, campaign_id=campaign_id),
+        robust=True,
+    )
 
 
 def _refresh_best(campaign: Campaign, state: dict) -> None:

@@ -1,4 +1,7 @@
-"""Load the demo: one user per role (passwords printed) and demo data for every page."""
+"""Load the demo: one user per role (passwords printed) and demo data for every page.
+
+It lives in the site, the layer above the apps, because it seeds every one of them (issue 13:
+``campaigns`` is the base and imports neither ``knowledge`` nor ``registry``)."""
 
 from django.core.management.base import BaseCommand
 
