@@ -234,6 +234,30 @@ def _refs(plan: Plan, role: str | None = None) -> list[str]:
     return [n.attrs["ref"] for n in plan.inputs(role) if n.attrs["ref"] != "acc"]
 
 
+def _forward_head(plan: Plan) -> str:
+    """``class ModelNew`` with the reference's ``__init__`` and the forward's signature."""
+    return (
+        "\n\nclass ModelNew(nn.Module):\n"
+        + plan.init_source
+        + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
+    )
+
+
+def _bind_inputs(refs: list[str], numbers) -> str:
+    """Wrapper lines binding each kernel input ``in{i}``: a number as a float, a tensor
+    contiguous."""
+    return "".join(
+        f"        in{i} = float({r})\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
+        for i, r in enumerate(refs)
+    )
+
+
+def _io_names(plan: Plan, refs: list[str]) -> tuple[list[str], str]:
+    """(the kernel's input and output arguments, the wrapper's return expression)."""
+    outs = [f"out{j}" for j in range(len(plan.outputs))]
+    return [f"in{i}" for i in range(len(refs))] + outs, ", ".join(outs)
+
+
 def _dtype_line(refs: list[str]) -> str:
     items = ", ".join(f"{r}.dtype" for r in refs)
     return (

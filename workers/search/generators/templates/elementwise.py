@@ -8,9 +8,12 @@ from workers.search.generators.templates.common import (
     _bcast_rank,
     _bcast_rows,
     _bcast_wrapper,
+    _bind_inputs,
     _dtype_line,
     _Emitter,
+    _forward_head,
     _header,
+    _io_names,
     _kernel,
     _refs,
 )
@@ -122,14 +125,11 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         f"device={shape_ref}.device)\n"
         for j in range(len(plan.outputs))
     )
-    args = [f"in{k}" for k in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
-    ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
+    args, ret = _io_names(plan, refs)
     return (
         _header(plan, p)
         + _bcast_kernel(plan)
-        + "\n\nclass ModelNew(nn.Module):\n"
-        + plan.init_source
-        + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
+        + _forward_head(plan)
         + _dtype_line(tensors)
         + f"        shape = {shape_ref}.shape\n"
         + _bcast_wrapper(plan, "shape")
@@ -154,26 +154,18 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
     numbers = _refs(plan, "scalar")  # Python floats, passed to the kernel as they are
     tensors = [r for r in refs if r not in numbers]
     warps = max(1, min(32, p["block"] // (32 * p["vec"])))
-    loads = "".join(
-        f"        in{i} = float({r})\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
-        for i, r in enumerate(refs)
-    )
     outs = "".join(
         f"        out{j} = torch.empty({tensors[0]}.shape, dtype=odt, device={tensors[0]}.device)\n"
         for j in range(len(plan.outputs))
     )
-    args = ", ".join(
-        [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
-    )
-    ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
+    names, ret = _io_names(plan, refs)
+    args = ", ".join(names)
     return (
         _header(plan, p)
         + _elementwise_kernel(plan)
-        + "\n\nclass ModelNew(nn.Module):\n"
-        + plan.init_source
-        + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
+        + _forward_head(plan)
         + _dtype_line(tensors)
-        + loads
+        + _bind_inputs(refs, numbers)
         + outs
         + f"        n = out0.numel()\n        if n == 0:\n            return {ret}\n"
         + f"        grid = (triton.cdiv(n, {p['block']} * {p['tiles']}),)\n"

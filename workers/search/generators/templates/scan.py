@@ -10,9 +10,12 @@ the scan's identity, so the block's last lane (its first, reversed) is its total
 from __future__ import annotations
 
 from workers.search.generators.templates.common import (
+    _bind_inputs,
     _dtype_line,
     _Emitter,
+    _forward_head,
     _header,
+    _io_names,
     _kernel,
     _refs,
 )
@@ -70,25 +73,18 @@ def _source_scan(plan: Plan, p: dict) -> str:
     tensors = [r for r in refs if r not in numbers]
     masks = {n.attrs["ref"] for n in plan.inputs("tile") if n.attrs.get("mask")}
     floats = [r for r in tensors if r not in masks] or tensors
-    loads = "".join(
-        f"        in{i} = float({r})\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
-        for i, r in enumerate(refs)
-    )
     ref0 = floats[0]
     outs = "".join(
         f"        out{j} = torch.empty({ref0}.shape, dtype=odt, device={ref0}.device)\n"
         for j in range(len(plan.outputs))
     )
-    args = [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
-    ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
+    args, ret = _io_names(plan, refs)
     return (
         _header(plan, p)
         + _scan_kernel(plan)
-        + "\n\nclass ModelNew(nn.Module):\n"
-        + plan.init_source
-        + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
+        + _forward_head(plan)
         + _dtype_line(floats)
-        + loads
+        + _bind_inputs(refs, numbers)
         + outs
         + f"        N = {ref0}.shape[-1] if {ref0}.dim() else 1\n"
         + f"        M = {ref0}.numel() // N if N else 0\n"
