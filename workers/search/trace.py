@@ -145,7 +145,8 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
         node.kind, node.value = "input", None
         node.attrs = {"ref": expr, "role": "scalar", "from_sizes": True}
         node.cat = "const"
-    plan.summary += ", constants computed from the input sizes at run time"
+    if any(n.attrs.get("from_sizes") for n in plan.nodes):
+        plan.summary += ", constants computed from the input sizes at run time"
 
 
 def _size_expression(a: float, b: float, shapes: dict, other: dict) -> str | None:

@@ -116,6 +116,8 @@ def test_which_constants_are_computed_at_run_time(results):
     assert results["mean_by_hand"]["runtime"] == ["float(x.shape[1])"]
     assert results["centred_by_hand"]["runtime"] == ["float(x.numel())"]
     assert results["literal_equal_to_a_size"]["runtime"] == []
+    assert "input sizes" not in results["literal_equal_to_a_size"]["summary"]
+    assert results["kl_batchmean"]["summary"].endswith("computed from the input sizes at run time")
 
 
 def test_a_size_derived_constant_the_templates_cannot_compute_is_refused():
