@@ -232,9 +232,25 @@ def main(argv=None):
         if changed or threads > 0 or policy.violations:
             reply["restart"] = True
             reply["tainted"] = {"patched": changed, "extra_threads": threads}
+        _mark_output(message.get("mark"))
         send(reply)
         if reply.get("restart"):
             return 0
+
+
+def _mark_output(mark) -> None:
+    """Flush what the operation printed, then write the parent's mark after it: the parent
+    reads the output up to the mark before it takes the reply."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - untrusted code may have replaced or closed them
+            pass
+    if isinstance(mark, str) and mark:
+        try:
+            os.write(1, mark.encode())
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -59,39 +60,78 @@ def scrub_env(env: dict) -> dict:
 
 
 class _OutputTap(threading.Thread):
-    """Reads the child's merged stdout/stderr, keeping a capped head and tail."""
+    """Reads the child's merged stdout/stderr, keeping a capped head and tail.
+
+    The child writes a per-call mark to its stdout after each operation and before its reply;
+    ``wait_mark`` returns once the tap has read up to it, so the reply's log holds everything
+    the operation printed however the two pipes were scheduled. The mark is not kept."""
 
     def __init__(self, stream):
         super().__init__(daemon=True)
         self.stream = stream
+        self.fd = stream.fileno()
         self.lock = threading.Lock()
+        self.marked = threading.Condition(self.lock)
+        self.mark = b""
+        self.seen = False
         self.reset()
 
-    def reset(self):
-        with getattr(self, "lock", threading.Lock()):
+    def reset(self, mark: bytes = b""):
+        with self.lock:
             self.head = bytearray()
             self.tail = bytearray()
             self.total = 0
+            self.pending = b""
+            self.mark = mark
+            self.seen = False
+
+    def wait_mark(self, timeout: float) -> bool:
+        with self.marked:
+            return self.marked.wait_for(lambda: self.seen or not self.is_alive(), timeout)
 
     def run(self):
-        half = C.OUTPUT_CAP_BYTES // 2
         while True:
             try:
-                chunk = os.read(self.stream.fileno(), 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
+                chunk = os.read(self.fd, 1 << 16)
+            except (OSError, ValueError):
+                chunk = b""
             with self.lock:
-                self.total += len(chunk)
-                if len(self.head) < half:
-                    take = half - len(self.head)
-                    self.head += chunk[:take]
-                    chunk = chunk[take:]
-                if chunk:
-                    self.tail += chunk
-                    if len(self.tail) > half:
-                        del self.tail[: len(self.tail) - half]
+                if not chunk:
+                    self._keep(self.pending)
+                    self.pending = b""
+                    self.marked.notify_all()
+                    return
+                self._take(chunk)
+
+    def _take(self, chunk: bytes):
+        data = self.pending + chunk
+        self.pending = b""
+        mark = self.mark
+        if mark and not self.seen:
+            at = data.find(mark)
+            if at >= 0:
+                data = data[:at] + data[at + len(mark) :]
+                self.seen = True
+                self.marked.notify_all()
+            else:
+                # Hold back a tail that may be the start of a mark split across two reads.
+                for size in range(min(len(mark) - 1, len(data)), 0, -1):
+                    if mark.startswith(data[-size:]):
+                        self.pending, data = data[-size:], data[:-size]
+                        break
+        self._keep(data)
+
+    def _keep(self, chunk: bytes):
+        half = C.OUTPUT_CAP_BYTES // 2
+        self.total += len(chunk)
+        if len(self.head) < half:
+            take = half - len(self.head)
+            self.head += chunk[:take]
+            chunk = chunk[take:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > half:
+                del self.tail[: len(self.tail) - half]
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -303,6 +343,9 @@ class SandboxChild:
         except (OSError, AttributeError):
             pass
         if self.proc.stdout:
+            # The tap ends on end-of-file once the child is gone; a grandchild that kept the
+            # pipe open does not hold the worker up.
+            self.tap.join(timeout=1.0)
             self.proc.stdout.close()
         self.proc = None
 
@@ -376,7 +419,7 @@ class SandboxChild:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             code = None
-        time.sleep(0.05)  # let the tap drain the last output
+        self.tap.join(timeout=1.0)  # the child is gone: read its last output to end-of-file
         evidence = {**self.tap.snapshot(), "returncode": code}
         self.kill()
         if self.boundary.kind != KIND_NONE and code is not None and code > 128:
@@ -422,14 +465,18 @@ class SandboxChild:
             started = self.start()
             if isinstance(started, SandboxFailure):
                 return started
-        self.tap.reset()
+        mark = f"\x1eke-end-{secrets.token_hex(8)}\x1e"
+        self.tap.reset(mark.encode())
         try:
-            self._send({"op": op, "args": args})
+            self._send({"op": op, "args": args, "mark": mark})
         except (BrokenPipeError, OSError):
             return self._fail_dead(op)
         reply = self._wait(max(timeout, 0.1), op)
         if isinstance(reply, SandboxFailure):
             return reply
+        # Output written just before the reply may still be in the pipe: read up to the mark
+        # (a child that closed its stdout has none, hence the bound).
+        self.tap.wait_mark(C.OUTPUT_MARK_WAIT_S)
         reply.update(self.tap.snapshot())
         if reply["log_bytes"] > C.OUTPUT_FLOOD_BYTES:
             self.kill()

@@ -98,3 +98,42 @@ def test_a_closed_evaluator_leaves_no_scratch_folder():
     child.cleanup()
     after = set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
     assert after <= before
+
+
+def test_the_output_tap_reads_up_to_the_mark_even_split_across_reads():
+    """The reply's log holds what the child printed just before replying: the tap reads up to
+    the call's mark (here written in two pieces) and keeps none of it."""
+    from workers.sandbox import _OutputTap
+
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb", buffering=0) as stream:
+        tap = _OutputTap(stream)
+        mark = b"\x1eke-end-0123456789abcdef\x1e"
+        tap.reset(mark)
+        tap.start()
+        os.write(write_end, b"last words before the reply\n" + mark[:7])
+        assert not tap.wait_mark(0.2)  # half a mark is not the mark
+        os.write(write_end, mark[7:] + b"after")
+        assert tap.wait_mark(5.0)
+        os.close(write_end)
+        tap.join(5.0)
+        log = tap.snapshot()["log"]
+    assert log == "last words before the reply\nafter"
+
+
+def test_what_a_failing_candidate_printed_last_is_in_its_report(evaluator):
+    """A candidate that prints a lot and then fails at import: its last line is in the compile
+    gate's log every time, never lost to the order in which the two pipes are read."""
+    from tests.workers.conftest import read_fixture
+    from tests.workers.fixtures.adversarial import silu
+    from workers.evaluate import EvaluationRequest
+
+    prelude = "print('x' * 200_000)\nprint('LAST-LINE')\nraise RuntimeError('stop')\n"
+    request = EvaluationRequest(
+        problem_source=read_fixture("problems", "silu.py"), candidate_source=silu(prelude=prelude)
+    )
+    for _ in range(3):
+        report = evaluator.evaluate(request).to_dict()
+        gate = next(g for g in report["gates"] if g["status"] == "failed")
+        assert "LAST-LINE" in gate["evidence"]["log"]
+        assert "ke-end-" not in gate["evidence"]["log"]
