@@ -179,6 +179,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 )
             if isinstance(value, Flipped):
                 raise NoTemplate(f"a flip ({a.name}) other than around a cumulative scan")
+            node = self.nodes[value]
+            if node.kind == "input" and node.attrs.get("pending"):
+                raise NoTemplate(
+                    f"input {node.attrs['ref']} of shape {node.attrs['vshape']} neither matches "
+                    f"the row shape {list(self.row_shape)} nor broadcasts to it"
+                )
             return value
         if isinstance(a, bool | int | float):
             return self.const(a)
@@ -321,14 +327,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 [j, v.frac.numerator, v.frac.denominator] for j, v in narrow.items()
             ]
         _categorise(plan)
+        used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        for node in plan.nodes:
+            if node.kind == "input" and node.attrs["role"] == "bcast" and node.id not in used:
+                node.attrs["role"] = "unread"  # an input used only through its views
         if any(n.kind == "scan" for n in plan.nodes):
             return self._scan_plan(plan, outs, shapes)
-        if self.masks:
-            masks = ", ".join(self.masks)
-            raise NoTemplate(f"a boolean input ({masks}) outside a cumulative scan is not covered")
         ndim = len(self.row_shape)
         red = ndim - 1 if self.red_dim is None else self.red_dim
-        used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
         if self.flat_view and not self.full:
             raise NoTemplate("a view changes the row layout; no template fits")
         if self.full and any(i in used for i in self.vec_pos):
@@ -469,8 +475,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
         for p, ref in zip(placeholders, self.refs, strict=True):
             val = p.meta["val"]
             shape = tuple(val.shape)
-            if val.dtype == torch.bool and shape == self.row_shape:
-                self.masks.append(ref)  # read as 0/1 (a cumulative scan's mask; see lower())
+            if val.dtype == torch.bool:
+                self.masks.append(ref)  # read as 0/1; a condition compares it (_condition)
             elif not val.is_floating_point():
                 raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
             merged = self.merge_from is not None and _strip_ones(shape) == tuple(
@@ -491,16 +497,18 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 # input of 1s where the rows have sizes (elementwise graphs take it, see below).
                 role = "bcast"
             else:
-                raise NoTemplate(
-                    f"input {ref} of shape {list(shape)} neither matches the row shape "
-                    f"{list(self.row_shape)} nor broadcasts to it"
-                )
+                # Perhaps once viewed (``cos[:, None, :]``): refused where used as it is.
+                role = "bcast"
             attrs = {"ref": ref, "role": role}
+            if role == "bcast":
+                attrs["vshape"] = list(shape)
+                attrs["vdims"] = [i if v != 1 else None for i, v in enumerate(shape)]
+                attrs["pending"] = not _broadcasts(shape, self.row_shape)
             if ref in self.masks:
                 attrs["mask"] = True
             if role == "vec":
                 attrs["length"] = math.prod(shape)
-            if role == "bcast":
+            if role == "bcast" and not attrs["pending"]:
                 attrs["bshape"] = [1] * (len(self.row_shape) - len(shape)) + list(shape)
             self.env[p] = self.new("input", attrs=attrs)
             if role == "vec":  # a 1-d weight broadcasts along the last dimension until viewed
@@ -527,6 +535,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if t in _VIEW_OPS:
             if self._narrow_view(n):
+                return
+            held = self.env.get(a[0])
+            if isinstance(held, int) and self.nodes[held].attrs.get("vshape") is not None:
+                self.env[n] = self._view_bcast(held, n)
                 return
             src = self.arg(a[0])
             shape = tuple(n.meta["val"].shape)
@@ -593,6 +605,24 @@ class _Lowerer(SlicesMixin, ScanMixin):
             else:
                 self.env[n] = self.pw("sub", shifted, self.pw("log", s))
             return
+        if t in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
+            if (kw.get("dtype") or a[0].meta["val"].dtype) != a[0].meta["val"].dtype:
+                raise NoTemplate(f"{t} of another dtype than its input's")
+            self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
+            value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
+            self.env[n] = self.const(a[1] if value is None else value)
+            return
+        if t == aten.logsumexp.default:
+            self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
+            self.env[n] = self._logsumexp(self.arg(a[0]))
+            return
+        if t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
+            cond = self._condition(a[1])
+            self.env[n] = self.pw("where", cond, self.arg(a[2]), self.arg(a[0]))
+            return
+        if t == aten.where.self:
+            self.env[n] = self.pw("where", self._condition(a[0]), self.arg(a[1]), self.arg(a[2]))
+            return
         if t == aten.native_layer_norm.default:
             x, shape, w, b, eps = a
             if len(shape) != 1 and self.merge_from != len(self.row_shape) - len(shape):
@@ -652,6 +682,52 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return loss
         self._last_dim(n, None)  # over the whole tensor
         return self.reduce("mean" if reduction == 1 else "sum", loss)
+
+    def _logsumexp(self, x: int) -> int:
+        """log(sum(exp(x))) as torch computes it: shifted by the row's maximum, taken as 0 where
+        that is infinite (a row of -inf gives -inf, one holding +inf gives +inf)."""
+        m = self.reduce("max", x)
+        finite = self.pw("lt", self.pw("abs", m), self.const(float("inf")))
+        m = self.pw("where", finite, m, self.const(0.0))
+        s = self.reduce("sum", self.pw("exp", self.pw("sub", x, m)))
+        return self.pw("add", self.pw("log", s), m)
+
+    def _condition(self, a) -> int:
+        """A ``where`` / ``masked_fill`` condition: a boolean input is read as 0/1, so it
+        becomes a comparison; a comparison in the graph already is one."""
+        cond = self.arg(a)
+        node = self.nodes[cond]
+        if node.kind == "input" and node.attrs.get("mask"):
+            return self.pw("gt", cond, self.const(0.5))
+        return cond
+
+    def _view_bcast(self, src: int, n: torch.fx.Node) -> int:
+        """A view of an input that broadcasts (or will, once viewed): ``cos[:, None, :]`` of a
+        table per token, ``mask[:, None, None, :]`` of a mask shared by every head. Views that
+        only insert or drop 1s, and expands of 1s, keep its elements where they are; the new
+        input node records which of its dimensions each of the view's is (``vdims``)."""
+        node = self.nodes[src]
+        ref, old, vdims = node.attrs["ref"], tuple(node.attrs["vshape"]), node.attrs["vdims"]
+        new = tuple(n.meta["val"].shape)
+        if n.target == aten.expand.default:
+            lead = len(new) - len(old)
+            new, new_vdims = (1,) * lead + old, [None] * lead + list(vdims)
+        elif [v for v in new if v != 1] == [v for v in old if v != 1]:
+            kept = iter(d for d, v in zip(vdims, old, strict=True) if v != 1)
+            new_vdims = [next(kept) if v != 1 else None for v in new]
+        else:
+            raise NoTemplate(
+                f"{n.target} reshapes input {ref} (from {list(old)} to {list(new)}) beyond "
+                "inserting or dropping 1s; no template fits"
+            )
+        attrs = {**node.attrs, "vshape": list(new), "vdims": new_vdims, "viewed": True}
+        rank = len(self.row_shape)
+        if len(new) <= rank and (_broadcasts(new, self.row_shape) or new == self.row_shape):
+            attrs.update(pending=False, bshape=[1] * (rank - len(new)) + list(new))
+            attrs["vdims"] = [None] * (rank - len(new)) + new_vdims
+        else:
+            attrs.update(pending=True)
+        return self.new("input", attrs=attrs)
 
     def _vector_norm(self, n: torch.fx.Node) -> int:
         """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|

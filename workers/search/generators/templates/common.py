@@ -345,6 +345,9 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
         if n.attrs.get("from_vec"):
             view = [-1 if d in kept[k] else 1 for d in range(rank)]
             lines.append(f"in{k} = {ref}.reshape({view}).expand({shape})")
+        elif n.attrs.get("viewed"):  # the model's view: its dimensions where the trace saw them
+            sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in n.attrs["vdims"])
+            lines.append(f"in{k} = {ref}.reshape(({sizes},)).expand({shape})")
         else:
             ones = [d for d in range(rank) if d not in kept[k]]
             lines += [

@@ -1,0 +1,160 @@
+"""Everyday graphs the lowering used to refuse (issue 11, "beyond both lists"): an input that
+broadcasts only once the model views it (``cos[:, None, :]``, ``mask[:, None, None, :]``), a
+boolean mask in a row reduction, and ``torch.logsumexp``. Each gets candidates that compute the
+reference on the interpreter at the traced sizes and at others, with every row kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.workers.search.child import check_rendered, run_child
+from workers.search.trace import NoTemplate, trace_problem
+
+HEADER = "import torch\nimport torch.nn as nn\n\n"
+FOOTER = "\n\ndef get_init_inputs():\n    return []\n"
+
+ROPE = (
+    HEADER
+    + """batch_size = 2
+tokens = 6
+heads = 3
+head_dim = 16
+
+
+class Model(nn.Module):
+    def forward(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos[:, None, :] + rotated * sin.unsqueeze(1)
+
+
+def get_inputs():
+    return [
+        torch.randn(batch_size, tokens, heads, head_dim),
+        torch.randn(tokens, head_dim),
+        torch.randn(tokens, head_dim),
+    ]
+"""
+    + FOOTER
+)
+
+PADDING_MASK = (
+    HEADER
+    + """batch_size = 2
+heads = 3
+seq = 8
+
+
+class Model(nn.Module):
+    def forward(self, scores, padding):
+        masked = scores.masked_fill(padding[:, None, None, :], float("-inf"))
+        return torch.softmax(masked, dim=-1)
+
+
+def get_inputs():
+    padding = torch.arange(seq)[None, :] >= torch.tensor([[seq - 2], [seq // 2]])[:batch_size]
+    return [torch.randn(batch_size, heads, seq, seq), padding]
+"""
+    + FOOTER
+)
+
+WHERE_MASK = (
+    HEADER
+    + """rows = 5
+cols = 24
+
+
+class Model(nn.Module):
+    def forward(self, x, keep):
+        return torch.where(keep, x, torch.zeros_like(x)).sum(dim=-1) + (x * keep).amax(dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols), torch.rand(rows, cols) > 0.3]
+"""
+    + FOOTER
+)
+
+LOGSUMEXP = (
+    HEADER
+    + """rows = 7
+cols = 50
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.logsumexp(x, dim=-1, keepdim=True) - x.mean(dim=-1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+"""
+    + FOOTER
+)
+
+ROW_VARIANTS = [
+    {"strategy": "one_pass"},
+    {"strategy": "looped", "block_n": 16},
+]
+
+
+@pytest.mark.parametrize(
+    "source, variants, sizes, family, says",
+    [
+        (
+            ROPE,
+            [{}, {"block": 16, "tiles": 1}],
+            [{}, {"heads": 1, "head_dim": 40, "tokens": 3}],
+            "elementwise",
+            "cos [1, 6, 1, 16] broadcast",
+        ),
+        (PADDING_MASK, ROW_VARIANTS, [{}, {"seq": 20, "heads": 1}], "row", "padding [2, 1, 1, 8]"),
+        (WHERE_MASK, ROW_VARIANTS, [{}, {"cols": 300}], "row", "reductions [sum, max]"),
+        (LOGSUMEXP, ROW_VARIANTS, [{}, {"cols": 1000, "rows": 2}], "row", "[max, sum, mean]"),
+    ],
+    ids=["rope-table-viewed-per-token", "padding-mask-viewed", "bool-where", "logsumexp"],
+)
+def test_the_graph_gets_a_correct_kernel_at_every_size(
+    source, variants, sizes, family, says, tmp_path
+):
+    result = check_rendered({"p": source}, variants, {"p": sizes}, str(tmp_path))["p"]
+    assert result["family"] == family, result
+    assert says in result["summary"], result["summary"]
+    assert len(result["errs"]) == len(variants) * len(sizes)
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
+_INFINITE_ROWS = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src = sys.argv[1]
+cand = P.load_module(render(trace_problem(src), DEFAULTS["row"]), "c", sys.argv[2])
+x = torch.randn(4, 50)
+x[0] = float("-inf")
+x[1, 3] = float("inf")
+x[2, :10] = float("-inf")
+model = cand.ModelNew()
+got = model(x)
+want = torch.logsumexp(x, dim=-1, keepdim=True) - x.mean(dim=-1, keepdim=True)
+same = torch.allclose(got, want, equal_nan=True, atol=1e-5)
+print("RESULTS" + json.dumps({"same": same, "got": str(got.flatten().tolist())}))
+"""
+
+
+def test_logsumexp_of_infinite_rows_is_what_torch_gives(tmp_path):
+    """A row of -inf, a row holding +inf and a row partly -inf: torch shifts by the maximum only
+    where it is finite; so does the kernel (no NaN where torch has none)."""
+    result = run_child(_INFINITE_ROWS, LOGSUMEXP, str(tmp_path))
+    assert result["same"], result["got"]
+
+
+def test_a_view_that_moves_a_broadcast_inputs_elements_is_refused_in_one_line():
+    """Splitting the table's rows in two and back is a view the kernel's strides cannot follow
+    in general: refused, naming the input and both shapes."""
+    split = ROPE.replace("cos[:, None, :]", "cos.reshape(-1, 2, 16).reshape(6, 1, 16)")
+    with pytest.raises(NoTemplate, match=r"reshapes input cos \(from \[6, 16\] to \[3, 2, 16\]\)"):
+        trace_problem(split)
