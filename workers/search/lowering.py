@@ -147,6 +147,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
         # InstanceNorm over (H, W)): the row is those dimensions, flattened (None: one).
         self.merge_from: int | None = None
         self.masks: list[str] = []  # boolean inputs of the rows' shape
+        # Rows that are groups of contiguous elements (a group norm's): (j, g, view shape) of
+        # a view rows_shape[:j] + (g, n) that the reductions run over the last dimension of.
+        self.chunk_view: tuple | None = None
+        self.chunk: tuple | None = None
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -208,6 +212,15 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self.full = True
             return
         if self.flat_view:
+            shape = tuple(node.args[0].meta["val"].shape)
+            if (
+                self.chunk_view is not None
+                and shape == self.chunk_view[2]
+                and [d % ndim for d in dims] == [ndim - 1]
+                and self.chunk in (None, self.chunk_view)
+            ):
+                self.chunk = self.chunk_view  # rows: the groups, contiguous runs of elements
+                return
             raise NoTemplate(f"{node.target} reduces over a view that changes the row layout")
         if self.merge_from is not None and sorted(d % ndim for d in dims) == list(
             range(self.merge_from, ndim)
@@ -235,6 +248,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
         reductions run over the whole tensor)."""
         if self.full:
             return math.prod(self.row_shape)
+        if self.chunk is not None:
+            return self.chunk[2][-1]
         if self.merge_from is not None:
             return math.prod(self.row_shape[self.merge_from :])
         return self.row_shape[-1 if self.red_dim is None else self.red_dim]
@@ -335,8 +350,22 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return self._scan_plan(plan, outs, shapes)
         ndim = len(self.row_shape)
         red = ndim - 1 if self.red_dim is None else self.red_dim
-        if self.flat_view and not self.full:
+        if self.flat_view and not self.full and self.chunk is None:
             raise NoTemplate("a view changes the row layout; no template fits")
+        if self.merge_from is not None and plan.reductions():
+            # Rows of the trailing dimensions: a weight along a leading one (an affine instance
+            # norm's per channel) and any broadcast input are read by each element's
+            # coordinates (the row kernels' per-row offsets assume rows of the last dimension).
+            self._vecs_as_bcast(used, below=self.merge_from)
+            if any(n.attrs["role"] == "bcast" and n.id in used for n in plan.inputs()):
+                plan.extra["by_index"] = True
+        if self.chunk is not None:
+            # Weights read by each element's coordinates in the rows' shape (a group norm's
+            # weight per channel): every weight vector becomes a broadcast input.
+            self._vecs_as_bcast(used)
+            for node in plan.inputs("vec"):
+                node.attrs["role"] = "unread"  # a weight's own node, read through its view
+            plan.extra["chunk"] = list(self.chunk[:2])
         if self.full and any(i in used for i in self.vec_pos):
             # A weight along the last dimension (a hinge loss's targets against every row):
             # element i of the flattened tensor reads weight i mod its length.
@@ -375,14 +404,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         ):
             # Elementwise over rows with inputs that broadcast (a weight per channel of an NCHW
             # tensor is one): every weight vector becomes such an input.
-            for node_id, pos in self.vec_pos.items():
-                node = self.nodes[node_id]
-                if node_id not in used:  # a weight's own node, used only through a view
-                    continue
-                shape_b = [1] * ndim
-                shape_b[pos] = node.attrs.pop("length")
-                node.attrs.update(role="bcast", bshape=shape_b, from_vec=True)
-            self.vec_pos = {}
+            self._vecs_as_bcast(used)
             plan.extra["bcast"] = True
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
@@ -402,6 +424,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 plan.extra["output_kinds"].append("tile")  # its first columns
             elif node.cat == "tile" and shape == self.row_shape:
                 plan.extra["output_kinds"].append("tile")
+            elif self.chunk is not None:
+                raise NoTemplate(f"output of shape {list(shape)} per group is not covered")
             elif node.cat == "rowscalar" and math.prod(shape) * self._n() == math.prod(
                 self.row_shape
             ):
@@ -447,15 +471,35 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if self.merge_from is not None:
                 where = f"the last {ndim - self.merge_from} dimensions (flattened)"
             where = "the whole tensor" if self.full else where
+            if self.chunk is not None:
+                j, g, shape = self.chunk
+                where = (
+                    f"groups of {shape[-1]} contiguous elements ({g} groups along dimension {j})"
+                )
             plan.summary = (
                 f"row-wise over {where}: reductions [{', '.join(ops)}], "
-                f"{len(plan.inputs('tile'))} row input(s), {len(plan.inputs('vec'))} vector(s)"
+                f"{len(plan.inputs('tile'))} row input(s), "
+                f"{sum(n.id in used for n in plan.inputs('vec'))} vector(s)"
             )
             if plan.inputs("bcast"):
                 plan.summary += ", " + ", ".join(
                     f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
                 )
         return plan
+
+    def _vecs_as_bcast(self, used: set, below: int | None = None) -> None:
+        """Every weight vector read (placed along a dimension before ``below``, where given)
+        becomes an input that broadcasts along the rows' shape."""
+        for node_id, pos in list(self.vec_pos.items()):
+            node = self.nodes[node_id]
+            if below is not None and pos >= below:
+                continue
+            del self.vec_pos[node_id]
+            if node_id not in used:  # a weight's own node, used only through a view
+                continue
+            shape_b = [1] * len(self.row_shape)
+            shape_b[pos] = node.attrs.pop("length")
+            node.attrs.update(role="bcast", bshape=shape_b, from_vec=True)
 
     def _place_vec(self, src: int, shape: tuple, n: torch.fx.Node) -> int:
         """A view of a weight vector: all ones but one dimension, of the rows' rank (or 1-d).
@@ -549,9 +593,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None:
-                    # Fine only if every reduction runs over the whole tensor (checked there
-                    # and at the end): the elements are read as one flat array.
+                    # Fine only if every reduction runs over the whole tensor, or over the last
+                    # dimension of this view when it splits the rows' dimensions into groups of
+                    # contiguous elements (checked there and at the end): the elements are read
+                    # as one flat array.
                     self.flat_view = True
+                    self.chunk_view = self.chunk_view or _groups_of(shape, self.row_shape)
                 ok = ok and (shape[-1] == self.row_shape[-1] or self.flat_view)
                 self.reshaped = self.reshaped or shape != self.row_shape
             elif cat == "rowscalar":
@@ -906,6 +953,20 @@ def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
         return False
     tail = row_shape[len(row_shape) - len(shape) :]
     return all(a == 1 or a == b for a, b in zip(shape, tail, strict=True))
+
+
+def _groups_of(shape: tuple, row_shape: tuple) -> tuple | None:
+    """(j, g, shape) when ``shape`` is ``row_shape[:j] + (g, n)`` with ``g`` dividing
+    ``row_shape[j]``: the rows' elements in groups of ``n`` contiguous ones (a group norm's
+    ``x.reshape(batch, groups, -1)``); else None."""
+    shape, row_shape = tuple(shape), tuple(row_shape)
+    j = len(shape) - 2
+    if j < 0 or j >= len(row_shape) or shape[:j] != row_shape[:j]:
+        return None
+    g, n = shape[j], shape[j + 1]
+    if g < 1 or row_shape[j] % g or g * n != math.prod(row_shape[j:]):
+        return None
+    return (j, g, shape)
 
 
 def _cat_of(nodes: list[IRNode], i: int) -> str:

@@ -158,3 +158,73 @@ def test_a_view_that_moves_a_broadcast_inputs_elements_is_refused_in_one_line():
     split = ROPE.replace("cos[:, None, :]", "cos.reshape(-1, 2, 16).reshape(6, 1, 16)")
     with pytest.raises(NoTemplate, match=r"reshapes input cos \(from \[6, 16\] to \[3, 2, 16\]\)"):
         trace_problem(split)
+
+
+GROUP_NORM = (
+    HEADER
+    + """batch_size = 2
+features = 12
+groups = 3
+height = 5
+width = 7
+
+
+class Model(nn.Module):
+    def __init__(self, features, groups):
+        super().__init__()
+        self.gn = nn.GroupNorm(num_groups=groups, num_channels=features)
+        with torch.no_grad():  # weights that differ per channel, so a wrong one shows
+            self.gn.weight.copy_(torch.linspace(0.5, 2.0, features))
+            self.gn.bias.copy_(torch.linspace(-1.0, 1.0, features))
+
+    def forward(self, x):
+        return self.gn(x) * 2.0
+"""
+    + """
+
+def get_inputs():
+    return [torch.randn(batch_size, features, height, width) * 3.0 + 1.0]
+
+
+def get_init_inputs():
+    return [features, groups]
+"""
+)
+
+
+INSTANCE_NORM = GROUP_NORM.replace(
+    "nn.GroupNorm(num_groups=groups, num_channels=features)",
+    "nn.InstanceNorm2d(features, affine=True)",
+)
+
+
+@pytest.mark.parametrize(
+    "source, sizes, says",
+    [
+        (
+            GROUP_NORM,
+            [{}, {"groups": 12}, {"groups": 1, "height": 1}, {"height": 33, "width": 31}],
+            "groups of 140 contiguous elements (3 groups along dimension 1)",
+        ),
+        (INSTANCE_NORM, [{}, {"height": 33, "width": 31}], "the last 2 dimensions (flattened)"),
+    ],
+    ids=["group-norm", "affine-instance-norm"],
+)
+def test_a_norm_reads_each_channels_weight_inside_its_rows(source, sizes, says, tmp_path):
+    """GroupNorm (rows: a group's contiguous elements, several channels of H*W) and an affine
+    InstanceNorm (rows: one channel's H*W): the weight and bias are read by each element's
+    channel; right with every row kernel, at the traced sizes, with one channel per group, with
+    one group, and with rows longer than a block."""
+    variants = [
+        *ROW_VARIANTS,
+        {"strategy": "looped", "block_n": 32},
+        {"table": {"6,140,float32": [2, 2, 128, 2, 1, 0, 0]}},  # one pass over two chunks
+        {"table": {"6,140,float32": [1, 2, 256, 2, 1, 3, 1]}},  # persistent, eviction hints
+    ]
+    result = check_rendered({"n": source}, variants, {"n": sizes}, str(tmp_path))["n"]
+    assert result["family"] == "row", result
+    assert says in result["summary"], result["summary"]
+    assert "weight [1, 12, 1, 1] broadcast" in result["summary"]
+    assert "0 vector(s)" in result["summary"]  # the weight's own node is not read
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-4, result["errs"]

@@ -274,16 +274,28 @@ def _np2(n: int) -> int:
 # ------------------------------------------------------------------ inputs that broadcast
 
 
+def by_index(plan: Plan) -> bool:
+    """Whether the row kernels read broadcast inputs by each element's coordinates in the rows'
+    shape, worked out from its flat index: rows that are groups of contiguous elements (a group
+    norm's), or several trailing dimensions with a weight along a leading one (an affine
+    instance norm's weight per channel)."""
+    return bool(plan.extra.get("chunk") or plan.extra.get("by_index"))
+
+
 def _bcast(plan: Plan) -> dict[int, list[int]]:
     """{input index: the dimensions it varies in} for the inputs that broadcast along leading
     dimensions of the rows (a table per token over every head, a mask shared by every head);
     {} where there are none. The index is the input's ``in{k}`` number."""
     real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
-    return {
+    kept = {
         k: [d for d, size in enumerate(n.attrs["bshape"]) if int(size) != 1]
         for k, n in enumerate(real)
         if n.attrs["role"] == "bcast"
     }
+    if by_index(plan):  # read by coordinates: each one's stride in all of them
+        union = sorted({d for dims in kept.values() for d in dims})
+        kept = {k: union for k in kept}
+    return kept
 
 
 def _bcast_rank(plan: Plan) -> int:
@@ -299,7 +311,11 @@ def _bcast_args(plan: Plan) -> list[str]:
     kept = _bcast(plan)
     if not kept:
         return []
-    sizes = [f"L{d}" for d in range(_bcast_rank(plan) - 1)]
+    if by_index(plan):  # read by each element's coordinates: sizes and divisors
+        dims = sorted({d for ds in kept.values() for d in ds})
+        sizes = [f"L{d}" for d in dims] + [f"Q{d}" for d in dims]
+    else:
+        sizes = [f"L{d}" for d in range(_bcast_rank(plan) - 1)]
     return sizes + [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims]
 
 
@@ -307,7 +323,7 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
     """Kernel lines: each broadcast input's offset of the rows ``rows`` (``rb{k}``) from the
     rows' leading coordinates, worked out once per row, not per element."""
     kept = _bcast(plan)
-    if not kept:
+    if not kept or by_index(plan):  # read by flat index (see row.py)
         return []
     rank = _bcast_rank(plan)
     lead = sorted({d for dims in kept.values() for d in dims if d < rank - 1})
@@ -343,7 +359,7 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
             lines.append(f"in{k} = {ref}{tail}")
             continue
         if n.attrs.get("from_vec"):
-            view = [-1 if d in kept[k] else 1 for d in range(rank)]
+            view = [-1 if int(size) != 1 else 1 for size in n.attrs["bshape"]]
             lines.append(f"in{k} = {ref}.reshape({view}).expand({shape})")
         elif n.attrs.get("viewed"):  # the model's view: its dimensions where the trace saw them
             sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in n.attrs["vdims"])
@@ -358,5 +374,10 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
                 "it over')",
             ]
         lines += [f"s{k}_{d} = in{k}.stride({d})" for d in kept[k]]
-    lines += [f"L{d} = {shape}[{d}]" for d in range(rank - 1)]
+    if by_index(plan):
+        dims = sorted({d for ds in kept.values() for d in ds})
+        lines += [f"L{d} = {shape}[{d}]" for d in dims]
+        lines += [f"Q{d} = math.prod({shape}[{d + 1}:])" for d in dims]
+    else:
+        lines += [f"L{d} = {shape}[{d}]" for d in range(rank - 1)]
     return "".join(f"        {line}\n" for line in lines)

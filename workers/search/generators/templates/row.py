@@ -23,6 +23,7 @@ from workers.search.generators.templates.common import (
     _pow2,
     _reduce_expr,
     _refs,
+    by_index,
 )
 from workers.search.trace import Plan
 
@@ -72,8 +73,17 @@ def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
 
 def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
     """The load of a broadcast input (``{k}``: its index) at ``cols``."""
-    if not _bcast(plan):
+    kept = _bcast(plan)
+    if not kept:
         return ""
+    if by_index(plan):
+        # Rows are groups of contiguous elements: an element's coordinate along dimension d of
+        # the rows' shape is (flat index // Q{d}) % L{d}; every broadcast input has a stride in
+        # each such dimension (0 where it does not vary).
+        dims = sorted({d for ds in kept.values() for d in ds})
+        flat = "(roff + " + cols + ")"
+        terms = " + ".join(f"({flat} // Q{d} % L{d}) * s{{k}}_{d}" for d in dims)
+        return "tl.load({ptr} + " + terms + ", mask=" + mask + ", other=0.0)"
     last = _bcast_rank(plan) - 1
     return (
         "tl.load({ptr} + rb{k} + " + cols + " * s{k}_" + str(last) + ", mask=" + mask
@@ -429,8 +439,14 @@ def _source_row(plan: Plan, p: dict) -> str:
         row_len = f"math.prod({ref0}.shape[{merged}:])"
     # The number of rows, also where a row is empty (its reductions are then the identity:
     # a sum of nothing is 0, a mean NaN, as torch says; so the kernel still runs).
+    chunk = plan.extra.get("chunk")
+    if chunk:  # groups of contiguous elements: g per row of the leading dimensions
+        groups = f"math.prod({ref0}.shape[:{chunk[0]}]) * _ke_groups(self, {chunk[1]})"
+        row_len = f"{ref0}.numel() // max(1, {groups})"
     if full:
         rows_of = "1"
+    elif chunk:
+        rows_of = groups
     elif merged:
         rows_of = f"math.prod({ref0}.shape[:{merged}])"
     elif d == -1:
@@ -465,6 +481,13 @@ def _ke_config(M, N, dtype):
         hit = (tuple(tuned) + (0, 0, 0))[:8] if tuned else _ke_policy(M, N) + (0,)
         _CONFIGS[key] = hit
     return hit
+
+
+def _ke_groups(model, traced):
+    \"\"\"The number of groups the rows are (a group norm's): the model's one nn.GroupNorm's,
+    which its constructor may have set from other sizes than the trace's; else as traced.\"\"\"
+    found = [m.num_groups for m in model.modules() if isinstance(m, nn.GroupNorm)]
+    return found[0] if len(found) == 1 else traced
 
 
 def _ke_policy(M, N):
