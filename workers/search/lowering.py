@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
@@ -27,6 +28,17 @@ from workers.search.lowering_scan import Flipped, ScanMixin
 from workers.search.lowering_slices import Narrow, SlicesMixin
 
 aten = torch.ops.aten
+
+
+@dataclass(frozen=True)
+class Total:
+    """A reduction over every row of a per-row value (a triplet loss's mean of per-row
+    distances): the row kernels fold their rows' values into one number with atomics, so it
+    can only be an output."""
+
+    op: str  # sum, mean, max, min
+    arg: int  # the per-row value
+    ndim: int  # the output's rank (0, or the kept dimensions' ones)
 
 
 _VIEW_OPS = {
@@ -183,6 +195,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 )
             if isinstance(value, Flipped):
                 raise NoTemplate(f"a flip ({a.name}) other than around a cumulative scan")
+            if isinstance(value, Total):
+                raise NoTemplate(
+                    f"arithmetic on a reduction over every row ({a.name}) is not covered; "
+                    "templates return it as it is"
+                )
             node = self.nodes[value]
             if node.kind == "input" and node.attrs.get("pending"):
                 raise NoTemplate(
@@ -327,8 +344,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
         narrow = {
             j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Narrow)
         }
+        totals = {j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Total)}
         outputs = [
-            narrow[j].build(Fraction(0)) if j in narrow else self.arg(o) for j, o in enumerate(outs)
+            narrow[j].build(Fraction(0))
+            if j in narrow
+            else totals[j].arg
+            if j in totals
+            else self.arg(o)
+            for j, o in enumerate(outs)
         ]
         plan = Plan(family="row", forward_args=[], init_source="", preamble="")
         plan.nodes = self.nodes
@@ -418,9 +441,15 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if red != ndim - 1 and self.reshaped and not self.full:
             raise NoTemplate("rows along a middle dimension of a reshaped tensor")
         plan.extra["output_kinds"] = []
+        if totals:
+            plan.extra["totals"] = {str(j): [v.op, v.ndim] for j, v in totals.items()}
         for j, (o, shape) in enumerate(zip(plan.outputs, shapes, strict=True)):
             node = plan.nodes[o]
-            if j in narrow and shape[:-1] == self.row_shape[:-1]:
+            if j in totals:
+                if self.chunk is not None or not outs[j].meta["val"].is_floating_point():
+                    raise NoTemplate("a reduction over every row of groups or of integers")
+                plan.extra["output_kinds"].append("total")  # folded over rows: atomics
+            elif j in narrow and shape[:-1] == self.row_shape[:-1]:
                 plan.extra["output_kinds"].append("tile")  # its first columns
             elif node.cat == "tile" and shape == self.row_shape:
                 plan.extra["output_kinds"].append("tile")
@@ -481,6 +510,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 f"{len(plan.inputs('tile'))} row input(s), "
                 f"{sum(n.id in used for n in plan.inputs('vec'))} vector(s)"
             )
+            for v in totals.values():
+                plan.summary += f", then the {v.op} of a per-row value over every row"
             if plan.inputs("bcast"):
                 plan.summary += ", " + ", ".join(
                     f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
@@ -611,6 +642,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if t in _REDUCE_OPS:
             dims = a[1] if len(a) > 1 else kw.get("dim")
+            if self._is_total(n, dims):
+                op = _REDUCE_OPS[t]
+                self.env[n] = Total(op, self.arg(a[0]), len(n.meta["val"].shape))
+                return
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
             return
@@ -729,6 +764,21 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return loss
         self._last_dim(n, None)  # over the whole tensor
         return self.reduce("mean" if reduction == 1 else "sum", loss)
+
+    def _is_total(self, n: torch.fx.Node, dims) -> bool:
+        """Whether this reduction folds a per-row value (one per row) over every row."""
+        src = self.env.get(n.args[0])
+        if not isinstance(src, int) or _cat_of(self.nodes, src) != "rowscalar" or self.full:
+            return False
+        shape = tuple(n.args[0].meta["val"].shape)
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        every = not dims or sorted(d % max(len(shape), 1) for d in dims) == list(range(len(shape)))
+        if not every or math.prod(shape) * self._n() != math.prod(self.row_shape):
+            raise NoTemplate(
+                f"{n.target} reduces a per-row value over part of the rows; templates fold it "
+                "over every row only"
+            )
+        return True
 
     def _logsumexp(self, x: int) -> int:
         """log(sum(exp(x))) as torch computes it: shifted by the row's maximum, taken as 0 where

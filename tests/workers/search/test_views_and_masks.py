@@ -228,3 +228,71 @@ def test_a_norm_reads_each_channels_weight_inside_its_rows(source, sizes, says, 
     assert "0 vector(s)" in result["summary"]  # the weight's own node is not read
     for err in result["errs"]:
         assert not isinstance(err, str) and err < 1e-4, result["errs"]
+
+
+TRIPLET = (
+    HEADER
+    + """batch_size = 37
+dim = 24
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loss = nn.TripletMarginLoss(margin=1.0)
+
+    def forward(self, anchor, positive, negative):
+        return self.loss(anchor, positive, negative)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim) for _ in range(3)]
+"""
+    + FOOTER
+)
+
+ROW_SUMS_MAX = (
+    HEADER
+    + """rows = 9
+cols = 30
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x * x).sum(dim=-1).amax(dim=0, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+"""
+    + FOOTER
+)
+
+
+@pytest.mark.parametrize(
+    "source, sizes, says",
+    [
+        (TRIPLET, [{}, {"batch_size": 1, "dim": 300}], "then the mean of a per-row value"),
+        (ROW_SUMS_MAX, [{}, {"rows": 70, "cols": 3}], "then the max of a per-row value"),
+    ],
+    ids=["triplet-margin-loss", "max-of-row-sums"],
+)
+def test_a_per_row_value_folded_over_every_row(source, sizes, says, tmp_path):
+    """A triplet margin loss (the mean over the batch of per-row distances) and the largest row
+    sum: one kernel, every program folding its rows into the output atomically; right with every
+    row kernel, with fewer rows than a tile and with more."""
+    variants = [*ROW_VARIANTS, {"strategy": "one_pass", "max_rows": 4, "tile": 128}]
+    result = check_rendered({"p": source}, variants, {"p": sizes}, str(tmp_path))["p"]
+    assert result["family"] == "row", result
+    assert says in result["summary"], result["summary"]
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
+def test_arithmetic_after_folding_over_rows_is_refused_in_one_line():
+    scaled = TRIPLET.replace(
+        "return self.loss(anchor, positive, negative)",
+        "return self.loss(anchor, positive, negative) * 2.0",
+    )
+    with pytest.raises(NoTemplate, match=r"arithmetic on a reduction over every row"):
+        trace_problem(scaled)

@@ -204,10 +204,19 @@ def _row_stores(
 ):
     out = []
     for j, (o, kind) in enumerate(zip(plan.outputs, plan.extra["output_kinds"], strict=True)):
-        if kind not in kinds:
+        if kind not in kinds and not (kind == "total" and "rowscalar" in kinds):
             continue
         val = em.name(plan.nodes[o])
-        if kind == "tile":
+        if kind == "total":  # this program's rows folded, then into the one number atomically
+            op = plan.extra["totals"][str(j)][0]
+            if op in ("sum", "mean"):
+                part = f"tl.sum(tl.where(rmask, {val}, 0.0))" + (" / M" if op == "mean" else "")
+                out.append(f"tl.atomic_add(out{j}_ptr, {part})")
+            else:
+                ident = _IDENTITY[op]
+                part = f"tl.{op}(tl.where(rmask, {val}, {ident}))"
+                out.append(f"tl.atomic_{op}(out{j}_ptr, {part})")
+        elif kind == "tile":
             out.append(f"tl.store(out{j}_ptr + {tile_off}, {val}, mask={tile_mask})")
         else:
             out.append(f"tl.store(out{j}_ptr + rows, {val}, mask=rmask)")
@@ -424,8 +433,21 @@ def _source_row(plan: Plan, p: dict) -> str:
             middle = " + (1,) + " if keep else " + "
             shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + 1}:])"
         dt = "torch.int64" if j in plan.extra.get("index_outputs", ()) else "odt"
+        if kind == "total":  # folded into by every program: fp32, from the op's identity
+            continue
         outs += f"        out{j} = torch.empty({shape}, dtype={dt}, device={ref0}.device)\n"
-    ret = ", ".join(f"out{j}" for j in range(len(plan.outputs)))
+    totals = plan.extra.get("totals", {})
+    ret = ", ".join(
+        f"out{j}.to(odt).reshape({(1,) * totals[str(j)][1]})" if str(j) in totals else f"out{j}"
+        for j in range(len(plan.outputs))
+    )
+    # After M: the identity of each fold over rows (a mean of no rows is NaN, as torch says).
+    start = {"sum": "0.0", "mean": 'float("nan") if M == 0 else 0.0', "max": '-float("inf")'}
+    start["min"] = 'float("inf")'
+    folds = "".join(
+        f"        out{j} = torch.full((), {start[op]}, dtype=torch.float32, device={ref0}.device)\n"
+        for j, (op, _) in ((int(k), v) for k, v in sorted(totals.items()))
+    )
     args = ", ".join(
         [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
     )
@@ -511,7 +533,7 @@ class ModelNew(nn.Module):
     def forward(self, {", ".join(plan.forward_args)}):
 {_dtype_line([r for r in refs if r not in numbers])}{loads}{outs}        N = {row_len}
 {inner}        M = {rows_of}
-        if M == 0:
+{folds}        if M == 0:
             return {ret}
         one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
             M, N, {ref0}.dtype
