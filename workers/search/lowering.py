@@ -78,6 +78,21 @@ _LOSSES = {
 }
 
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
+_PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
+_COPIES = {aten.clone.default, aten.contiguous.default, aten._to_copy.default}
+_OPERAND_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.expand.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.clone.default,
+    aten.contiguous.default,
+    aten.alias.default,
+}
 
 # Pointwise ATen ops we can express: name -> number of tensor-or-scalar positional args used.
 _PW_SIMPLE = {
@@ -608,6 +623,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if t == aten.flip.default:
             self._lower_flip(n)
             return
+        if t == aten.permute.default and _order_kept(a[0].meta["val"].shape, a[1]):
+            t = aten.view.default  # it moves only dimensions of size 1: the same layout
         if t in _VIEW_OPS:
             if self._narrow_view(n):
                 return
@@ -693,6 +710,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             self.env[n] = self.const(a[1] if value is None else value)
+            return
+        if t in (aten.tril.default, aten.triu.default):
+            if not getattr(self, "matmul_epilogue", False):
+                raise NoTemplate(f"{t} outside a matmul's epilogue is not covered")
+            diagonal = int(a[1] if len(a) > 1 else kw.get("diagonal", 0))
+            self.env[n] = self.pw(t.__name__.split(".")[0], self.arg(a[0]), diagonal=diagonal)
             return
         if t == aten.logsumexp.default:
             self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
@@ -895,27 +918,31 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if len(mms) != 1:
             raise NoTemplate(f"{len(mms)} matrix products in the reference; templates fuse one")
         mm = mms[0]
-        if mm.target not in (aten.mm.default, aten.addmm.default):
-            raise NoTemplate(f"{mm.target} (batched matmul) is not covered by the templates")
+        if mm.target == aten.matmul.default:
+            raise NoTemplate(f"{mm.target} left undecomposed by the trace; no template fits")
         ph_ref = dict(zip(placeholders, self.refs, strict=True))
 
         def operand(node):
-            """Follow views back to a placeholder; return (python expr, transposed)."""
-            transposed = False
-            while node.op == "call_function":
-                if node.target in (aten.t.default, aten.transpose.int, aten.permute.default):
-                    transposed = not transposed
-                elif node.target not in (
-                    aten.view.default,
-                    aten._unsafe_view.default,
-                    aten.reshape.default,
-                    aten.clone.default,
-                    aten.expand.default,
-                ):
+            """Follow views back to a placeholder: (its reference, whether the product reads it
+            transposed, its shape). The views only re-label the input's memory unless a copy
+            follows a permutation (refused), so the operand's strides say how it is read."""
+            val, copied = node.meta["val"], False
+            while node.op == "call_function":  # from the product back to the input
+                if node.target in _PERMUTES:
+                    if copied:
+                        raise NoTemplate("a copy of a permuted matmul operand; no template fits")
+                elif node.target not in _OPERAND_VIEWS:
                     raise NoTemplate(f"matmul operand computed by {node.target}; no template fits")
+                copied = copied or node.target in _COPIES
                 node = node.args[0]
             if node not in ph_ref:
                 raise NoTemplate("matmul operand is not an input or parameter")
+            if val.is_contiguous():
+                transposed = False
+            elif val.dim() >= 2 and val.mT.is_contiguous():
+                transposed = True
+            else:
+                raise NoTemplate(f"a matmul operand with strides {list(val.stride())}")
             return ph_ref[node], transposed, tuple(node.meta["val"].shape)
 
         bias = None
@@ -927,10 +954,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
             a_node, b_node = mm.args[:2]
         a_ref, a_t, a_shape = operand(a_node)
         b_ref, b_t, b_shape = operand(b_node)
-        if a_t:
-            raise NoTemplate("a transposed left operand is not covered by the matmul template")
-        n_out = mm.meta["val"].shape[1]
-        self.row_shape = (int(mm.meta["val"].shape[0]), int(n_out))
+        batch = {}
+        if mm.target == aten.bmm.default:
+            batch = self._matmul_batch(a_node, a_shape, a_t, b_node, b_shape, b_t)
+        elif a_t and len(a_shape) != 2:
+            raise NoTemplate("a transposed left operand of more than two dimensions")
+        n_out = mm.meta["val"].shape[-1]
+        self.row_shape = (int(mm.meta["val"].shape[-2]), int(n_out))
+        self.matmul_epilogue = True  # tril / triu read the output's row and column
         acc = self.new("input", attrs={"ref": "acc", "role": "tile"})
         self.env[mm] = acc
         if mm.target == aten.addmm.default:
@@ -960,12 +991,39 @@ class _Lowerer(SlicesMixin, ScanMixin):
         _categorise(plan)
         if plan.reductions():
             raise NoTemplate("matmul epilogue with a reduction is not covered")
-        plan.extra.update(a=a_ref, b=b_ref, b_transposed=b_t, k_dim=int(a_shape[-1]))
+        plan.extra.update(
+            a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=int(a_shape[-1]), **batch
+        )
         ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
+        kind = "batched matmul" if batch else "matmul"
         plan.summary = (
-            f"matmul {a_ref} @ {b_ref}{'.T' if b_t else ''} with epilogue [{', '.join(ops)}]"
+            f"{kind} {a_ref}{'.T' if a_t else ''} @ {b_ref}{'.T' if b_t else ''} "
+            f"with epilogue [{', '.join(ops)}]"
         )
         return plan
+
+    @staticmethod
+    def _matmul_batch(a_node, a_shape, a_t, b_node, b_shape, b_t) -> dict:
+        """How a ``bmm``'s operands come from the inputs: the left one's leading dimensions
+        are the batch (``torch.bmm``) or folded into its rows (an einsum ``bijl,lk->bijk``
+        traced as one product of batch 1); the right one is batched alike or one matrix shared
+        by every batch."""
+        (ba, m, k), (bb, _, _) = a_node.meta["val"].shape, b_node.meta["val"].shape
+        if a_t or (b_t and not (bb == 1 and len(b_shape) == 2)):
+            raise NoTemplate("a transposed operand of a batched matmul is not covered")
+        if len(a_shape) >= 3 and ba == math.prod(a_shape[:-2]) and m == a_shape[-2]:
+            a_mode = "batched"
+        elif ba == 1:
+            a_mode = "rows"
+        else:
+            raise NoTemplate(f"a batched matmul's left operand viewed as {[ba, m, k]}")
+        if bb == 1 and len(b_shape) == 2:
+            b_mode = "shared"
+        elif a_mode == "batched" and bb == ba and len(b_shape) >= 3:
+            b_mode = "batched"
+        else:
+            raise NoTemplate(f"a batched matmul's right operand of shape {list(b_shape)}")
+        return {"batch_a": a_mode, "batch_b": b_mode}
 
     # -- cross-entropy family
     def _lower_cross_entropy(self, placeholders, calls) -> Plan:
@@ -1003,6 +1061,12 @@ def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
         return False
     tail = row_shape[len(row_shape) - len(shape) :]
     return all(a == 1 or a == b for a, b in zip(shape, tail, strict=True))
+
+
+def _order_kept(shape, dims) -> bool:
+    """Whether permuting ``shape`` by ``dims`` keeps its dimensions larger than 1 in order."""
+    moved = [d % len(shape) for d in dims if shape[d % len(shape)] != 1]
+    return moved == sorted(moved)
 
 
 def _groups_of(shape: tuple, row_shape: tuple) -> tuple | None:

@@ -91,14 +91,16 @@ def test_the_summary_says_how_many_dimensions_and_counts_the_weights():
     assert "2 vector(s)" in plan.summary
 
 
-def test_an_instance_norm_with_a_weight_per_channel_is_refused_in_words():
-    """The per-channel weight varies along the rows (one row per image and channel), which no
-    row kernel reads yet: said, not miscompiled."""
+def test_an_instance_norm_with_a_weight_per_channel_reads_it_by_each_elements_channel():
+    """The per-channel weight varies along the rows (one row per image and channel): the row
+    kernels read it by each element's coordinates (its correctness at several sizes is in
+    test_views_and_masks)."""
     source = PROBLEMS["instance_norm_module"].replace(
         "nn.InstanceNorm2d(num_features=features)", "nn.InstanceNorm2d(features, affine=True)"
     )
-    with pytest.raises(NoTemplate, match="varies along dimension 1"):
-        trace_problem(source)
+    plan = trace_problem(source)
+    assert plan.extra.get("by_index") and plan.extra.get("red_from") == -2
+    assert "weight [1, " in plan.summary and "broadcast" in plan.summary
 
 
 @pytest.mark.parametrize(

@@ -143,6 +143,10 @@ class _Emitter:
             if self.shifted is None:
                 raise NoTemplate("this kernel does not read columns moved by a slice")
             return f"v{node.id} = cols[None, :] < {_frac(*node.attrs['frac'])}"
+        if node.kind == "pw" and node.op in ("tril", "triu"):  # a matmul epilogue's rows/cols
+            keep = "<=" if node.op == "tril" else ">="
+            x, k = self.name(nodes[node.args[0]]), node.attrs["diagonal"]
+            return f"v{node.id} = tl.where(cols - rows {keep} {k}, {x}, 0.0)"
         if node.kind == "pw":
             args = [self.name(nodes[a]) for a in node.args]
             consts = [nodes[a].value if nodes[a].kind == "const" else None for a in node.args]

@@ -11,6 +11,10 @@ from workers.search.trace import Plan
 def _matmul_kernel(plan: Plan) -> str:
     em = _Emitter(plan, "", "tl.load({ptr} + cols, mask=cmask, other=0.0)")
     body = """pid = tl.program_id(0)
+pid_b = tl.program_id(1).to(tl.int64)
+a_ptr += pid_b * stride_ab
+b_ptr += pid_b * stride_bb
+out0_ptr += pid_b * M * N
 num_pid_m = tl.cdiv(M, BLOCK_M)
 num_pid_n = tl.cdiv(N, BLOCK_N)
 num_pid_in_group = GROUP_M * num_pid_n
@@ -51,6 +55,7 @@ mask = (rows < M) & cmask""".splitlines()
     sig = ", ".join(
         ins
         + ["out0_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"]
+        + ["stride_ab", "stride_bb"]
         + [
             f"{c}: tl.constexpr"
             for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION", "UPCAST")
@@ -59,10 +64,30 @@ mask = (rows < M) & cmask""".splitlines()
     return f"@triton.jit\ndef _ke_matmul({sig}):\n" + "".join(f"    {x}\n" for x in body)
 
 
+def _operands(plan: Plan) -> str:
+    """Wrapper lines binding ``a3`` [batch, M, K] and ``b3`` [batch or 1, K, N] (views of the
+    inputs, read through their strides) and the output's shape ``oshape``."""
+    a, b = plan.extra["a"], plan.extra["b"]
+    b2 = f"{b}.t()" if plan.extra["b_transposed"] else b
+    mode_a, mode_b = plan.extra.get("batch_a"), plan.extra.get("batch_b")
+    if mode_a == "batched":  # torch.bmm: the leading dimensions are the batch
+        a3 = f"{a}.reshape(-1, {a}.shape[-2], {a}.shape[-1])"
+    elif mode_a == "rows" or not plan.extra.get("a_transposed"):  # leading dims fold into M
+        a3 = f"{a}.reshape(1, math.prod({a}.shape[:-1]), {a}.shape[-1])"  # -1 fails when K is 0
+    else:  # A.T of a matrix: read through its strides
+        a3 = f"{a}.t()[None]"
+    b3 = f"{b}.reshape(-1, {b}.shape[-2], {b}.shape[-1])" if mode_b == "batched" else f"{b2}[None]"
+    oshape = "(a3.shape[1], N)" if plan.extra.get("a_transposed") else f"{a}.shape[:-1] + (N,)"
+    if mode_a == "batched":
+        oshape = f"{a}.shape[:-1] + (N,)"
+    return (
+        f"        a3 = {a3}\n        b3 = {b3}\n"
+        f"        N = b3.shape[2]\n        oshape = {oshape}\n"
+    )
+
+
 def _source_matmul(plan: Plan, p: dict) -> str:
     vecs = _refs(plan, "vec")
-    a, b = plan.extra["a"], plan.extra["b"]
-    b_expr = f"{b}.t()" if plan.extra["b_transposed"] else b
     vec_loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(vecs))
     vec_args = "".join(f"in{i}, " for i in range(len(vecs)))
     return (
@@ -77,17 +102,14 @@ class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
         p = _PARAMS
-        a2 = {a}.reshape(math.prod({a}.shape[:-1]), {a}.shape[-1])  # -1 fails when K is 0
-        b2 = {b_expr}
-{vec_loads}        M, K = a2.shape
-        N = b2.shape[1]
-        odt = torch.promote_types(a2.dtype, b2.dtype)
-        out = torch.empty(({a}.shape[:-1] + (N,)), dtype=odt, device=a2.device)
-        if M == 0 or N == 0:
+{_operands(plan)}{vec_loads}        BT, M, K = a3.shape
+        odt = torch.promote_types(a3.dtype, b3.dtype)
+        out = torch.empty(oshape, dtype=odt, device=a3.device)
+        if M == 0 or N == 0 or BT == 0:
             return out
         if K == 0:
-            a2 = torch.zeros((M, 1), dtype=a2.dtype, device=a2.device)
-            b2 = torch.zeros((1, N), dtype=b2.dtype, device=b2.device)
+            a3 = torch.zeros((BT, M, 1), dtype=a3.dtype, device=a3.device)
+            b3 = torch.zeros((b3.shape[0], 1, N), dtype=b3.dtype, device=b3.device)
             K = 1
         block_m = max(16, min(p["block_m"], triton.next_power_of_2(M)))
         block_n = max(16, min(p["block_n"], triton.next_power_of_2(N)))
@@ -95,12 +117,15 @@ class ModelNew(nn.Module):
         precision = "ieee" if odt == torch.float32 else "tf32"
         # Triton's interpreter multiplies the raw bits of 16-bit operands in tl.dot (seen with
         # triton 3.9): on the CPU the operands are widened first; on a GPU they never are.
-        upcast = a2.device.type == "cpu"
-        grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n),)
-        _ke_matmul[grid](a2, b2, {vec_args}out, M, N, K, a2.stride(0), a2.stride(1),
-                         b2.stride(0), b2.stride(1), BLOCK_M=block_m, BLOCK_N=block_n,
-                         BLOCK_K=block_k, GROUP_M=p["group_m"], PRECISION=precision, UPCAST=upcast,
-                         num_warps=p["warps"], num_stages=p["stages"])
+        upcast = a3.device.type == "cpu"
+        # One matrix shared by every batch: its batch stride is 0.
+        stride_bb = b3.stride(0) if b3.shape[0] > 1 else 0
+        grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n), BT)
+        _ke_matmul[grid](a3, b3, {vec_args}out, M, N, K, a3.stride(1), a3.stride(2),
+                         b3.stride(1), b3.stride(2), a3.stride(0), stride_bb, BLOCK_M=block_m,
+                         BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=p["group_m"],
+                         PRECISION=precision, UPCAST=upcast, num_warps=p["warps"],
+                         num_stages=p["stages"])
         return out
 """
     )
