@@ -134,6 +134,10 @@ _PW_SIMPLE = {
     aten.minimum.default: "minimum",
     aten.clamp.default: "clamp",
     aten.clamp_min.default: "clamp_min",
+    aten.clamp_min.Tensor: "clamp_min",
+    aten.clamp_min_.Tensor: "clamp_min",
+    aten.clamp_max.Tensor: "clamp_max",
+    aten.clamp_max_.Tensor: "clamp_max",
     aten.clamp_max.default: "clamp_max",
     aten.hardtanh.default: "hardtanh",
     aten.leaky_relu.default: "leaky_relu",
@@ -165,6 +169,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         self.row_shape: tuple | None = None
         # The dimension every reduction runs over (None until the first one; the last if none).
         self.red_dim: int | None = None
+        self.red_span = 1  # adjacent dimensions from red_dim on (x.sum(dim=(0, 1)) of 3-d: 2)
         self.full = False  # the reductions run over the whole tensor (one row of every element)
         self.flat_view = False  # a view that changed the last dimension (fine only if full)
         # Row-vector inputs (weights): their length and the dimension they vary along.
@@ -258,19 +263,22 @@ class _Lowerer(SlicesMixin, ScanMixin):
             range(self.merge_from, ndim)
         ):
             return  # the trailing dimensions the rows are made of (see _merge_trailing)
-        if len(dims) != 1:
+        norm = sorted(d % max(ndim, 1) for d in dims)
+        span = len(norm)
+        adjacent = span > 1 and norm == list(range(norm[0], norm[0] + span))
+        if span != 1 and not (adjacent and norm[-1] < ndim - 1 and ndim == len(self.row_shape)):
             raise NoTemplate(
                 f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
-                "over one dimension"
+                "over one dimension or over adjacent ones"
             )
-        dim = dims[0] % max(ndim, 1)
+        dim = norm[0]
         if dim == ndim - 1:  # the last dimension of whatever view: the rows' last
             dim = len(self.row_shape) - 1
         elif ndim != len(self.row_shape):
             raise NoTemplate(f"{node.target} reduces a middle dimension of a reshaped view")
         if self.red_dim is None:
-            self.red_dim = dim
-        elif self.red_dim != dim:
+            self.red_dim, self.red_span = dim, span
+        elif (self.red_dim, self.red_span) != (dim, span):
             raise NoTemplate(
                 f"reductions over dims {self.red_dim} and {dim}; templates reduce over one"
             )
@@ -284,7 +292,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return self.chunk[2][-1]
         if self.merge_from is not None:
             return math.prod(self.row_shape[self.merge_from :])
-        return self.row_shape[-1 if self.red_dim is None else self.red_dim]
+        if self.red_dim is None:
+            return self.row_shape[-1]
+        return math.prod(self.row_shape[self.red_dim : self.red_dim + self.red_span])
 
     def _merge_trailing(self, calls: list[torch.fx.Node]) -> None:
         """Rows made of several trailing dimensions: when every reduction of the graph runs over
@@ -303,6 +313,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if t in _REDUCE_OPS or t in (
                 aten.var.correction,
                 aten.var_mean.correction,
+                aten.std.correction,
                 aten.argmax.default,
                 aten.argmin.default,
                 aten._softmax.default,
@@ -491,6 +502,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             plan.extra["red_from"] = self.merge_from - ndim
         elif red != ndim - 1:  # rows along a middle dimension: as a negative index
             plan.extra["red_dim"] = red - ndim
+            if self.red_span > 1:  # adjacent dimensions, read as one (their layout is)
+                plan.extra["red_span"] = self.red_span
         # (With broadcast inputs, a weight's own node is left unused beside its view.)
         has_vec = bool(plan.inputs("vec")) and not plan.extra.get("bcast")
         if (
@@ -512,6 +525,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
+            if self.red_span > 1:
+                where = f"dimensions {red}..{red + self.red_span - 1} of {ndim}"
             if self.merge_from is not None:
                 where = f"the last {ndim - self.merge_from} dimensions (flattened)"
             where = "the whole tensor" if self.full else where
@@ -651,6 +666,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 self.reshaped = self.reshaped or shape != self.row_shape
             elif cat == "rowscalar":
                 ok = math.prod(shape) * self._n() == math.prod(self.row_shape)
+                # expanded back over the rows (F.normalize's norm.expand_as(x)): a broadcast
+                ok = ok or (t == aten.expand.default and shape == tuple(self.row_shape))
             else:
                 ok = True
             if not ok:
@@ -682,15 +699,17 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
             self.env[n] = self.reduce(t.__name__.split(".")[0], self.arg(a[0]))
             return
-        if t in (aten.var.correction, aten.var_mean.correction):
-            dims = a[1] if len(a) > 1 else kw.get("dim")
-            self._last_dim(n, dims)
-            correction = kw.get("correction", 1)
+        if t == aten.std.correction:  # the square root of the variance below
+            self.env[n] = self.pw("sqrt", self._variance(n, t)[0])
+            return
+        if t == aten.log_sigmoid_forward.default:  # min(x, 0) - log1p(exp(-|x|)), and a buffer
             x = self.arg(a[0])
-            mean = self.reduce("mean", x)
-            d = self.pw("sub", x, mean)
-            ss = self.reduce("sum", self.pw("mul", d, d))
-            var = self.pw("div_n", ss, self.const(correction or 0))
+            soft = self.pw("log1p", self.pw("exp", self.pw("neg", self.pw("abs", x))))
+            out = self.pw("sub", self.pw("minimum", x, self.const(0.0)), soft)
+            self.env[n] = (out, "the log-sigmoid's buffer")
+            return
+        if t in (aten.var.correction, aten.var_mean.correction):
+            var, mean = self._variance(n, t)
             self.env[n] = (var, mean) if t == aten.var_mean.correction else var
             return
         if t in (aten._softmax.default, aten._log_softmax.default):
@@ -703,6 +722,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 self.env[n] = self.pw("div", self.pw("exp", shifted), s)
             else:
                 self.env[n] = self.pw("sub", shifted, self.pw("log", s))
+            return
+        if t == aten.scalar_tensor.default:  # a number made a 0-d tensor (an eps)
+            self.env[n] = self.const(a[0])
             return
         if t in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
             if (kw.get("dtype") or a[0].meta["val"].dtype) != a[0].meta["val"].dtype:
@@ -787,6 +809,17 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return loss
         self._last_dim(n, None)  # over the whole tensor
         return self.reduce("mean" if reduction == 1 else "sum", loss)
+
+    def _variance(self, n: torch.fx.Node, t) -> tuple[int, int]:
+        """(variance, mean) over the node's dimensions, with its correction (1 unless given)."""
+        a, kw = n.args, n.kwargs
+        self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
+        correction = kw.get("correction", 1)
+        x = self.arg(a[0])
+        mean = self.reduce("mean", x)
+        d = self.pw("sub", x, mean)
+        ss = self.reduce("sum", self.pw("mul", d, d))
+        return self.pw("div_n", ss, self.const(correction or 0)), mean
 
     def _is_total(self, n: torch.fx.Node, dims) -> bool:
         """Whether this reduction folds a per-row value (one per row) over every row."""

@@ -415,6 +415,7 @@ def _source_row(plan: Plan, p: dict) -> str:
         loads = _bcast_wrapper(plan, f"{ref0}.shape")
     outs = ""
     d = plan.extra.get("red_dim", -1)
+    span = int(plan.extra.get("red_span", 1))  # adjacent reduced dimensions from d on
     full = bool(plan.extra.get("full"))
     merged = int(plan.extra.get("red_from", 0))
     for j, (kind, keep) in enumerate(
@@ -429,9 +430,9 @@ def _source_row(plan: Plan, p: dict) -> str:
             shape = f"({ref0}.shape[:{merged}]{ones})"
         elif d == -1:
             shape = f"({ref0}.shape[:-1] + (1,))" if keep else f"{ref0}.shape[:-1]"
-        else:  # the reduced middle dimension kept as 1, or dropped
-            middle = " + (1,) + " if keep else " + "
-            shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + 1}:])"
+        else:  # the reduced middle dimension(s) kept as 1, or dropped
+            middle = f" + (1,) * {span} + " if keep else " + "
+            shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + span}:])"
         dt = "torch.int64" if j in plan.extra.get("index_outputs", ()) else "odt"
         if kind == "total":  # folded into by every program: fp32, from the op's identity
             continue
@@ -452,11 +453,13 @@ def _source_row(plan: Plan, p: dict) -> str:
         [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
     )
     sizes = ", ".join(_geometry(plan)[2])
-    inner = f"        K = math.prod({ref0}.shape[{d + 1}:])\n" if d != -1 else ""
+    inner = f"        K = math.prod({ref0}.shape[{d + span}:])\n" if d != -1 else ""
     if plan.extra.get("vec_mod"):
         inner += f"        VL = {ref0}.shape[-1]\n"
     # The row: the reduced dimension, or every element (a reduction over the whole tensor).
     row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
+    if span > 1:
+        row_len = f"math.prod({ref0}.shape[{d}:{d + span}])"
     if merged:
         row_len = f"math.prod({ref0}.shape[{merged}:])"
     # The number of rows, also where a row is empty (its reductions are then the identity:

@@ -1,0 +1,60 @@
+"""Everyday operators a user brings that are small graphs of pointwise ops and reductions
+(issue 11, "generality"): a reduction over adjacent middle dimensions, F.normalize over the
+channels or the last dimension, std, log-sigmoid, cosine similarity. Each gets a candidate that
+computes the reference on the interpreter at the traced sizes and at others."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.workers.search.child import check_rendered
+from workers.search.trace import NoTemplate, trace_problem
+
+
+def _problem(forward: str, inputs: str, sizes: str) -> str:
+    return (
+        f"import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n{sizes}\n\n\n"
+        f"class Model(nn.Module):\n    def forward(self, x, y):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+NCHW = "b = 2\nc = 12\nh = 5\nw = 7"
+ROWS = "b = 6\nc = 40"
+X4 = "torch.randn(b, c, h, w), torch.randn(b, c, h, w)"
+X2 = "torch.randn(b, c), torch.randn(b, c)"
+
+CASES = {
+    "sum-leading-two": (_problem("(x * y).sum(dim=(0, 1))", X4, NCHW), "dimensions 0..1 of 4"),
+    "mean-middle-two": (
+        _problem("x - x.mean(dim=(1, 2), keepdim=True)", X4, NCHW),
+        "dimensions 1..2 of 4",
+    ),
+    "normalize-channels": (_problem("F.normalize(x, dim=1) + y", X4, NCHW), "dimension 1 of 4"),
+    "normalize-last": (_problem("F.normalize(x, p=2.0, dim=-1) * y", X2, ROWS), "last dimension"),
+    "std": (_problem("x.std(dim=-1, keepdim=True) + y", X2, ROWS), "reductions [mean, sum]"),
+    "log-sigmoid": (_problem("F.logsigmoid(x * 10.0) + y", X2, ROWS), "elementwise"),
+    "cosine-similarity": (
+        _problem("F.cosine_similarity(x, y, dim=-1)", X2, ROWS),
+        "reductions [sum, sum, sum]",
+    ),
+}
+
+
+def test_each_graph_gets_a_correct_candidate(tmp_path):
+    problems = {name: source for name, (source, _) in CASES.items()}
+    sizes = {name: [{}, {"c": 3, "h": 1, "w": 300, "b": 3}] for name in problems}
+    variants = [{}, {"strategy": "looped", "block_n": 16}]
+    results = check_rendered(problems, variants, sizes, str(tmp_path))
+    for name, (_, says) in CASES.items():
+        result = results[name]
+        assert says in result["summary"], (name, result["summary"])
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+
+
+def test_dimensions_that_are_not_adjacent_are_refused_in_one_line():
+    source = _problem("x.sum(dim=(0, 2))", X4, NCHW)
+    with pytest.raises(NoTemplate, match=r"over one dimension or over adjacent ones"):
+        trace_problem(source)
