@@ -580,6 +580,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
         for p, ref in zip(placeholders, self.refs, strict=True):
             val = p.meta["val"]
             shape = tuple(val.shape)
+            if not p.users and not val.is_floating_point():
+                # A buffer the forward never reads (BatchNorm's num_batches_tracked in eval).
+                self.env[p] = self.new("input", attrs={"ref": ref, "role": "unread"})
+                continue
             if val.dtype == torch.bool:
                 self.masks.append(ref)  # read as 0/1; a condition compares it (_condition)
             elif not val.is_floating_point():

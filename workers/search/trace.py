@@ -218,6 +218,24 @@ def _composites_as_reductions():
 
     original = F.instance_norm
     original_group = F.group_norm
+    original_batch = F.batch_norm
+
+    def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
+                   momentum=0.1, eps=1e-5):  # fmt: skip
+        if training or running_mean is None or running_var is None:
+            raise NoTemplate(
+                "batch norm in training mode (statistics of the batch over dims (0, 2, ...), "
+                "and running statistics updated in place) is not covered"
+            )
+        along_channels = (1, -1) + (1,) * (x.dim() - 2)
+        out = (x - running_mean.view(along_channels)) * torch.rsqrt(
+            running_var.view(along_channels) + eps
+        )
+        if weight is not None:
+            out = out * weight.view(along_channels)
+        if bias is not None:
+            out = out + bias.view(along_channels)
+        return out
 
     def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
         if x.dim() < 2 or x.shape[1] % num_groups:
@@ -250,11 +268,11 @@ def _composites_as_reductions():
             out = out + bias.view(along_channels)
         return out
 
-    F.instance_norm, F.group_norm = instance_norm, group_norm
+    F.instance_norm, F.group_norm, F.batch_norm = instance_norm, group_norm, batch_norm
     try:
         yield
     finally:
-        F.instance_norm, F.group_norm = original, original_group
+        F.instance_norm, F.group_norm, F.batch_norm = original, original_group, original_batch
 
 
 # ---------------------------------------------------------------------------- source copying

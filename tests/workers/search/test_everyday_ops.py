@@ -58,3 +58,53 @@ def test_dimensions_that_are_not_adjacent_are_refused_in_one_line():
     source = _problem("x.sum(dim=(0, 2))", X4, NCHW)
     with pytest.raises(NoTemplate, match=r"over one dimension or over adjacent ones"):
         trace_problem(source)
+
+
+BATCH_NORM = """import torch
+import torch.nn as nn
+
+b = 2
+c = 12
+h = 5
+w = 7
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(c)
+        with torch.no_grad():  # statistics and weights that differ per channel
+            self.bn.running_mean.copy_(torch.linspace(-1.0, 1.0, c))
+            self.bn.running_var.copy_(torch.linspace(0.5, 2.0, c))
+            self.bn.weight.copy_(torch.linspace(0.5, 1.5, c))
+            self.bn.bias.copy_(torch.linspace(-0.5, 0.5, c))
+        self.bn.eval()
+
+    def forward(self, x):
+        return torch.relu(self.bn(x))
+
+
+def get_inputs():
+    return [torch.randn(b, c, h, w)]
+
+
+def get_init_inputs():
+    return [c]
+"""
+
+
+def test_batch_norm_in_eval_mode_reads_its_running_statistics_per_channel(tmp_path):
+    """An inference BatchNorm (+ ReLU): elementwise with its statistics and weights broadcast
+    per channel (its integer batch counter, never read, is no obstacle)."""
+    sizes = {"bn": [{}, {"c": 3, "h": 1, "w": 300}]}
+    result = check_rendered({"bn": BATCH_NORM}, [{}], sizes, str(tmp_path))["bn"]
+    assert result["family"] == "elementwise", result
+    assert "self.bn.running_var [1, 12, 1, 1] broadcast" in result["summary"]
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
+def test_batch_norm_in_training_mode_is_refused_in_one_line():
+    training = BATCH_NORM.replace("        self.bn.eval()\n", "")
+    with pytest.raises(NoTemplate, match=r"batch norm in training mode .* not covered"):
+        trace_problem(training)
