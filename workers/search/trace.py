@@ -20,6 +20,7 @@ import math
 
 from workers.search.lowering import IRNode, NoTemplate, Plan, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
+from workers.search.lowering_pool import is_pool, lower_pool
 
 
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
@@ -86,7 +87,12 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     refs = [f"self.{n}" for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    plan = lower_attention(gm, refs) if is_attention(calls) else _Lowerer(gm, refs).lower()
+    if is_attention(calls):
+        plan = lower_attention(gm, refs)
+    elif is_pool(calls):
+        plan = lower_pool(gm, refs)
+    else:
+        plan = _Lowerer(gm, refs).lower()
     plan.forward_args = forward_args
     plan.init_source = init_source
     plan.preamble = preamble

@@ -23,6 +23,7 @@ Families and their parameters:
   ``block_v``, ``vec``; a second single-program kernel reduces the per-row losses in a fixed
   order, so the result is deterministic.
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
+- ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from workers.search.generators.templates.common import _refs
 from workers.search.generators.templates.cross_entropy import _source_cross_entropy
 from workers.search.generators.templates.elementwise import _source_elementwise
 from workers.search.generators.templates.matmul import _source_matmul
+from workers.search.generators.templates.pool import _source_pool
 from workers.search.generators.templates.row import (
     _moment_pairs,
     _source_row,
@@ -100,6 +102,7 @@ SPACES: dict[str, dict[str, list]] = {
         "warps": [2, 4, 8],
         "stages": [2, 3, 4, 5],
     },
+    "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
     "scan": {
         "block": [128, 256, 512, 1024, 2048, 4096, 8192],
         "rows": [1, 2, 4, 8, 16],
@@ -144,6 +147,7 @@ DEFAULTS: dict[str, dict] = {
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4},
+    "pool": {"block": 256, "warps": 4},
     "attention": {
         "block_m": 64,
         "block_n": 64,
@@ -175,6 +179,7 @@ SEEDS: dict[str, list[dict]] = {
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
+    "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
     "attention": [
         {"causal_align": "top_left"},
         {"block_m": 128, "block_n": 64, "warps": 8, "stages": 3, "decode_block_n": 128},
@@ -192,6 +197,7 @@ _WRITERS = {
     "matmul": _source_matmul,
     "cross_entropy": _source_cross_entropy,
     "scan": _source_scan,
+    "pool": _source_pool,
     "attention": _source_attention,
 }
 

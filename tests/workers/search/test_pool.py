@@ -1,0 +1,118 @@
+"""The ``pool`` family (issue 11: KernelBench level 1's six pooling problems, and the pooling
+layers of every CNN): max and average pooling over 1, 2 and 3 spatial dimensions with stride,
+padding, dilation, ceil mode, count_include_pad and divisor_override. Each candidate computes the
+reference on the interpreter at the traced sizes and at others (a window from the model's own
+module when the case changes it); what the template does not do is refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.workers.search.child import check_rendered, run_child
+from workers.search.trace import NoTemplate, trace_problem
+
+
+def _problem(layer: str, shape: str, forward: str = "self.pool(x)") -> str:
+    return f"""import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 2
+channels = 3
+depth = 6
+height = 11
+width = 13
+kernel_size = 3
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size):
+        super().__init__()
+        self.pool = {layer}
+
+    def forward(self, x):
+        return {forward}
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return [kernel_size]
+"""
+
+
+D1, D2, D3 = (
+    "batch_size, channels, width",
+    "batch_size, channels, height, width",
+    ("batch_size, channels, depth, height, width"),
+)
+POOLS = {
+    "max1d-dilated-ceil": (
+        _problem("nn.MaxPool1d(kernel_size, stride=2, padding=1, dilation=2, ceil_mode=True)", D1),
+        "max pooling over x (1-d as traced): window 1x3",
+    ),
+    "max2d": (_problem("nn.MaxPool2d(kernel_size, stride=2, padding=1)", D2), "window 3x3"),
+    "max3d": (_problem("nn.MaxPool3d(kernel_size, stride=1, dilation=2)", D3), "window 3x3x3"),
+    "avg1d-no-pad-count": (
+        _problem("nn.AvgPool1d(kernel_size, stride=1, padding=1, count_include_pad=False)", D1),
+        "padding not counted",
+    ),
+    "avg2d-ceil-divisor": (
+        _problem("nn.AvgPool2d(kernel_size, stride=2, ceil_mode=True, divisor_override=5)", D2),
+        "divisor 5",
+    ),
+    "avg3d-padded": (_problem("nn.AvgPool3d(kernel_size, stride=2, padding=1)", D3), "stride"),
+    "functional": (_problem("nn.Identity()", D2, "F.max_pool2d(x, 2)"), "window 2x2"),
+}
+
+
+def test_each_pooling_gets_a_correct_candidate(tmp_path):
+    problems = {name: source for name, (source, _) in POOLS.items()}
+    sizes = [{}, {"height": 7, "width": 20, "depth": 5, "channels": 1}, {"kernel_size": 2}]
+    variants = [{}, {"block": 64, "warps": 2}]
+    results = check_rendered(problems, variants, {n: sizes for n in problems}, str(tmp_path))
+    for name, (_, says) in POOLS.items():
+        result = results[name]
+        assert result["family"] == "pool" and says in result["summary"], (name, result)
+        assert len(result["errs"]) == len(sizes) * len(variants)
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-5, (name, result["errs"])
+
+
+_NAN = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src = sys.argv[1]
+cand = P.load_module(render(trace_problem(src), DEFAULTS["pool"]), "c", sys.argv[2])
+prob = P.load_module(src, "p", sys.argv[2])
+x = torch.randn(2, 3, 11, 13)
+x[0, 0, 4, 4] = float("nan")
+x[1, 2] = float("-inf")
+got, want = cand.ModelNew(3)(x), prob.Model(3)(x)
+same = torch.equal(got.isnan(), want.isnan()) and torch.allclose(got, want, equal_nan=True)
+print("RESULTS" + json.dumps({"same": same}))
+"""
+
+
+def test_max_pooling_propagates_nan_and_keeps_minus_infinity_as_torch_does(tmp_path):
+    result = run_child(_NAN, POOLS["max2d"][0], str(tmp_path))
+    assert result["same"]
+
+
+@pytest.mark.parametrize(
+    "layer, forward, says",
+    [
+        ("nn.MaxPool2d(kernel_size)", "torch.relu(self.pool(x))", "relu.* beside the pooling"),
+        ("nn.MaxPool2d(kernel_size, return_indices=True)", "self.pool(x)", "its indices"),
+        ("nn.MaxPool2d(kernel_size)", "self.pool(x * 2.0)", "computed by other ops"),
+    ],
+    ids=["activation-after", "indices", "computed-input"],
+)
+def test_what_the_template_does_not_do_is_refused_in_one_line(layer, forward, says):
+    with pytest.raises(NoTemplate, match=says):
+        trace_problem(_problem(layer, D2, forward))

@@ -1,0 +1,150 @@
+"""The ``pool`` family: max or average pooling over 1, 2 or 3 spatial dimensions
+(``workers.search.lowering_pool``).
+
+Every program computes BLOCK output elements (of the flattened output: batch and channel rows
+times the spatial positions); each walks its window (KD x KH x KW, unrolled) reading the input
+where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
+divides by the window's size clipped to the padded input (``count_include_pad``), by the number
+of positions inside the input, or by ``divisor_override``. Fewer spatial dimensions are the
+leading ones of three, of size 1. The window's geometry is read from the model's one pooling
+module when it has one (its constructor may take other sizes than the trace's), else as traced.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workers.search.generators.templates.common import _forward_head, _header
+from workers.search.ir import Plan
+
+_KERNEL = """
+@triton.jit
+def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
+             KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+             SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+             PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+             DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+             MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
+             BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < TOTAL
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    bc = t // OD
+    d0 = od * SD - PD
+    h0 = oh * SH - PH
+    w0 = ow * SW - PW
+    base = bc * D * H * W
+    if MAX:
+        acc = tl.full([BLOCK], float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    count = tl.zeros([BLOCK], tl.float32)
+    for i in tl.static_range(KD):
+        di = d0 + i * DD
+        okd = mask & (di >= 0) & (di < D)
+        for j in tl.static_range(KH):
+            hj = h0 + j * DH
+            okh = okd & (hj >= 0) & (hj < H)
+            for k in tl.static_range(KW):
+                wk = w0 + k * DW
+                ok = okh & (wk >= 0) & (wk < W)
+                if MAX:
+                    v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
+                                other=float("-inf")).to(tl.float32)
+                    # NaN wins, as in torch's max pooling
+                    acc = tl.where((v > acc) | (v != v), v, acc)
+                else:
+                    v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
+                                other=0.0).to(tl.float32)
+                    acc += v
+                    count += ok.to(tl.float32)
+    if not MAX:
+        if DIVISOR > 0:
+            acc = acc / DIVISOR
+        elif INCLUDE_PAD:
+            size = (tl.minimum(d0 + KD, D + PD) - d0) * (tl.minimum(h0 + KH, H + PH) - h0)
+            size = size * (tl.minimum(w0 + KW, W + PW) - w0)
+            acc = acc / size.to(tl.float32)
+        else:
+            acc = acc / count
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+"""
+
+_HELPERS = '''
+
+def _ke_triple(value, spatial, fill):
+    values = [int(value)] * spatial if isinstance(value, int) else [int(v) for v in value]
+    values = values * spatial if len(values) == 1 else values
+    return [fill] * (3 - spatial) + values
+
+
+def _ke_geometry(model, traced):
+    """(kernel, stride, padding, dilation, ceil, include_pad, divisor): the model's one
+    pooling module's where it has exactly one, else as traced."""
+    found = [m for m in model.modules() if type(m).__name__[:-2] in ("MaxPool", "AvgPool")]
+    if len(found) != 1:
+        return traced
+    m = found[0]
+    n = int(type(m).__name__[-2])
+    kernel = _ke_triple(m.kernel_size, n, 1)
+    stride = _ke_triple(m.stride if m.stride else m.kernel_size, n, 1)
+    padding = _ke_triple(m.padding, n, 0)
+    if type(m).__name__.startswith("Max"):
+        return (kernel, stride, padding, _ke_triple(m.dilation, n, 1), bool(m.ceil_mode), True, 0)
+    divisor = int(getattr(m, "divisor_override", None) or 0)
+    return (kernel, stride, padding, [1, 1, 1], bool(m.ceil_mode), bool(m.count_include_pad),
+            divisor)
+
+
+def _ke_out(size, k, s, p, d, ceil):
+    """PyTorch's pooling output size."""
+    span = size + 2 * p - d * (k - 1) - 1 + ((s - 1) if ceil else 0)
+    out = span // s + 1
+    if ceil and (out - 1) * s >= size + p:
+        out -= 1
+    return max(out, 0)
+'''
+
+
+def _source_pool(plan: Plan, p: dict) -> str:
+    e = plan.extra
+    x, spatial = e["x"], int(e["spatial"])
+    view = ", ".join("1" if i is None else f"{x}.shape[{i}]" for i in e["vdims"])
+    keep = ", ".join(f"out.shape[{i}]" for i in e["keep"])
+    traced = (
+        e["kernel"], e["stride"], e["padding"], e["dilation"], bool(e["ceil"]),
+        bool(e["include_pad"]), int(e["divisor"]),
+    )  # fmt: skip
+    return (
+        _header(plan, p)
+        + _KERNEL
+        + _HELPERS
+        + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_TRACED = {traced!r}\n"
+        + _forward_head(plan)
+        + f"""        p = _PARAMS
+        xin = {x}.reshape(({view},)).contiguous()
+        kernel, stride, padding, dilation, ceil, include_pad, divisor = _ke_geometry(
+            self, _TRACED
+        )
+        lead = xin.shape[: xin.dim() - {spatial}]
+        sizes = [1] * {3 - spatial} + list(xin.shape[xin.dim() - {spatial} :])
+        outs = [
+            _ke_out(sizes[i], kernel[i], stride[i], padding[i], dilation[i], ceil)
+            for i in range(3)
+        ]
+        out = torch.empty(tuple(lead) + tuple(outs[{3 - spatial}:]), dtype=xin.dtype,
+                          device=xin.device)
+        total = out.numel()
+        if total:
+            block = max(32, min(p["block"], triton.next_power_of_2(total)))
+            grid = (triton.cdiv(total, block),)
+            _ke_pool[grid](xin, out, total, *sizes, *outs, *kernel, *stride, *padding,
+                           *dilation, MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad,
+                           DIVISOR=divisor, BLOCK=block, num_warps=p["warps"])
+        return out.reshape(({keep},))
+"""
+    )
