@@ -170,6 +170,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         # The dimension every reduction runs over (None until the first one; the last if none).
         self.red_dim: int | None = None
         self.red_span = 1  # adjacent dimensions from red_dim on (x.sum(dim=(0, 1)) of 3-d: 2)
+        self.red_set: tuple | None = None  # dimensions apart, gathered by coordinates
         self.full = False  # the reductions run over the whole tensor (one row of every element)
         self.flat_view = False  # a view that changed the last dimension (fine only if full)
         # Row-vector inputs (weights): their length and the dimension they vary along.
@@ -266,11 +267,23 @@ class _Lowerer(SlicesMixin, ScanMixin):
         norm = sorted(d % max(ndim, 1) for d in dims)
         span = len(norm)
         adjacent = span > 1 and norm == list(range(norm[0], norm[0] + span))
+        if span > 1 and not adjacent and ndim == len(self.row_shape) and not self.reshaped:
+            # Dimensions apart (a batch norm's statistics over (0, 2, 3)): each row gathers its
+            # elements by their coordinates.
+            if self.red_set not in (None, tuple(norm)) or self.red_dim is not None:
+                raise NoTemplate(
+                    f"reductions over dims {list(self.red_set or [self.red_dim])} and {norm}; "
+                    "templates reduce over one set"
+                )
+            self.red_set = tuple(norm)
+            return
         if span != 1 and not (adjacent and norm[-1] < ndim - 1 and ndim == len(self.row_shape)):
             raise NoTemplate(
-                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor; templates reduce "
-                "over one dimension or over adjacent ones"
+                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor (of a reshaped "
+                "view); templates reduce over one dimension or a set of the rows' own"
             )
+        if self.red_set is not None:
+            raise NoTemplate(f"reductions over dims {list(self.red_set)} and {norm}")
         dim = norm[0]
         if dim == ndim - 1:  # the last dimension of whatever view: the rows' last
             dim = len(self.row_shape) - 1
@@ -292,6 +305,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return self.chunk[2][-1]
         if self.merge_from is not None:
             return math.prod(self.row_shape[self.merge_from :])
+        if self.red_set is not None:
+            return math.prod(self.row_shape[d] for d in self.red_set)
         if self.red_dim is None:
             return self.row_shape[-1]
         return math.prod(self.row_shape[self.red_dim : self.red_dim + self.red_span])
@@ -408,6 +423,16 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self._vecs_as_bcast(used, below=self.merge_from)
             if any(n.attrs["role"] == "bcast" and n.id in used for n in plan.inputs()):
                 plan.extra["by_index"] = True
+        if self.red_set is not None:
+            if self.reshaped:
+                raise NoTemplate("rows gathered over dimensions apart of a reshaped tensor")
+            # Every weight and broadcast input read by each element's coordinates.
+            self._vecs_as_bcast(used)
+            for node in plan.inputs("vec"):
+                node.attrs["role"] = "unread"  # a weight's own node, read through its view
+            plan.extra["red_dims"] = [d - ndim for d in self.red_set]
+            plan.extra["rank"] = ndim
+            plan.extra["by_index"] = True
         if self.chunk is not None:
             # Weights read by each element's coordinates in the rows' shape (a group norm's
             # weight per channel): every weight vector becomes a broadcast input.
@@ -530,6 +555,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if self.merge_from is not None:
                 where = f"the last {ndim - self.merge_from} dimensions (flattened)"
             where = "the whole tensor" if self.full else where
+            if self.red_set is not None:
+                where = f"dimensions {list(self.red_set)} of {ndim} (gathered)"
             if self.chunk is not None:
                 j, g, shape = self.chunk
                 where = (

@@ -230,8 +230,9 @@ def _composites_as_reductions():
                    momentum=0.1, eps=1e-5):  # fmt: skip
         if training or running_mean is None or running_var is None:
             raise NoTemplate(
-                "batch norm in training mode (statistics of the batch over dims (0, 2, ...), "
-                "and running statistics updated in place) is not covered"
+                "batch norm in training mode is not covered: it updates its running statistics "
+                "in place, which a candidate does not reproduce (its output alone, statistics "
+                "over dims (0, 2, ...), is a gathered row reduction)"
             )
         along_channels = (1, -1) + (1,) * (x.dim() - 2)
         out = (x - running_mean.view(along_channels)) * torch.rsqrt(

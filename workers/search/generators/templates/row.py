@@ -59,8 +59,37 @@ def _vec_load(plan: Plan, cols: str, mask: str) -> str:
     return "tl.load({ptr} + " + at + f", mask={mask}, other=0.0, eviction_policy=EV_V)"
 
 
+def _gathered(plan: Plan) -> tuple[list[int], list[int]] | None:
+    """(kept, reduced) dimensions (non-negative) where the reductions run over dimensions apart
+    (``red_dims``); None otherwise."""
+    red = plan.extra.get("red_dims")
+    if not red:
+        return None
+    rank = int(plan.extra["rank"])
+    reduced = [d % rank for d in red]
+    return [d for d in range(rank) if d not in reduced], reduced
+
+
 def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
     """(row offset statement, column offset, the kernel's size arguments)."""
+    gathered = _gathered(plan)
+    if gathered:
+        # A row is one coordinate of the kept dimensions, its elements every coordinate of the
+        # reduced ones: each offset is the sum of coordinate x stride (GL/RP/RT per kept
+        # dimension: size, rows below it, memory stride; CL/CP/CT per reduced one).
+        kept, reduced = gathered
+        rows = (
+            " + ".join(f"(rows.to(tl.int64) // RP{j} % GL{j}) * RT{j}" for j in range(len(kept)))
+            or "rows.to(tl.int64) * 0"
+        )
+        cols = " + ".join(f"(cols // CP{i} % CL{i}) * CT{i}" for i in range(len(reduced)))
+        names = [f"{x}{j}" for j in range(len(kept)) for x in ("GL", "RP", "RT")]
+        names += [f"{x}{i}" for i in range(len(reduced)) for x in ("CL", "CP", "CT")]
+        return (
+            f"roff = {rows}",
+            f"({cols})",
+            ["M", "N", *names, *_bcast_args(plan)],
+        )
     if _strided(plan):
         return (
             "roff = (rows // K).to(tl.int64) * N * K + rows % K",
@@ -81,7 +110,8 @@ def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
         # the rows' shape is (flat index // Q{d}) % L{d}; every broadcast input has a stride in
         # each such dimension (0 where it does not vary).
         dims = sorted({d for ds in kept.values() for d in ds})
-        flat = "(roff + " + cols + ")"
+        offset = _geometry(plan)[1].replace("cols", cols) if _gathered(plan) else cols
+        flat = "(roff + " + offset + ")"
         terms = " + ".join(f"({flat} // Q{d} % L{d}) * s{{k}}_{d}" for d in dims)
         return "tl.load({ptr} + " + terms + ", mask=" + mask + ", other=0.0)"
     last = _bcast_rank(plan) - 1
@@ -421,8 +451,19 @@ def _source_row(plan: Plan, p: dict) -> str:
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
+        gathered = _gathered(plan)
         if kind == "tile":
             shape = f"{ref0}.shape"
+        elif gathered:  # the kept dimensions (the reduced ones kept as 1s, or dropped)
+            kept, reduced = gathered
+            if keep:
+                dims = ", ".join(
+                    "1" if d in reduced else f"{ref0}.shape[{d}]"
+                    for d in range(len(kept + reduced))
+                )
+            else:
+                dims = ", ".join(f"{ref0}.shape[{d}]" for d in kept)
+            shape = f"({dims},)" if dims else "()"
         elif full:  # one number: 0-d, or keepdim's ones
             shape = f"(1,) * {ref0}.dim()" if keep else "()"
         elif merged:  # rows of the trailing dimensions from ``merged`` on (negative)
@@ -464,12 +505,27 @@ def _source_row(plan: Plan, p: dict) -> str:
         row_len = f"math.prod({ref0}.shape[{merged}:])"
     # The number of rows, also where a row is empty (its reductions are then the identity:
     # a sum of nothing is 0, a mean NaN, as torch says; so the kernel still runs).
+    gathered = _gathered(plan)
+    if gathered:  # rows of the kept dimensions' coordinates, gathering the reduced ones'
+        kept, reduced = gathered
+        sh = f"{ref0}.shape"
+        row_len = f"math.prod({sh}[d] for d in {reduced})"
+        for group, (size, below, stride) in (
+            (kept, ("GL", "RP", "RT")),
+            (reduced, ("CL", "CP", "CT")),
+        ):
+            for j, d in enumerate(group):
+                inner += f"        {size}{j} = {sh}[{d}]\n"
+                inner += f"        {below}{j} = math.prod({sh}[k] for k in {group[j + 1 :]})\n"
+                inner += f"        {stride}{j} = math.prod({sh}[{d + 1}:])\n"
     chunk = plan.extra.get("chunk")
     if chunk:  # groups of contiguous elements: g per row of the leading dimensions
         groups = f"math.prod({ref0}.shape[:{chunk[0]}]) * _ke_groups(self, {chunk[1]})"
         row_len = f"{ref0}.numel() // max(1, {groups})"
     if full:
         rows_of = "1"
+    elif gathered:
+        rows_of = f"math.prod({ref0}.shape[d] for d in {gathered[0]})"
     elif chunk:
         rows_of = groups
     elif merged:
