@@ -279,8 +279,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if span != 1 and not (adjacent and norm[-1] < ndim - 1 and ndim == len(self.row_shape)):
             raise NoTemplate(
-                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor (of a reshaped "
-                "view); templates reduce over one dimension or a set of the rows' own"
+                f"{node.target} reduces over dims {dims} of a {ndim}-d tensor beside other "
+                "reductions (or of a reshaped view); templates reduce over one set of dimensions"
             )
         if self.red_set is not None:
             raise NoTemplate(f"reductions over dims {list(self.red_set)} and {norm}")

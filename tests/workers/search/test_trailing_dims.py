@@ -106,11 +106,11 @@ def test_an_instance_norm_with_a_weight_per_channel_reads_it_by_each_elements_ch
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("x.sum(dim=(0, 2))", "reduces over dims"),
+        ("x.sum(dim=(0, 2)).sum() + x.sum(dim=(1, 3)).sum()", "reductions over dims"),
         ("x.sum(dim=(2, 3)) + x.sum(dim=3).sum(dim=2)", "reduc"),
-        ("x - x.mean(dim=(1, 2), keepdim=True)", "reduces over dims"),
+        ("x - x.mean(dim=(1, 2), keepdim=True) + x.mean(dim=-1, keepdim=True)", "reduc"),
     ],
-    ids=["not-consecutive", "two-spans", "not-trailing"],
+    ids=["two-sets-apart", "two-spans", "span-and-last"],
 )
 def test_reductions_over_dimensions_that_are_not_one_trailing_span_are_refused(forward, says):
     source = (
