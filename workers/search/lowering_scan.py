@@ -8,8 +8,9 @@ idiom ``x.flip(d).cumsum(d).flip(d)``: a flip is kept symbolic (:class:`Flipped`
 reads it, and the flip of that scan's result undoes it. A boolean mask input (``cumsum(x *
 mask)``) is read as 0/1.
 
-Not covered, refused in words: a scan over another dimension, two scans in one reference, a
-scan beside reductions, inputs that broadcast, and a flip anywhere but around a scan.
+A scan along another dimension reads its rows K apart (K the product of the dimensions after
+it). Not covered, refused in words: two scans in one reference, a scan beside reductions,
+inputs that broadcast, and a flip anywhere but around a scan.
 """
 
 from __future__ import annotations
@@ -36,12 +37,21 @@ class ScanMixin:
     SCAN_OPS = {aten.cumsum.default: "cumsum", aten.cumprod.default: "cumprod"}
 
     def _scan_last(self, node: torch.fx.Node, dims) -> None:
+        """Check the scan (or flip) runs along one dimension of a whole row, the same for every
+        scan and flip of the graph: the last, or another of an unreshaped tensor (its elements
+        K apart, K the product of the dimensions after it)."""
         ndim = len(node.args[0].meta["val"].shape)
         dims = [dims] if isinstance(dims, int) else list(dims)
-        if ndim == 0 or [d % ndim for d in dims] != [ndim - 1]:
-            raise NoTemplate(f"{node.target} along dimension {dims} (scans run along the last)")
+        if ndim == 0 or len(dims) != 1:
+            raise NoTemplate(f"{node.target} along dimensions {dims} (scans run along one)")
         if tuple(node.args[0].meta["val"].shape) != tuple(self.row_shape):
             raise NoTemplate(f"{node.target} of a value that is not a whole row")
+        dim = dims[0] % ndim
+        if dim != ndim - 1 and self.reshaped:
+            raise NoTemplate(f"{node.target} along a middle dimension of a reshaped tensor")
+        if getattr(self, "scan_dim", None) not in (None, dim):
+            raise NoTemplate(f"{node.target} along dimension {dim} and along {self.scan_dim}")
+        self.scan_dim = dim
 
     def _lower_flip(self, n: torch.fx.Node) -> None:
         self._scan_last(n, n.args[1])
@@ -80,7 +90,14 @@ class ScanMixin:
         (scan,) = [n for n in plan.nodes if n.kind == "scan"]
         plan.family = "scan"
         way = ", from the end of the row" if scan.attrs["reverse"] else ""
-        plan.summary = f"{scan.op} along the last dimension{way}"
+        ndim = len(self.row_shape)
+        along = "the last dimension"
+        if self.scan_dim != ndim - 1:
+            if self.reshaped:
+                raise NoTemplate("a scan along a middle dimension of a reshaped tensor")
+            plan.extra["scan_dim"] = self.scan_dim - ndim
+            along = f"dimension {self.scan_dim} of {ndim}"
+        plan.summary = f"{scan.op} along {along}{way}"
         if self.masks:
             plan.summary += f", {', '.join(self.masks)} a boolean mask"
         return plan

@@ -1,4 +1,4 @@
-"""Cumulative sums and products along the last dimension (issue 11: "cumulative sums" had no
+"""Cumulative sums and products along any one dimension (issue 11: "cumulative sums" had no
 template; KernelBench's cumsum, cumprod, reversed cumsum and masked cumsum): a ``scan`` family
 candidate walks each row in blocks and carries its running total, correct for one block and for
 many, from either end, with a boolean mask, at the traced sizes and at others. What is not such
@@ -34,6 +34,10 @@ PROBLEMS = {
         "x, mask",
     ),
     "three_d": _problem("torch.cumsum(torch.sigmoid(x), dim=2)", "[torch.rand(2, rows, width)]"),
+    "middle": _problem("torch.cumsum(x * 2.0, dim=1)", "[torch.rand(2, width, rows)]"),
+    "first_reversed": _problem(
+        "x.flip(0).cumprod(0).flip(0)", "[torch.rand(width, rows, 2) * 0.1 + 0.95]"
+    ),
 }
 
 VARIANTS = [{}, {"block": 16}, {"block": 128, "rows": 4, "warps": 2}]
@@ -61,18 +65,22 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
         results["reversed"]["summary"] == "cumsum along the last dimension, from the end of the row"
     )
     assert "mask a boolean mask" in results["masked"]["summary"]
+    assert results["middle"]["summary"] == "cumsum along dimension 1 of 3"
+    assert results["first_reversed"]["summary"] == (
+        "cumprod along dimension 0 of 3, from the end of the row"
+    )
 
 
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("torch.cumsum(x, dim=0)", "scans run along the last"),
+        ("torch.cumsum(x, 0) * torch.cumsum(x, 1)", "along dimension 1 and along 0"),
         ("torch.cumsum(x, 1) + torch.cumprod(x, 1)", "two cumulative scans"),
         ("torch.cumsum(x, 1) / x.sum(dim=1, keepdim=True)", "beside reductions"),
         ("x.flip(1) * 2.0", "a flip"),
         ("torch.cumsum(x.flip(1), 1)", "a flip"),
     ],
-    ids=["first-dimension", "two-scans", "with-a-reduction", "flip-alone", "no-flip-back"],
+    ids=["two-dimensions", "two-scans", "with-a-reduction", "flip-alone", "no-flip-back"],
 )
 def test_what_is_not_one_scan_between_pointwise_ops_is_refused(forward, says):
     with pytest.raises(NoTemplate, match=says):

@@ -44,7 +44,9 @@ def _scan_kernel(plan: Plan) -> str:
     inner = [
         f"cols = {start} + lane",
         "mask = rmask & (cols < N)",
-        "toff = rows * N + cols",
+        "toff = (rows // K) * N * K + rows % K + cols * K"
+        if plan.extra.get("scan_dim", -1) != -1
+        else "toff = rows * N + cols",
     ]
     for node in plan.nodes:
         if node.kind == "scan":
@@ -64,7 +66,7 @@ def _scan_kernel(plan: Plan) -> str:
     for j, o in enumerate(plan.outputs):
         inner.append(f"tl.store(out{j}_ptr + toff, {em.name(plan.nodes[o])}, mask=mask)")
     body += ["    " + line for line in inner]
-    return _kernel("_ke_scan", plan, ["ROWS", "BLOCK"], body)
+    return _kernel("_ke_scan", plan, ["ROWS", "BLOCK"], body, ["M", "N", "K"])
 
 
 def _source_scan(plan: Plan, p: dict) -> str:
@@ -79,6 +81,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
         for j in range(len(plan.outputs))
     )
     args, ret = _io_names(plan, refs)
+    d = int(plan.extra.get("scan_dim", -1))  # rows along another dimension are K apart
     return (
         _header(plan, p)
         + _scan_kernel(plan)
@@ -86,13 +89,14 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + _dtype_line(floats)
         + _bind_inputs(refs, numbers)
         + outs
-        + f"        N = {ref0}.shape[-1] if {ref0}.dim() else 1\n"
+        + f"        N = {ref0}.shape[{d}] if {ref0}.dim() else 1\n"
+        + f"        K = math.prod({ref0}.shape[{d + 1}:]) if {d} != -1 else 1\n"
         + f"        M = {ref0}.numel() // N if N else 0\n"
         + f"        if M == 0:\n            return {ret}\n"
         + f"        block = min({p['block']}, triton.next_power_of_2(N))\n"
         + f"        rows = max(1, min({p['rows']}, triton.next_power_of_2(M)))\n"
         + "        grid = (triton.cdiv(M, rows),)\n"
-        + f"        _ke_scan[grid]({', '.join(args)}, M, N, ROWS=rows, BLOCK=block, "
+        + f"        _ke_scan[grid]({', '.join(args)}, M, N, K, ROWS=rows, BLOCK=block, "
         + f"num_warps={p['warps']})\n"
         + f"        return {ret}\n"
     )
