@@ -68,6 +68,8 @@ _REDUCE_OPS = {
     aten.mean.default: "mean",
     aten.max.default: "max",
     aten.min.default: "min",
+    aten.prod.dim_int: "prod",
+    aten.prod.default: "prod",
 }
 
 _LOSSES = {
@@ -709,6 +711,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             dims = a[1] if len(a) > 1 else kw.get("dim")
             if self._is_total(n, dims):
                 op = _REDUCE_OPS[t]
+                if op == "prod":
+                    raise NoTemplate("a product over every row of a per-row value")
                 self.env[n] = Total(op, self.arg(a[0]), len(n.meta["val"].shape))
                 return
             self._last_dim(n, dims)

@@ -1,6 +1,7 @@
 """Everyday operators a user brings that are small graphs of pointwise ops and reductions
-(issue 11, "generality"): a reduction over adjacent middle dimensions, F.normalize over the
-channels or the last dimension, std, log-sigmoid, cosine similarity. Each gets a candidate that
+(issue 11, "generality"): a reduction over adjacent middle dimensions or over dimensions apart,
+F.normalize over the channels or the last dimension, std, log-sigmoid, cosine similarity, a
+product. Each gets a candidate that
 computes the reference on the interpreter at the traced sizes and at others."""
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ CASES = {
     "normalize-last": (_problem("F.normalize(x, p=2.0, dim=-1) * y", X2, ROWS), "last dimension"),
     "std": (_problem("x.std(dim=-1, keepdim=True) + y", X2, ROWS), "reductions [mean, sum]"),
     "log-sigmoid": (_problem("F.logsigmoid(x * 10.0) + y", X2, ROWS), "elementwise"),
+    "prod-middle": (
+        _problem("(1.0 + 0.01 * x).prod(dim=1, keepdim=True) * y", X4, NCHW),
+        "reductions [prod]",
+    ),
+    "prod-whole": (_problem("(1.0 + 0.001 * x * y).prod()", X2, ROWS), "the whole tensor"),
     "cosine-similarity": (
         _problem("F.cosine_similarity(x, y, dim=-1)", X2, ROWS),
         "reductions [sum, sum, sum]",

@@ -177,12 +177,15 @@ def _reduce_expr(op: str, val: str, axis: int = 1, keep: bool = True) -> str:
     if op in ("argmax", "argmin"):  # the first index of the extreme, as torch
         out = f"tl.{op}({val}, axis={axis}, tie_break_left=True)"
         return out + ("[:, None]" if keep else "")
+    if op == "prod":  # no tl.prod: a reduce with the row family's _ke_mul
+        return f"tl.reduce({val}, {axis}, _ke_mul)" + ("[:, None]" if keep else "")
     red = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[op]
     out = f"{red}({val}, axis={axis})"
     return out + ("[:, None]" if keep else "")
 
 
 _IDENTITY = {
+    "prod": "1.0",
     "sum": "0.0",
     "mean": "0.0",
     "max": '-float("inf")',

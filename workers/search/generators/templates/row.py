@@ -210,6 +210,8 @@ def _row_split(plan: Plan) -> str:
             b = _reduce_expr(node.op, f"tl.where(maskb, {eb.name(src)}, {_IDENTITY[node.op]})")
             if node.op in ("sum", "mean"):
                 expr = f"({a} + {b})" + (" / N" if node.op == "mean" else "")
+            elif node.op == "prod":
+                expr = f"({a} * {b})"
             elif node.op in ("argmax", "argmin"):  # the second chunk's index if strictly better
                 red, cmp = ("tl.max", ">") if node.op == "argmax" else ("tl.min", "<")
                 ident = _IDENTITY[node.op]
@@ -378,6 +380,8 @@ def _row_looped(plan: Plan) -> str:
                     f"acc{r} = tl.where(take{r}, {masked}, acc{r})",
                     f"idx{r} = tl.where(take{r}, cols, idx{r})",
                 ]
+            elif nodes[r].op == "prod":
+                tail.append(f"acc{r} = acc{r} * {masked}")
             else:
                 fn = "tl.maximum" if nodes[r].op == "max" else "tl.minimum"
                 tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
@@ -424,6 +428,14 @@ def _row_looped(plan: Plan) -> str:
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
     helper = _WELFORD_COMBINE if pairs else ""
     return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
+
+
+_KE_MUL = """@triton.jit
+def _ke_mul(a, b):
+    return a * b
+
+
+"""
 
 
 def _table_literal(table: dict | None) -> str:
@@ -534,8 +546,10 @@ def _source_row(plan: Plan, p: dict) -> str:
         rows_of = f"math.prod({ref0}.shape[:-1])"
     else:
         rows_of = f"math.prod({ref0}.shape[:{d}]) * K"
+    products = any(n.op == "prod" for n in plan.reductions())
     return (
         _header(plan, p)
+        + (_KE_MUL if products else "")
         + _row_one_pass(plan)
         + "\n\n"
         + _row_looped(plan)
