@@ -6,12 +6,19 @@ reduction over the first dimension). The graph comes from :mod:`workers.search.t
 Families:
 
 - ``elementwise``: pointwise ops over same-shape tensors (any activation expression);
-- ``row``: pointwise ops plus reductions over the last dimension, with per-column vectors
-  (softmax, log-softmax, RMSNorm, LayerNorm, residual + RMSNorm, sum/mean/max, ...);
-- ``matmul``: ``mm``/``addmm``/``linear`` followed by a pointwise epilogue (bias, activation);
+- ``row``: pointwise ops plus reductions (softmax, log-softmax, RMSNorm, LayerNorm, residual +
+  RMSNorm, sum/mean/max/prod, ...) over the last dimension, a middle one or several adjacent
+  ones (strided rows), trailing ones (merged), dimensions apart (rows gathered by coordinates),
+  groups of contiguous elements (GroupNorm) or the whole tensor, with per-column vectors and
+  inputs that broadcast (read by coordinates where rows are not the last dimension); a per-row
+  value folded over every row (a triplet loss) is an atomic fold;
+- ``matmul``: ``mm``/``addmm``/``linear``/``bmm`` (either operand transposed) followed by a
+  pointwise epilogue (bias, activation, ``triu``/``tril``);
 - ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits;
-- ``scan``: a cumulative sum or product along the last dimension between pointwise ops
-  (:mod:`workers.search.lowering_scan`).
+- ``scan``: a cumulative sum or product along one dimension between pointwise ops
+  (:mod:`workers.search.lowering_scan`);
+- ``pool`` and ``attention`` have their own lowerings (:mod:`workers.search.lowering_pool`,
+  :mod:`workers.search.lowering_attention`).
 """
 
 from __future__ import annotations
