@@ -89,19 +89,9 @@ _LOSSES = {
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
 _PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
 _COPIES = {aten.clone.default, aten.contiguous.default, aten._to_copy.default}
-_OPERAND_VIEWS = {
-    aten.view.default,
-    aten._unsafe_view.default,
-    aten.reshape.default,
-    aten.expand.default,
-    aten.unsqueeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.squeeze.default,
-    aten.clone.default,
-    aten.contiguous.default,
-    aten.alias.default,
-}
+# What a matmul operand may go through on its way from an input (a dtype cast may not: the
+# product reads the input as it is).
+_OPERAND_VIEWS = _VIEW_OPS - {aten._to_copy.default, aten.lift_fresh_copy.default}
 
 # Pointwise ATen ops we can express: name -> number of tensor-or-scalar positional args used.
 _PW_SIMPLE = {

@@ -213,6 +213,16 @@ def _size_constants(ns: dict) -> dict:
     return found
 
 
+def _per_channel(out, weight, bias):
+    """``out * weight + bias`` with both along dimension 1 (a norm's affine per channel)."""
+    along_channels = (1, -1) + (1,) * (out.dim() - 2)
+    if weight is not None:
+        out = out * weight.view(along_channels)
+    if bias is not None:
+        out = out + bias.view(along_channels)
+    return out
+
+
 @contextlib.contextmanager
 def _composites_as_reductions():
     """While tracing, functions that ATen decomposes into ops no template reads (instance
@@ -238,11 +248,7 @@ def _composites_as_reductions():
         out = (x - running_mean.view(along_channels)) * torch.rsqrt(
             running_var.view(along_channels) + eps
         )
-        if weight is not None:
-            out = out * weight.view(along_channels)
-        if bias is not None:
-            out = out + bias.view(along_channels)
-        return out
+        return _per_channel(out, weight, bias)
 
     def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
         if x.dim() < 2 or x.shape[1] % num_groups:
@@ -251,12 +257,7 @@ def _composites_as_reductions():
         mean = grouped.mean(dim=-1, keepdim=True)
         var = grouped.var(dim=-1, keepdim=True, unbiased=False)
         out = ((grouped - mean) * torch.rsqrt(var + eps)).reshape(x.shape)
-        along_channels = (1, -1) + (1,) * (x.dim() - 2)
-        if weight is not None:
-            out = out * weight.view(along_channels)
-        if bias is not None:
-            out = out + bias.view(along_channels)
-        return out
+        return _per_channel(out, weight, bias)
 
     def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
                       use_input_stats=True, momentum=0.1, eps=1e-5):  # fmt: skip
@@ -268,12 +269,7 @@ def _composites_as_reductions():
         mean = x.mean(dim=dims, keepdim=True)
         var = x.var(dim=dims, keepdim=True, unbiased=False)
         out = (x - mean) * torch.rsqrt(var + eps)
-        along_channels = (1, -1) + (1,) * (x.dim() - 2)
-        if weight is not None:
-            out = out * weight.view(along_channels)
-        if bias is not None:
-            out = out + bias.view(along_channels)
-        return out
+        return _per_channel(out, weight, bias)
 
     F.instance_norm, F.group_norm, F.batch_norm = instance_norm, group_norm, batch_norm
     try:
