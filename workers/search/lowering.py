@@ -11,7 +11,7 @@ Families:
   ones (strided rows), trailing ones (merged), dimensions apart (rows gathered by coordinates),
   groups of contiguous elements (GroupNorm) or the whole tensor, with per-column vectors and
   inputs that broadcast (read by coordinates where rows are not the last dimension); a per-row
-  value folded over every row (a triplet loss) is an atomic fold;
+  value folded over every row (a triplet loss) is stored per row and folded in a fixed order;
 - ``matmul``: ``mm``/``addmm``/``linear``/``bmm`` (either operand transposed) followed by a
   pointwise epilogue (bias, activation, ``triu``/``tril``);
 - ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits;
@@ -40,8 +40,8 @@ aten = torch.ops.aten
 @dataclass(frozen=True)
 class Total:
     """A reduction over every row of a per-row value (a triplet loss's mean of per-row
-    distances): the row kernels fold their rows' values into one number with atomics, so it
-    can only be an output."""
+    distances): the row kernels store one value per row and a one-program kernel folds them in a
+    fixed order (the same result on every run), so it can only be an output."""
 
     op: str  # sum, mean, max, min
     arg: int  # the per-row value
@@ -498,7 +498,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if j in totals:
                 if self.chunk is not None or not outs[j].meta["val"].is_floating_point():
                     raise NoTemplate("a reduction over every row of groups or of integers")
-                plan.extra["output_kinds"].append("total")  # folded over rows: atomics
+                plan.extra["output_kinds"].append("total")  # per row, then folded
             elif j in narrow and shape[:-1] == self.row_shape[:-1]:
                 plan.extra["output_kinds"].append("tile")  # its first columns
             elif node.cat == "tile" and shape == self.row_shape:

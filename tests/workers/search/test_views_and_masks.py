@@ -279,7 +279,8 @@ def get_inputs():
 )
 def test_a_per_row_value_folded_over_every_row(source, sizes, says, tmp_path):
     """A triplet margin loss (the mean over the batch of per-row distances) and the largest row
-    sum: one kernel, every program folding its rows into the output atomically; right with every
+    sum: the row kernel stores one value per row, one program folds them in a fixed order (the
+    correctness gate's two runs agree bit for bit); right with every
     row kernel, with fewer rows than a tile and with more."""
     variants = [*ROW_VARIANTS, {"strategy": "one_pass", "max_rows": 4, "tile": 128}]
     result = check_rendered({"p": source}, variants, {"p": sizes}, str(tmp_path))["p"]

@@ -239,16 +239,7 @@ def _row_stores(
         if kind not in kinds and not (kind == "total" and "rowscalar" in kinds):
             continue
         val = em.name(plan.nodes[o])
-        if kind == "total":  # this program's rows folded, then into the one number atomically
-            op = plan.extra["totals"][str(j)][0]
-            if op in ("sum", "mean"):
-                part = f"tl.sum(tl.where(rmask, {val}, 0.0))" + (" / M" if op == "mean" else "")
-                out.append(f"tl.atomic_add(out{j}_ptr, {part})")
-            else:
-                ident = _IDENTITY[op]
-                part = f"tl.{op}(tl.where(rmask, {val}, {ident}))"
-                out.append(f"tl.atomic_{op}(out{j}_ptr, {part})")
-        elif kind == "tile":
+        if kind == "tile":
             out.append(f"tl.store(out{j}_ptr + {tile_off}, {val}, mask={tile_mask})")
         else:
             out.append(f"tl.store(out{j}_ptr + rows, {val}, mask=rmask)")
@@ -430,6 +421,48 @@ def _row_looped(plan: Plan) -> str:
     return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
 
 
+# A per-row value folded over every row (a triplet loss's mean over the batch): the row kernel
+# stores one value per row, then one program folds them in a fixed order, so the result is the
+# same on every run (atomics across programs would not be).
+_FOLD_OPS = ["sum", "mean", "max", "min"]
+_KE_FOLD = """@triton.jit
+def _ke_fold(x_ptr, out_ptr, M, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if OP == 2:
+        acc = tl.full([BLOCK], -float("inf"), tl.float32)
+    elif OP == 3:
+        acc = tl.full([BLOCK], float("inf"), tl.float32)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, M, BLOCK):
+        mask = start + offs < M
+        if OP == 2:
+            acc = tl.maximum(acc, tl.load(x_ptr + start + offs, mask=mask, other=-float("inf")))
+        elif OP == 3:
+            acc = tl.minimum(acc, tl.load(x_ptr + start + offs, mask=mask, other=float("inf")))
+        else:
+            acc += tl.load(x_ptr + start + offs, mask=mask, other=0.0)
+    if OP == 2:
+        total = tl.max(acc, axis=0)
+    elif OP == 3:
+        total = tl.min(acc, axis=0)
+    else:
+        total = tl.sum(acc, axis=0)
+    if OP == 1:
+        total = total / M  # a mean of no rows is NaN, as torch says
+    tl.store(out_ptr, total)
+
+
+def _ke_fold_out(parts, M, op, dtype, shape):
+    \"\"\"The fold of the M per-row values in ``parts`` (op: sum, mean, max, min), as dtype.\"\"\"
+    total = torch.empty((), dtype=torch.float32, device=parts.device)
+    _ke_fold[(1,)](parts, total, M, OP=op, BLOCK=1024)
+    return total.to(dtype).reshape(shape)
+
+
+"""
+
+
 _KE_MUL = """@triton.jit
 def _ke_mul(a, b):
     return a * b
@@ -487,20 +520,21 @@ def _source_row(plan: Plan, p: dict) -> str:
             middle = f" + (1,) * {span} + " if keep else " + "
             shape = f"({ref0}.shape[:{d}]{middle}{ref0}.shape[{d + span}:])"
         dt = "torch.int64" if j in plan.extra.get("index_outputs", ()) else "odt"
-        if kind == "total":  # folded into by every program: fp32, from the op's identity
+        if kind == "total":  # one value per row into an fp32 buffer (allocated after M)
             continue
         outs += f"        out{j} = torch.empty({shape}, dtype={dt}, device={ref0}.device)\n"
     totals = plan.extra.get("totals", {})
     ret = ", ".join(
-        f"out{j}.to(odt).reshape({(1,) * totals[str(j)][1]})" if str(j) in totals else f"out{j}"
+        f"_ke_fold_out(out{j}, M, {_FOLD_OPS.index(totals[str(j)][0])}, odt, "
+        f"{(1,) * totals[str(j)][1]})"
+        if str(j) in totals
+        else f"out{j}"
         for j in range(len(plan.outputs))
     )
-    # After M: the identity of each fold over rows (a mean of no rows is NaN, as torch says).
-    start = {"sum": "0.0", "mean": 'float("nan") if M == 0 else 0.0', "max": '-float("inf")'}
-    start["min"] = 'float("inf")'
+    # After M: each per-row value folded over every row lands in fp32 first.
     folds = "".join(
-        f"        out{j} = torch.full((), {start[op]}, dtype=torch.float32, device={ref0}.device)\n"
-        for j, (op, _) in ((int(k), v) for k, v in sorted(totals.items()))
+        f"        out{j} = torch.empty((M,), dtype=torch.float32, device={ref0}.device)\n"
+        for j in sorted(int(k) for k in totals)
     )
     args = ", ".join(
         [f"in{i}" for i in range(len(refs))] + [f"out{j}" for j in range(len(plan.outputs))]
@@ -550,6 +584,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
+        + (_KE_FOLD if totals else "")
         + _row_one_pass(plan)
         + "\n\n"
         + _row_looped(plan)
