@@ -479,6 +479,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
             # tensor is one): every weight vector becomes such an input.
             self._vecs_as_bcast(used)
             plan.extra["bcast"] = True
+        plain_rows = not (self.full or self.merge_from is not None or self.red_set is not None)
+        if plan.reductions() and plain_rows and red == ndim - 1 and not self.reshaped:
+            # A weight along another dimension than the rows' (one per row, one per batch):
+            # read per row as an input that broadcasts, like a mask shared by every head.
+            self._vecs_as_bcast(used, below=ndim - 1)
         for node_id, pos in self.vec_pos.items():
             length = self.nodes[node_id].attrs.pop("length")
             if plan.extra.get("vec_mod"):

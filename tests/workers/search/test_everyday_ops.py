@@ -41,6 +41,12 @@ CASES = {
         "reductions [prod]",
     ),
     "prod-whole": (_problem("(1.0 + 0.001 * x * y).prod()", X2, ROWS), "the whole tensor"),
+    "weight-per-row": (
+        _problem(
+            "torch.softmax(x * y[:, None], dim=-1)", "torch.randn(b, c), torch.randn(b)", ROWS
+        ),
+        "y [6, 1] broadcast",
+    ),
     "cosine-similarity": (
         _problem("F.cosine_similarity(x, y, dim=-1)", X2, ROWS),
         "reductions [sum, sum, sum]",

@@ -344,6 +344,8 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
     for k, dims in sorted(kept.items()):
         terms = [f"c{d} * s{k}_{d}" for d in dims if d < rank - 1]
         out.append(f"rb{k} = " + (" + ".join(terms) if terms else f"{rows} * 0"))
+        # its column stride (0 for one constant along the row: a weight per row)
+        out.append(f"cs{k} = s{k}_{rank - 1}" if rank - 1 in dims else f"cs{k} = 0")
     return out
 
 

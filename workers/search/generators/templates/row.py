@@ -12,7 +12,6 @@ from workers.search.generators.templates.common import (
     _IDENTITY,
     _bcast,
     _bcast_args,
-    _bcast_rank,
     _bcast_rows,
     _bcast_wrapper,
     _dtype_line,
@@ -114,11 +113,7 @@ def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
         flat = "(roff + " + offset + ")"
         terms = " + ".join(f"({flat} // Q{d} % L{d}) * s{{k}}_{d}" for d in dims)
         return "tl.load({ptr} + " + terms + ", mask=" + mask + ", other=0.0)"
-    last = _bcast_rank(plan) - 1
-    return (
-        "tl.load({ptr} + rb{k} + " + cols + " * s{k}_" + str(last) + ", mask=" + mask
-        + ", other=0.0)"
-    )  # fmt: skip
+    return "tl.load({ptr} + rb{k} + " + cols + " * cs{k}, mask=" + mask + ", other=0.0)"
 
 
 def _row_one_pass(plan: Plan) -> str:
