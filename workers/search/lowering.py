@@ -179,6 +179,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         # InstanceNorm over (H, W)): the row is those dimensions, flattened (None: one).
         self.merge_from: int | None = None
         self.masks: list[str] = []  # boolean inputs of the rows' shape
+        self.outer = False  # the rows are wider than every input (x[:, None] + y[None, :])
         # Rows that are groups of contiguous elements (a group norm's): (j, g, view shape) of
         # a view rows_shape[:j] + (g, n) that the reductions run over the last dimension of.
         self.chunk_view: tuple | None = None
@@ -375,6 +376,21 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if not float_inputs:
             raise NoTemplate("the reference has no floating-point tensor input")
         self.row_shape = max((tuple(p.meta["val"].shape) for p in float_inputs), key=math.prod)
+        try:  # inputs that broadcast against each other (an outer sum): the rows are theirs
+            wide = tuple(torch.broadcast_shapes(*(p.meta["val"].shape for p in float_inputs)))
+        except RuntimeError:
+            wide = self.row_shape
+        # Values that broadcast their operands (a cat widens by moving columns, not this way).
+        values = [n.meta.get("val") for n in calls if n.target in _PW_SIMPLE]
+        widest = max(
+            [tuple(v.shape) for v in values if isinstance(v, torch.Tensor)] + [self.row_shape],
+            key=math.prod,
+        )
+        if math.prod(wide) > math.prod(self.row_shape) and wide in shapes:
+            self.row_shape, self.outer = wide, True
+        elif math.prod(widest) > math.prod(self.row_shape):
+            # wider once viewed (x[:, None, :] + y[None, :, :]): the output's shape
+            self.row_shape, self.outer = widest, True
         self._merge_trailing(calls)
         self._bind_inputs(placeholders)
         for n in calls:
@@ -479,6 +495,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
             # tensor is one): every weight vector becomes such an input.
             self._vecs_as_bcast(used)
             plan.extra["bcast"] = True
+        if self.outer and plan.reductions():
+            raise NoTemplate(
+                "a reduction over rows wider than every input (an outer broadcast) is not covered"
+            )
         plain_rows = not (self.full or self.merge_from is not None or self.red_set is not None)
         if plan.reductions() and plain_rows and red == ndim - 1 and not self.reshaped:
             # A weight along another dimension than the rows' (one per row, one per batch):
@@ -549,6 +569,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 plan.summary += "".join(f", {r} {b} broadcast" for r, b in seen.items())
             if shifted:
                 plan.summary += ", columns moved by slices and cat along the last dimension"
+            if self.outer:
+                plan.summary += f", rows {list(self.row_shape)} wider than every input"
             for j, p, q in plan.extra.get("narrow_outputs", []):
                 plan.summary += f", output {j} the first {p}/{q} of each row"
         else:

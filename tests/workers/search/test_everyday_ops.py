@@ -157,3 +157,46 @@ def test_batch_norm_in_training_mode_is_refused_in_one_line():
     training = BATCH_NORM.replace("        self.bn.eval()\n", "")
     with pytest.raises(NoTemplate, match=r"batch norm in training mode is not covered"):
         trace_problem(training)
+
+
+OUTER = """import torch
+import torch.nn as nn
+
+b = 4
+t = 8
+d = 16
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.linspace(0.5, 2.0, t))
+
+    def forward(self, x, y):
+        return torch.tanh(x[:, None, :] + y[None, :, :]) * self.w.view(1, -1, 1)
+
+
+def get_inputs():
+    return [torch.randn(b, d), torch.randn(t, d)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_outer_broadcast_writes_rows_wider_than_every_input(tmp_path):
+    """x[:, None, :] + y[None, :, :]: the output is wider than any input; every input is read
+    through its strides, the output's shape the broadcast of their views."""
+    sizes = {"o": [{}, {"b": 1, "d": 33}]}
+    result = check_rendered({"o": OUTER}, [{}, {"block": 16}], sizes, str(tmp_path))["o"]
+    assert result["family"] == "elementwise", result
+    assert "rows [4, 8, 16] wider than every input" in result["summary"]
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
+def test_a_reduction_over_an_outer_broadcast_is_refused_in_one_line():
+    summed = OUTER.replace(" * self.w.view(1, -1, 1)", ".sum(dim=-1)")
+    with pytest.raises(NoTemplate, match="wider than every input"):
+        trace_problem(summed)

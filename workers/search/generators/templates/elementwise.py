@@ -118,7 +118,11 @@ def _source_bcast(plan: Plan, p: dict) -> str:
     expanded to the rows' shape), checked against the dimensions the trace saw it vary in."""
     refs = _refs(plan)
     tensors = [r for r in refs if r not in _refs(plan, "scalar")]
-    shape_ref = _refs(plan, "tile")[0]
+    tiles = _refs(plan, "tile")
+    shape_ref = tiles[0] if tiles else tensors[0]
+    shape = f"{shape_ref}.shape"
+    if not tiles:  # rows wider than every input (an outer sum): the inputs' broadcast shape
+        shape = f"torch.broadcast_shapes({', '.join(_bcast_views(plan))})"
     narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
     outs = "".join(
         f"        out{j} = torch.empty({_out_shape(narrow.get(j))}, dtype=odt, "
@@ -131,7 +135,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + _bcast_kernel(plan)
         + _forward_head(plan)
         + _dtype_line(tensors)
-        + f"        shape = {shape_ref}.shape\n"
+        + f"        shape = {shape}\n"
         + _bcast_wrapper(plan, "shape")
         + outs
         + "        N = shape[-1] if len(shape) else 1\n"
@@ -145,6 +149,22 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + "ROWS=rows, BLOCK=block, num_warps=warps)\n"
         + f"        return {ret}\n"
     )
+
+
+def _bcast_views(plan: Plan) -> list[str]:
+    """Each broadcast input's shape as the model viewed it, before it is expanded."""
+    views = []
+    for n in plan.inputs("bcast"):
+        ref = n.attrs["ref"]
+        if n.attrs.get("from_vec"):
+            view = [-1 if int(size) != 1 else 1 for size in n.attrs["bshape"]]
+            views.append(f"{ref}.reshape({view}).shape")
+        elif n.attrs.get("viewed"):
+            sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in n.attrs["vdims"])
+            views.append(f"({sizes},)")
+        else:
+            views.append(f"{ref}.shape")
+    return views
 
 
 def _source_elementwise(plan: Plan, p: dict) -> str:
