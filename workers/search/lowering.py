@@ -180,6 +180,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         self.merge_from: int | None = None
         self.masks: list[str] = []  # boolean inputs of the rows' shape
         self.outer = False  # the rows are wider than every input (x[:, None] + y[None, :])
+        self.matmul_epilogue = False  # tril / triu read the output's row and column
         # Rows that are groups of contiguous elements (a group norm's): (j, g, view shape) of
         # a view rows_shape[:j] + (g, n) that the reductions run over the last dimension of.
         self.chunk_view: tuple | None = None
@@ -443,8 +444,6 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 raise NoTemplate("rows gathered over dimensions apart of a reshaped tensor")
             # Every weight and broadcast input read by each element's coordinates.
             self._vecs_as_bcast(used)
-            for node in plan.inputs("vec"):
-                node.attrs["role"] = "unread"  # a weight's own node, read through its view
             plan.extra["red_dims"] = [d - ndim for d in self.red_set]
             plan.extra["rank"] = ndim
             plan.extra["by_index"] = True
@@ -452,8 +451,6 @@ class _Lowerer(SlicesMixin, ScanMixin):
             # Weights read by each element's coordinates in the rows' shape (a group norm's
             # weight per channel): every weight vector becomes a broadcast input.
             self._vecs_as_bcast(used)
-            for node in plan.inputs("vec"):
-                node.attrs["role"] = "unread"  # a weight's own node, read through its view
             plan.extra["chunk"] = list(self.chunk[:2])
         if self.full and any(i in used for i in self.vec_pos):
             # A weight along the last dimension (a hinge loss's targets against every row):
@@ -609,7 +606,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if below is not None and pos >= below:
                 continue
             del self.vec_pos[node_id]
-            if node_id not in used:  # a weight's own node, used only through a view
+            if node_id not in used:  # a weight's own node, read only through its view
+                node.attrs["role"] = "unread"
                 continue
             shape_b = [1] * len(self.row_shape)
             shape_b[pos] = node.attrs.pop("length")
@@ -793,7 +791,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self.env[n] = self.const(a[1] if value is None else value)
             return
         if t in (aten.tril.default, aten.triu.default):
-            if not getattr(self, "matmul_epilogue", False):
+            if not self.matmul_epilogue:
                 raise NoTemplate(f"{t} outside a matmul's epilogue is not covered")
             diagonal = int(a[1] if len(a) > 1 else kw.get("diagonal", 0))
             self.env[n] = self.pw(t.__name__.split(".")[0], self.arg(a[0]), diagonal=diagonal)
@@ -1053,7 +1051,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             raise NoTemplate("a transposed left operand of more than two dimensions")
         n_out = mm.meta["val"].shape[-1]
         self.row_shape = (int(mm.meta["val"].shape[-2]), int(n_out))
-        self.matmul_epilogue = True  # tril / triu read the output's row and column
+        self.matmul_epilogue = True
         acc = self.new("input", attrs={"ref": "acc", "role": "tile"})
         self.env[mm] = acc
         if mm.target == aten.addmm.default:

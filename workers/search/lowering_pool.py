@@ -11,6 +11,7 @@ import operator
 import torch
 
 from workers.search.ir import IRNode, NoTemplate, Plan
+from workers.search.lowering import _VIEW_OPS
 
 aten = torch.ops.aten
 
@@ -20,18 +21,13 @@ _POOLS = {
     aten.avg_pool2d.default: ("avg", 2),
     aten.avg_pool3d.default: ("avg", 3),
 }
-# Views that only insert or drop dimensions of size 1 (how a 1-d pool reaches the 2-d op).
-_UNIT_VIEWS = {
-    aten.unsqueeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.squeeze.default,
-    aten.view.default,
-    aten.reshape.default,
-    aten._unsafe_view.default,
-    aten.clone.default,
-    aten.contiguous.default,
-    aten.alias.default,
+# Views that only insert or drop dimensions of size 1 (how a 1-d pool reaches the 2-d op):
+# the lowering's view ops less those that broadcast or cast.
+_UNIT_VIEWS = _VIEW_OPS - {
+    aten.expand.default,
+    aten._to_copy.default,
+    aten.lift_fresh_copy.default,
+    aten.detach.default,
 }
 
 

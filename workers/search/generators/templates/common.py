@@ -349,6 +349,20 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
     return out
 
 
+def bcast_view(node) -> str | None:
+    """A broadcast input as the model viewed it, before it is expanded (a weight placed along
+    one dimension, or an input with 1s inserted: its dimensions where the trace saw them);
+    None for one read as it is."""
+    ref = node.attrs["ref"]
+    if node.attrs.get("from_vec"):
+        view = [-1 if int(size) != 1 else 1 for size in node.attrs["bshape"]]
+        return f"{ref}.reshape({view})"
+    if node.attrs.get("viewed"):
+        sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in node.attrs["vdims"])
+        return f"{ref}.reshape(({sizes},))"
+    return None
+
+
 def _bcast_wrapper(plan: Plan, shape: str) -> str:
     """Wrapper lines (8-space indented) that bind ``in{k}`` for every input: tiles contiguous,
     broadcast inputs expanded to ``shape`` (a weight vector the model viewed along one
@@ -367,12 +381,9 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
             tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec") else ""
             lines.append(f"in{k} = {ref}{tail}")
             continue
-        if n.attrs.get("from_vec"):
-            view = [-1 if int(size) != 1 else 1 for size in n.attrs["bshape"]]
-            lines.append(f"in{k} = {ref}.reshape({view}).expand({shape})")
-        elif n.attrs.get("viewed"):  # the model's view: its dimensions where the trace saw them
-            sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in n.attrs["vdims"])
-            lines.append(f"in{k} = {ref}.reshape(({sizes},)).expand({shape})")
+        view = bcast_view(n)
+        if view is not None:
+            lines.append(f"in{k} = {view}.expand({shape})")
         else:
             ones = [d for d in range(rank) if d not in kept[k]]
             lines += [

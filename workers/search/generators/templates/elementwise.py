@@ -16,6 +16,7 @@ from workers.search.generators.templates.common import (
     _io_names,
     _kernel,
     _refs,
+    bcast_view,
 )
 from workers.search.trace import Plan
 
@@ -122,7 +123,8 @@ def _source_bcast(plan: Plan, p: dict) -> str:
     shape_ref = tiles[0] if tiles else tensors[0]
     shape = f"{shape_ref}.shape"
     if not tiles:  # rows wider than every input (an outer sum): the inputs' broadcast shape
-        shape = f"torch.broadcast_shapes({', '.join(_bcast_views(plan))})"
+        views = [(bcast_view(n) or n.attrs["ref"]) + ".shape" for n in plan.inputs("bcast")]
+        shape = f"torch.broadcast_shapes({', '.join(views)})"
     narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
     outs = "".join(
         f"        out{j} = torch.empty({_out_shape(narrow.get(j))}, dtype=odt, "
@@ -149,22 +151,6 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + "ROWS=rows, BLOCK=block, num_warps=warps)\n"
         + f"        return {ret}\n"
     )
-
-
-def _bcast_views(plan: Plan) -> list[str]:
-    """Each broadcast input's shape as the model viewed it, before it is expanded."""
-    views = []
-    for n in plan.inputs("bcast"):
-        ref = n.attrs["ref"]
-        if n.attrs.get("from_vec"):
-            view = [-1 if int(size) != 1 else 1 for size in n.attrs["bshape"]]
-            views.append(f"{ref}.reshape({view}).shape")
-        elif n.attrs.get("viewed"):
-            sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in n.attrs["vdims"])
-            views.append(f"({sizes},)")
-        else:
-            views.append(f"{ref}.shape")
-    return views
 
 
 def _source_elementwise(plan: Plan, p: dict) -> str:

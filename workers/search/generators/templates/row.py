@@ -488,10 +488,10 @@ def _source_row(plan: Plan, p: dict) -> str:
     span = int(plan.extra.get("red_span", 1))  # adjacent reduced dimensions from d on
     full = bool(plan.extra.get("full"))
     merged = int(plan.extra.get("red_from", 0))
+    gathered = _gathered(plan)
     for j, (kind, keep) in enumerate(
         zip(plan.extra["output_kinds"], plan.extra["output_shapes_keep_last"], strict=True)
     ):
-        gathered = _gathered(plan)
         if kind == "tile":
             shape = f"{ref0}.shape"
         elif gathered:  # the kept dimensions (the reduced ones kept as 1s, or dropped)
@@ -546,7 +546,6 @@ def _source_row(plan: Plan, p: dict) -> str:
         row_len = f"math.prod({ref0}.shape[{merged}:])"
     # The number of rows, also where a row is empty (its reductions are then the identity:
     # a sum of nothing is 0, a mean NaN, as torch says; so the kernel still runs).
-    gathered = _gathered(plan)
     if gathered:  # rows of the kept dimensions' coordinates, gathering the reduced ones'
         kept, reduced = gathered
         sh = f"{ref0}.shape"
