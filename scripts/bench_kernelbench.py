@@ -42,15 +42,39 @@ def _git(git_dir: str, *args: str) -> str:
     ).stdout
 
 
-def problem_files(git_dir: str, rev: str) -> list[str]:
+def problem_files(args) -> list[str]:
     """Level-1 file names in problem-number order (``1_...py`` .. ``100_...py``)."""
-    names = _git(git_dir, "ls-tree", "--name-only", rev, f"{LEVEL_DIR}/").split()
-    names = [Path(n).name for n in names if n.endswith(".py")]
+    if args.dir:
+        names = [p.name for p in Path(args.dir).glob("*.py")]
+    else:
+        names = _git(args.kernelbench, "ls-tree", "--name-only", args.rev, f"{LEVEL_DIR}/").split()
+        names = [Path(n).name for n in names if n.endswith(".py")]
+    names = [n for n in names if re.match(r"\d+_", n)]
     return sorted(names, key=lambda n: (int(re.match(r"(\d+)", n).group(1)), n))
 
 
-def problem_source(git_dir: str, rev: str, name: str) -> str:
-    return _git(git_dir, "show", f"{rev}:{LEVEL_DIR}/{name}")
+def problem_source(args, name: str) -> str:
+    if args.dir:  # a plain copy of the level-1 folder (a GPU host has no git copy)
+        return (Path(args.dir) / name).read_text()
+    return _git(args.kernelbench, "show", f"{args.rev}:{LEVEL_DIR}/{name}")
+
+
+def scaled_workload(source: str, max_elements: int) -> tuple[dict, dict | None]:
+    """One case at the problem's own sizes, halved until no input exceeds ``max_elements``
+    (the sizes are read behind the sandbox: the problem's code never runs here)."""
+    from workers.reference_check import reference_check
+
+    answer = reference_check(
+        source=source,
+        case={"name": "default"},
+        scale_cases=[{"name": "default"}],
+        scale_cap=max_elements,
+    )
+    if not answer.get("ok"):
+        raise RuntimeError(f"the sizes could not be read: {answer.get('error')}")
+    scaled = answer["interpret_cases"][0]
+    case = {"name": "kb_scaled", "overrides": scaled["overrides"], "weight": 1}
+    return {"cases": [case]}, scaled["scaled"]
 
 
 def _one_line(text: str, limit: int = 240) -> str:
@@ -92,14 +116,20 @@ def bench_one(source: str, args) -> dict:
         row["wall_s"] = round(time.time() - t0, 2)
         return row
     Path(args.row_out).write_text(json.dumps({**row, "result": "unfinished"}))
+    workload = None
+    if args.platform == "cuda":
+        workload, row["scaled"] = scaled_workload(source, args.max_elements)
+        row["overrides"] = workload["cases"][0]["overrides"]
     state = campaign_new(
         problem_source=source,
-        workload=None,
+        workload=workload,
         platform=args.platform,
         max_candidates=args.candidates,
         max_wall_s=args.wall_s,
         trials=args.trials,
         problem_name=args.problem_name,
+        baseline=args.baseline,
+        tune=args.tune,
     )
     with Evaluator() as ev:
         # The same generator instance: its traced plan is reused, not traced again.
@@ -127,9 +157,14 @@ def bench_one(source: str, args) -> dict:
                     "failed_gate": n.get("failed_gate"),
                     "reason": _one_line(n.get("reason") or "", 600),
                     "wall_s": n.get("wall_s"),
+                    "device_s": n.get("device_s"),
+                    "fitness": _fitness_row(n.get("fitness")),
                 }
                 for n in nodes
             ],
+            "best_speedup": _best_speedup(nodes),
+            "baseline": args.baseline if args.platform == "cuda" else None,
+            "device_s": summary["device_s"],
             "generator_stats": summary["generator_stats"],
             "fingerprint": summary["fingerprint"],
             "harness_hash": summary["harness_hash"],
@@ -139,8 +174,22 @@ def bench_one(source: str, args) -> dict:
     return row
 
 
+def _fitness_row(fit: dict | None) -> dict | None:
+    if not fit:
+        return None
+    keep = ("speedup", "ci95", "baseline", "per_case", "recheck")
+    return {k: fit[k] for k in keep if k in fit}
+
+
+def _best_speedup(nodes: list[dict]) -> float | None:
+    """The highest weighted speedup any candidate measured (accepted or not)."""
+    found = [(n.get("fitness") or {}).get("speedup") for n in nodes]
+    found = [s for s in found if isinstance(s, (int, float))]
+    return max(found) if found else None
+
+
 def _child(args) -> int:
-    source = problem_source(args.kernelbench, args.rev, args.one)
+    source = problem_source(args, args.one)
     try:
         row = bench_one(source, args)
     except Exception as exc:  # noqa: BLE001 - the parent records it as this problem's result
@@ -164,6 +213,12 @@ def _run_child(name: str, args) -> dict:
         args.kernelbench,
         "--rev",
         args.rev,
+        *(["--dir", args.dir] if args.dir else []),
+        "--baseline",
+        args.baseline,
+        "--max-elements",
+        str(args.max_elements),
+        "--tune" if args.tune else "--no-tune",
         "--platform",
         args.platform,
         "--candidates",
@@ -269,6 +324,11 @@ def _result_cell(row: dict) -> str:
     return f"error: {_one_line(row.get('error', ''), 160)}"
 
 
+def _speedup_cell(row: dict) -> str:
+    best = row.get("best_speedup")
+    return "-" if best is None else f"{best:.3f}x"
+
+
 def render(doc: dict) -> str:
     """The summary and per-problem table (Markdown) of a finished or partial run."""
     rows = doc["rows"]
@@ -301,8 +361,23 @@ def render(doc: dict) -> str:
     if errors:
         which = ", ".join(f"{r['problem']} ({r.get('error', '')})" for r in errors)
         out += ["", f"No result (crashed or timed out): {len(errors)}: {which}."]
-    out += ["", "| problem | family / no-template reason | result | evaluated | wall s |"]
-    out += ["|---|---|---|---|---|"]
+    cuda = doc["meta"].get("platform") == "cuda"
+    if cuda:
+        base = doc["meta"].get("baseline") or "the baseline"
+        out += ["", f"On the device, judged against {base}:", ""]
+        out += ["| family | claimed | accepted (faster, every gate) | best measured > 1 |"]
+        out += ["|---|---|---|---|"]
+        for fam, rs in sorted(fams.items(), key=lambda kv: -len(kv[1])):
+            fast = sum((r.get("best_speedup") or 0) > 1.0 for r in rs)
+            n_acc = sum(r["result"] == "accepted" for r in rs)
+            out.append(f"| {fam} | {len(rs)} | {n_acc} | {fast} |")
+        n_acc = sum(r["result"] == "accepted" for r in claimed)
+        fast = sum((r.get("best_speedup") or 0) > 1.0 for r in claimed)
+        out.append(f"| **all** | {len(claimed)} | {n_acc} | {fast} |")
+    speed_col = " best speedup |" if cuda else ""
+    head = f"| problem | family / no-template reason | result | evaluated |{speed_col} wall s |"
+    out += ["", head]
+    out += ["|---|---|---|---|---|" + ("---|" if cuda else "")]
     for r in rows:
         what = r.get("family") or "not recorded (timed out)"
         if not r.get("fits") and r.get("summary"):
@@ -310,7 +385,9 @@ def render(doc: dict) -> str:
         what = what.replace("|", "\\|")
         out.append(
             f"| {r['problem'].removesuffix('.py')} | {what} | {_result_cell(r)} | "
-            f"{r.get('evaluated', '-') if r.get('fits') else '-'} | {r['process_wall_s']:.0f} |"
+            f"{r.get('evaluated', '-') if r.get('fits') else '-'} |"
+            + (f" {_speedup_cell(r)} |" if cuda else "")
+            + f" {r['process_wall_s']:.0f} |"
         )
     return "\n".join(out) + "\n"
 
@@ -320,6 +397,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="JSON file, rewritten after each problem")
     parser.add_argument("--kernelbench", default=DEFAULT_KERNELBENCH, help="KernelBench git dir")
     parser.add_argument("--rev", default="HEAD")
+    parser.add_argument("--dir", help="a plain folder of level-1 files instead of the git copy")
+    parser.add_argument(
+        "--baseline", default="compile", help="what a cuda campaign is judged against"
+    )
+    parser.add_argument(
+        "--max-elements",
+        type=int,
+        default=1 << 24,
+        help="cuda: halve the size constants until no input exceeds this many elements",
+    )
+    parser.add_argument(
+        "--tune",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="cuda: the per-case tuner's table as the first seed (off: device time)",
+    )
     parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
     parser.add_argument(
         "--candidates", type=int, default=3, help="per campaign; 0: only which problems fit"
@@ -342,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         args.problem_name = Path(args.one).stem
         return _child(args)
-    names = problem_files(args.kernelbench, args.rev)
+    names = problem_files(args)
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
         missing = [n for n in wanted if n not in names]
@@ -353,9 +446,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         names = names[: args.limit]
     meta = {
-        "kernelbench_commit": _git(args.kernelbench, "rev-parse", args.rev).strip(),
+        "kernelbench_commit": (
+            f"folder {args.dir}"
+            if args.dir
+            else _git(args.kernelbench, "rev-parse", args.rev).strip()
+        ),
         "argv": sys.argv,
         "platform": args.platform,
+        "baseline": args.baseline if args.platform == "cuda" else None,
+        "max_elements": args.max_elements if args.platform == "cuda" else None,
+        "tune": args.tune if args.platform == "cuda" else None,
         "candidates": args.candidates,
         "wall_s": args.wall_s,
         "trials": args.trials,

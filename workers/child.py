@@ -21,6 +21,7 @@ import time
 import traceback
 
 from workers import constants as C
+from workers import device_lock
 
 
 def _set_limits(platform: str, memory_limit: int, max_processes: int):
@@ -94,6 +95,7 @@ class ChildState:
         self.job: Job | None = None
         self.ceilings: dict | None = None  # measured once per process
         self.tainted: list[str] = []
+        self.lock_fd: int | None = None  # the device lock's descriptor (workers.device_lock)
 
 
 def _handle(state: ChildState, op: str, args: dict) -> dict:
@@ -107,7 +109,12 @@ def _handle(state: ChildState, op: str, args: dict) -> dict:
     if op == "compile":
         return compile_gate.run(state.job, args)
     if op == "correctness":
-        return correctness.run(state.job, args)
+        # Its runs on the device would weigh on another process's timed rounds.
+        with device_lock.held(state.lock_fd) as lock:
+            result = correctness.run(state.job, args)
+        if lock["waited_s"] or lock.get("note"):
+            result.setdefault("evidence", {})["device_lock"] = lock
+        return result
     if op == "performance":
         return performance.run(state.job, args)
     if op == "baseline":
@@ -140,6 +147,7 @@ def main(argv=None):
     parser.add_argument("--home", required=True)
     parser.add_argument("--memory-limit", type=int, required=True)
     parser.add_argument("--max-processes", type=int, default=0)
+    parser.add_argument("--lock-fd", type=int, default=None)
     opts = parser.parse_args(argv)
     req_fd, resp_fd = (int(x) for x in opts.fds.split(","))
     req = os.fdopen(req_fd, "rb", buffering=0)
@@ -170,6 +178,7 @@ def main(argv=None):
     from workers import fingerprint, instrument
 
     state = ChildState(opts.platform, opts.root, opts.home)
+    state.lock_fd = opts.lock_fd
     fp = fingerprint.collect(opts.platform)
     if opts.platform == "cuda" and not torch.cuda.is_available():
         send(

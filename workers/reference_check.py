@@ -30,21 +30,28 @@ def _fail(field: str, error: str) -> dict:
     return {"ok": False, "field": field, "error": error}
 
 
-def _interpret_cases(module, cases: list[dict]) -> list[dict]:
-    """Per case: the overrides the interpreter runs, and what was scaled down from what."""
+def _interpret_cases(module, cases: list[dict], cap: int | None = None) -> list[dict]:
+    """Per case: the overrides the interpreter runs, and what was scaled down from what
+    (``cap``: another per-input element limit than the interpreter's)."""
     from workers.contract import problem as P
 
     found = []
     for case in cases:
         try:
-            used, scaled = P.scale_for_interpreter(module, dict(case.get("overrides") or {}))
+            overrides = dict(case.get("overrides") or {})
+            if cap:
+                used, scaled = P.scale_for_interpreter(module, overrides, cap)
+            else:
+                used, scaled = P.scale_for_interpreter(module, overrides)
         except Exception:  # noqa: BLE001 - the heaviest case's run reports the real error
             used, scaled = dict(case.get("overrides") or {}), None
         found.append({"name": case.get("name", "default"), "overrides": used, "scaled": scaled})
     return found
 
 
-def check(source: str, case: dict, scale_cases: list[dict] | None = None) -> dict:
+def check(
+    source: str, case: dict, scale_cases: list[dict] | None = None, scale_cap: int | None = None
+) -> dict:
     t0 = time.perf_counter()
     import torch
 
@@ -102,7 +109,7 @@ def check(source: str, case: dict, scale_cases: list[dict] | None = None) -> dic
             "seconds": round(time.perf_counter() - t0, 3),
         }
         if scale_cases:
-            answer["interpret_cases"] = _interpret_cases(module, scale_cases)
+            answer["interpret_cases"] = _interpret_cases(module, scale_cases, scale_cap)
         return answer
 
 
@@ -112,6 +119,7 @@ def reference_check(
     case: dict,
     timeout_s: float = TIMEOUT_S,
     scale_cases: list[dict] | None = None,
+    scale_cap: int | None = None,
 ) -> dict:
     """Run ``check`` on an untrusted reference in a confined child; never raises for what the
     reference does. Returns the child's answer, or ``{"ok": false, "field": "source", ...}`` for
@@ -119,7 +127,12 @@ def reference_check(
     try:
         answer = run_confined(
             "workers.reference_check",
-            {"source": source, "case": case, "scale_cases": scale_cases or []},
+            {
+                "source": source,
+                "case": case,
+                "scale_cases": scale_cases or [],
+                "scale_cap": scale_cap,
+            },
             timeout_s=timeout_s,
             cpu_s=CPU_S,
             memory_bytes=MEMORY_BYTES,
@@ -151,6 +164,7 @@ def main() -> None:
             request["source"],
             request.get("case") or {"name": "default"},
             request.get("scale_cases") or None,
+            request.get("scale_cap") or None,
         )
     )
 

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from workers import constants as C
+from workers import device_lock
 from workers.boundary import (
     KIND_NONE,
     Boundary,
@@ -236,6 +237,10 @@ class SandboxChild:
         self.starts = 0
         self._pids: list[int] = []
 
+    @property
+    def gpu(self) -> bool:
+        return self.platform == C.PLATFORM_CUDA
+
     # lifecycle ---------------------------------------------------------------------------
     def _env(self, home: str) -> dict:
         env = scrub_env(dict(os.environ))
@@ -269,6 +274,8 @@ class SandboxChild:
         prepare_scratch(self.boundary, self.root)
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
+        # The device lock is opened here, outside the box, and only its descriptor goes in.
+        lock_fd = device_lock.open_lock(device_lock.lock_path()) if self.gpu else None
         args = [
             "--platform",
             self.platform,
@@ -283,12 +290,14 @@ class SandboxChild:
             "--max-processes",
             str(C.CHILD_MAX_PROCESSES if self.boundary.uid is not None else 0),
         ]
+        if lock_fd is not None:
+            args += ["--lock-fd", str(lock_fd)]
         cmd = confine(
             self.boundary,
             "workers.child",
             args,
             scratch=self.root,
-            gpu=self.platform == C.PLATFORM_CUDA,
+            gpu=self.gpu,
         )
         self.proc = subprocess.Popen(
             cmd,
@@ -297,11 +306,13 @@ class SandboxChild:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=(req_r, resp_w),
+            pass_fds=(req_r, resp_w) + ((lock_fd,) if lock_fd is not None else ()),
             start_new_session=True,
         )
         os.close(req_r)
         os.close(resp_w)
+        if lock_fd is not None:
+            os.close(lock_fd)  # the child's copy is the one that locks
         self._req = os.fdopen(req_w, "wb", buffering=0)
         self._resp = resp_r
         self.tap = _OutputTap(self.proc.stdout)

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from workers import constants as C
+from workers import device_lock
 from workers.contract import problem as P
 from workers.gates import timing as T
 from workers.gates.compile import import_candidate
@@ -257,20 +258,28 @@ class Side:
         return out
 
 
-def time_sides(sides: dict[str, Side], seed: int) -> tuple[dict, dict]:
-    """Measure every side in paired rounds: ({name: timing}, {baseline: paired speedup})."""
+def time_sides(
+    sides: dict[str, Side], seed: int, lock_fd: int | None = None, locks: list | None = None
+) -> tuple[dict, dict]:
+    """Measure every side in paired rounds: ({name: timing}, {baseline: paired speedup}).
+
+    The rounds hold the device lock (``workers.device_lock``); compiling and warming up do not.
+    What the lock cost is appended to ``locks``."""
     for side in sides.values():
         side.prepare()
-    # Rounds: enough for ~TARGET_CASE_MS of the slowest side, within the bounds.
-    slowest = max(
-        (s.sample() for s in sides.values()),
-        default=1.0,
-    )
-    for s in sides.values():
-        s.device_ms.clear()
-        s.host_ms.clear()
-    rounds = int(min(C.MAX_ROUNDS, max(C.MIN_ROUNDS, C.TARGET_CASE_MS / max(slowest, 1e-3))))
-    samples = T.paired_rounds({name: side.sample for name, side in sides.items()}, rounds)
+    with device_lock.held(lock_fd) as lock:
+        # Rounds: enough for ~TARGET_CASE_MS of the slowest side, within the bounds.
+        slowest = max(
+            (s.sample() for s in sides.values()),
+            default=1.0,
+        )
+        for s in sides.values():
+            s.device_ms.clear()
+            s.host_ms.clear()
+        rounds = int(min(C.MAX_ROUNDS, max(C.MIN_ROUNDS, C.TARGET_CASE_MS / max(slowest, 1e-3))))
+        samples = T.paired_rounds({name: side.sample for name, side in sides.items()}, rounds)
+    if locks is not None:
+        locks.append(lock)
     timings = {name: sides[name].summary(samples[name], seed) for name in sides}
     paired = {
         name: T.paired_speedup(samples[name], samples["candidate"], seed=seed)
@@ -435,7 +444,7 @@ def run(job, args: dict) -> dict:
     clocks = steady_clocks(flush)
     seed = int(args.get("seed", 0))
     _prepare_incumbent(job, args)
-    records, fault, stopped = [], None, None
+    records, fault, stopped, locks = [], None, None, []
     for case in job.cases:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
@@ -446,7 +455,7 @@ def run(job, args: dict) -> dict:
             work["flops"] / ceil["matmul_flops_per_s"],
         )
         try:
-            timings, paired = time_sides(sides, seed)
+            timings, paired = time_sides(sides, seed, job.state.lock_fd, locks)
         except NotCapturable as exc:
             return {
                 "status": C.FAILED,
@@ -477,6 +486,7 @@ def run(job, args: dict) -> dict:
         if stopped is not None:
             break
     evidence = {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks}
+    evidence.update(_lock_evidence(locks))
     reason = "timed"
     if stopped is not None:
         # A case the candidate loses beyond doubt: the fitness gate rejects it whatever the
@@ -514,6 +524,15 @@ def run(job, args: dict) -> dict:
     }
 
 
+def _lock_evidence(locks: list[dict]) -> dict:
+    """What waiting for the device cost, when another process held it (else nothing)."""
+    waited = sum(lock["waited_s"] for lock in locks)
+    notes = sorted({lock["note"] for lock in locks if lock.get("note")})
+    if not waited and not notes:
+        return {}
+    return {"device_lock": {"waited_s": round(waited, 3), "rounds": len(locks), "notes": notes}}
+
+
 def _clear_loss(record: dict, args: dict) -> dict | None:
     """The case's speedup over the judged baseline when its whole interval lies below
     ``args["stop_below"]`` (1 - the regression tolerance), else None."""
@@ -537,13 +556,13 @@ def baseline(job, args: dict) -> dict:
     clocks = steady_clocks(flush)
     seed = int(args.get("seed", 0))
     _prepare_incumbent(job, args)
-    records = []
+    records, locks = [], []
     for case in job.cases:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
         sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=False)
-        timings, _ = time_sides(sides, seed)
+        timings, _ = time_sides(sides, seed, job.state.lock_fd, locks)
         records.append(
             {
                 "name": case["name"],
@@ -564,5 +583,11 @@ def baseline(job, args: dict) -> dict:
         "status": C.PASSED,
         "reason": "timed",
         "cases": records,
-        "evidence": {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks},
+        "evidence": {
+            "ceilings": ceil,
+            "method": method(mode),
+            "serving": mode,
+            "clocks": clocks,
+            **_lock_evidence(locks),
+        },
     }

@@ -1,0 +1,79 @@
+"""The device lock: two evaluation processes on one GPU host take the timed rounds in turn."""
+
+import os
+import subprocess
+import sys
+import time
+
+from workers import device_lock
+from workers.gates import performance
+
+HOLDER = """
+import sys, time
+from workers import device_lock
+fd = device_lock.open_lock(sys.argv[1])
+with device_lock.held(fd):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def _holder(path, seconds):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, path, str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_process_waits_for_the_holder(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    proc = _holder(path, 1.0)
+    fd = device_lock.open_lock(path)
+    with device_lock.held(fd, wait_s=30) as info:
+        assert info["held"]
+    proc.wait(timeout=30)
+    assert info["waited_s"] >= 0.5  # it ran only once the other process let go
+
+
+def test_a_holder_that_never_lets_go_does_not_block_for_good(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    proc = _holder(path, 30)
+    try:
+        fd = device_lock.open_lock(path)
+        start = time.monotonic()
+        with device_lock.held(fd, wait_s=0.3) as info:
+            pass
+        assert time.monotonic() - start < 10
+        assert not info["held"]
+        assert "timed anyway" in info["note"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_closed_descriptor_is_reported_not_raised(tmp_path):
+    fd = device_lock.open_lock(str(tmp_path / "gpu.lock"))
+    os.close(fd)  # what untrusted code in the child could do
+    with device_lock.held(fd) as info:
+        pass
+    assert not info["held"] and "unusable" in info["note"]
+
+
+def test_the_path_follows_the_visible_devices_and_can_be_turned_off():
+    a = device_lock.lock_path({"CUDA_VISIBLE_DEVICES": "0"})
+    b = device_lock.lock_path({"CUDA_VISIBLE_DEVICES": "1"})
+    assert a != b and a.endswith("kernelevolve-gpu-0.lock")
+    assert device_lock.lock_path({"KERNELEVOLVE_DEVICE_LOCK": "off"}) is None
+    assert device_lock.lock_path({"KERNELEVOLVE_DEVICE_LOCK": "/x/y.lock"}) == "/x/y.lock"
+
+
+def test_the_timing_report_says_what_waiting_cost():
+    assert performance._lock_evidence([{"waited_s": 0.0, "held": True}]) == {}
+    got = performance._lock_evidence(
+        [{"waited_s": 1.5, "held": True}, {"waited_s": 0.25, "held": False, "note": "n"}]
+    )
+    assert got == {"device_lock": {"waited_s": 1.75, "rounds": 2, "notes": ["n"]}}

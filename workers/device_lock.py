@@ -1,0 +1,86 @@
+"""One GPU, several evaluation processes: the timed rounds take the device in turn.
+
+A GPU host that runs more than one evaluation at a time (two Celery workers on the cuda queue,
+a benchmark with ``--jobs 4``) would otherwise time candidates while another process's kernels
+share the chip, and every verdict would carry the other's load. Compiling, loading and checking
+correctness overlap freely; only the paired timing rounds hold the lock.
+
+The parent (outside the sandbox) opens the lock file and hands the open descriptor to the
+sandbox child, which sees no host path: ``flock`` on an inherited descriptor excludes every
+other process that opened the same file. ``KERNELEVOLVE_DEVICE_LOCK`` names the file (default:
+one per ``CUDA_VISIBLE_DEVICES`` value in the temporary folder); ``off`` turns it off.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+import time
+from contextlib import contextmanager
+
+from workers import constants as C
+
+
+def lock_path(env=None) -> str | None:
+    """The lock file for this host's visible devices, or None when turned off."""
+    env = os.environ if env is None else env
+    value = (env.get(C.DEVICE_LOCK_ENV) or "").strip()
+    if value.lower() in ("off", "0", "no", "none"):
+        return None
+    if value:
+        return value
+    devices = re.sub(r"[^A-Za-z0-9_.-]", "_", env.get("CUDA_VISIBLE_DEVICES") or "all")
+    return os.path.join(tempfile.gettempdir(), f"kernelevolve-gpu-{devices}.lock")
+
+
+def open_lock(path: str | None) -> int | None:
+    """An open descriptor on the lock file (created readable and writable by all), or None."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            os.fchmod(fd, 0o666)  # another user's worker on this host takes the same lock
+        except OSError:
+            pass
+    except PermissionError:  # made by another user: flock works on a read-only descriptor
+        fd = os.open(path, os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+@contextmanager
+def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
+    """Hold the device while the block runs; yields a dict that says how long it waited.
+
+    Past ``wait_s`` the block runs without the lock and the dict says so: a holder that never
+    lets go (a hung process) must not turn every later evaluation into a time-out."""
+    info = {"waited_s": 0.0, "held": False}
+    if fd is None:
+        yield info
+        return
+    start = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            info["held"] = True
+            break
+        except BlockingIOError:
+            if time.monotonic() - start > wait_s:
+                info["note"] = f"another process held the device over {wait_s:g} s; timed anyway"
+                break
+            time.sleep(0.005)
+        except OSError as exc:  # the descriptor was closed or replaced (untrusted code)
+            info["note"] = f"device lock unusable: {exc}"
+            break
+    info["waited_s"] = round(time.monotonic() - start, 3)
+    try:
+        yield info
+    finally:
+        if info["held"]:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError:
+                pass
