@@ -130,6 +130,7 @@ def bench_one(source: str, args) -> dict:
         problem_name=args.problem_name,
         baseline=args.baseline,
         tune=args.tune,
+        time_limit_s=args.time_limit_s,
     )
     with Evaluator() as ev:
         # The same generator instance: its traced plan is reused, not traced again.
@@ -219,6 +220,8 @@ def _run_child(name: str, args) -> dict:
         "--max-elements",
         str(args.max_elements),
         "--tune" if args.tune else "--no-tune",
+        "--time-limit-s",
+        str(args.time_limit_s),
         "--platform",
         args.platform,
         "--candidates",
@@ -419,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--wall-s", type=float, default=60.0, help="campaign wall budget")
     parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument(
+        "--time-limit-s", type=float, default=120.0, help="each gate's limit in a campaign"
+    )
     parser.add_argument("--timeout-s", type=float, default=240.0, help="per-problem hard limit")
     parser.add_argument("--jobs", type=int, default=1, help="problems run at once")
     parser.add_argument("--only", help="comma-separated file names (e.g. 19_ReLU.py)")
@@ -442,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"not in level 1: {', '.join(missing)}", file=sys.stderr)
             return 2
-        names = [n for n in names if n in wanted]
+        names = wanted  # in the order given: the first ones run first
     if args.limit:
         names = names[: args.limit]
     meta = {

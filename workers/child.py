@@ -96,6 +96,7 @@ class ChildState:
         self.ceilings: dict | None = None  # measured once per process
         self.tainted: list[str] = []
         self.lock_fd: int | None = None  # the device lock's descriptor (workers.device_lock)
+        self.lock_wait_s = C.DEVICE_LOCK_WAIT_S  # per op: a share of the op's own time limit
 
 
 def _handle(state: ChildState, op: str, args: dict) -> dict:
@@ -110,7 +111,7 @@ def _handle(state: ChildState, op: str, args: dict) -> dict:
         return compile_gate.run(state.job, args)
     if op == "correctness":
         # Its runs on the device would weigh on another process's timed rounds.
-        with device_lock.held(state.lock_fd) as lock:
+        with device_lock.held(state.lock_fd, state.lock_wait_s) as lock:
             result = correctness.run(state.job, args)
         if lock["waited_s"] or lock.get("note"):
             result.setdefault("evidence", {})["device_lock"] = lock
@@ -205,6 +206,11 @@ def main(argv=None):
         op, args = message["op"], message.get("args") or {}
         start = time.perf_counter()
         _cpu_budget(float(args.get("cpu_seconds", 600)))
+        # Waiting for the device must not eat the whole op's limit (a time-out would read as
+        # the candidate's fault): past this share it times anyway, and says so.
+        state.lock_wait_s = min(
+            C.DEVICE_LOCK_WAIT_S, C.DEVICE_LOCK_WAIT_SHARE * float(args.get("cpu_seconds", 600))
+        )
         policy.violations.clear()
         policy.enforcing = True
         try:

@@ -118,6 +118,7 @@ OUTPUT_CAP_BYTES = 16 << 10  # kept per gate in the report (head and tail)
 OUTPUT_FLOOD_BYTES = 4 << 20  # more than this printed in one gate kills the child
 DEVICE_LOCK_ENV = "KERNELEVOLVE_DEVICE_LOCK"  # see workers/device_lock.py
 DEVICE_LOCK_WAIT_S = 300.0  # past this a timing runs without the lock, and says so
+DEVICE_LOCK_WAIT_SHARE = 0.4  # ... or past this share of the op's time limit
 OUTPUT_MARK_WAIT_S = 2.0  # how long a reply waits for the output printed before it
 SECRET_ENV_PATTERN = (
     r"SECRET|KEY|TOKEN|PASSWORD|PASSWD|CREDENTIAL|DATABASE_URL|REDIS_URL|BROKER_URL"

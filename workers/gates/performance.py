@@ -259,7 +259,11 @@ class Side:
 
 
 def time_sides(
-    sides: dict[str, Side], seed: int, lock_fd: int | None = None, locks: list | None = None
+    sides: dict[str, Side],
+    seed: int,
+    lock_fd: int | None = None,
+    locks: list | None = None,
+    lock_wait_s: float = C.DEVICE_LOCK_WAIT_S,
 ) -> tuple[dict, dict]:
     """Measure every side in paired rounds: ({name: timing}, {baseline: paired speedup}).
 
@@ -267,7 +271,7 @@ def time_sides(
     What the lock cost is appended to ``locks``."""
     for side in sides.values():
         side.prepare()
-    with device_lock.held(lock_fd) as lock:
+    with device_lock.held(lock_fd, lock_wait_s) as lock:
         # Rounds: enough for ~TARGET_CASE_MS of the slowest side, within the bounds.
         slowest = max(
             (s.sample() for s in sides.values()),
@@ -455,7 +459,8 @@ def run(job, args: dict) -> dict:
             work["flops"] / ceil["matmul_flops_per_s"],
         )
         try:
-            timings, paired = time_sides(sides, seed, job.state.lock_fd, locks)
+            lock = (job.state.lock_fd, locks, job.state.lock_wait_s)
+            timings, paired = time_sides(sides, seed, *lock)
         except NotCapturable as exc:
             return {
                 "status": C.FAILED,
@@ -562,7 +567,7 @@ def baseline(job, args: dict) -> dict:
             continue
         start = time.perf_counter()
         sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=False)
-        timings, _ = time_sides(sides, seed, job.state.lock_fd, locks)
+        timings, _ = time_sides(sides, seed, job.state.lock_fd, locks, job.state.lock_wait_s)
         records.append(
             {
                 "name": case["name"],
