@@ -214,6 +214,10 @@ def make_models(problem, candidate_module, overrides, dtype, seed, device, high_
     Both are built from the same seed and the candidate gets the reference's parameters where
     names and shapes match, so both compute the same function.
     """
+    # A candidate keeps the problem's constants (its constructor may read them, as the
+    # reference's does): the case's sizes apply to both, else its parameters take the traced
+    # shape and no longer match the reference's.
+    own = {k: v for k, v in overrides.items() if hasattr(candidate_module, k)}
     with constants(problem, overrides), torch.device(device):
         init = problem.get_init_inputs()
         torch.manual_seed(seed)
@@ -221,7 +225,8 @@ def make_models(problem, candidate_module, overrides, dtype, seed, device, high_
         cand = None
         if candidate_module is not None:
             torch.manual_seed(seed)
-            cand = candidate_module.ModelNew(*init)
+            with constants(candidate_module, own):
+                cand = candidate_module.ModelNew(*init)
     ref = ref.to(device).eval()
     if dtype is not None:
         ref = ref.to(dtype)

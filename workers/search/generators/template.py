@@ -54,6 +54,7 @@ from workers.search.generators.templates.row import (
     row_launch_ok,
     row_neighbour,
     row_policy,
+    row_shape,
 )
 from workers.search.generators.templates.scan import _source_scan
 from workers.search.trace import (
@@ -76,6 +77,7 @@ __all__ = [
     "row_launch_ok",
     "row_neighbour",
     "row_policy",
+    "row_shape",
 ]
 
 # The values each parameter may take, in order (mutation moves to a neighbour).
@@ -324,7 +326,7 @@ class TemplateGenerator:
                     # neighbour per case, and the per-case crossover keeps each case's winner.
                     table = dict(base.get("table") or {})
                     for m, nn, dtype in rows.values():
-                        cfg = row_config(base, m, nn, dtype)
+                        cfg = row_config(base, m, nn, dtype, row_shape(plan))
                         table[f"{m},{nn},{dtype}"] = row_neighbour(cfg, m, nn, rng)
                     out.append(({**base, "table": table}, EDGE_MUTATION, "per-case mutation"))
                     continue
@@ -402,7 +404,7 @@ class TemplateGenerator:
                 continue
             m, n, dtype = rows[case]
             params = {**DEFAULTS["row"], **by_id[pid]["params"]}
-            table[f"{m},{n},{dtype}"] = row_config(params, m, n, dtype)
+            table[f"{m},{n},{dtype}"] = row_config(params, m, n, dtype, row_shape(plan))
             taken.append(f"{case} from {pid}")
         if not taken:
             return []

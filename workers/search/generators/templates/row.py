@@ -416,6 +416,196 @@ def _row_looped(plan: Plan) -> str:
     return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
 
 
+def _segmentable(plan: Plan) -> bool:
+    """Whether a row can be cut into segments whose partial results combine (every reduction
+    but argmax / argmin, whose partial would need an index beside its value)."""
+    return all(n.op not in ("argmax", "argmin") for n in plan.reductions())
+
+
+def _levels(plan: Plan, em: _Emitter, pairs: dict[int, int]) -> dict[int, int]:
+    """Reduction level: 1 + the deepest reduction its input depends on (a centred second
+    moment shares its mean's level: Welford's update computes the two together)."""
+    level: dict[int, int] = {}
+    for node in plan.nodes:
+        if node.kind == "reduce":
+            if node.id in pairs:
+                level[node.id] = level[pairs[node.id]]
+                continue
+            below = [level[d] for d in em.deps([node.args[0]], set()) if d in level]
+            level[node.id] = 1 + max(below, default=0)
+    return level
+
+
+def _segment_slots(plan: Plan) -> tuple[dict[int, int], int, int]:
+    """({reduction: its first slot in the partials buffer}, slots, levels) of the segmented
+    kernel: one slot per reduction, three (mean, M2, count) per Welford pair, none for the
+    pair's second moment."""
+    em = _Emitter(plan, "", "", "")
+    pairs = _moment_pairs(plan)
+    level = _levels(plan, em, pairs)
+    slots, n = {}, 0
+    for r in sorted(level):
+        if r in pairs:
+            continue
+        slots[r] = n
+        n += 3 if r in pairs.values() else 1
+    return slots, n, max(level.values(), default=0)
+
+
+def _row_segmented(plan: Plan) -> str:
+    """Few long rows (a loss over the whole tensor, a norm over 2^18 elements per row): each
+    row is cut into S segments of SEG columns, one program per (row, segment).
+
+    Launch ``LEVEL`` = k (1 .. levels) reduces its segment for the reductions of level k and
+    stores one partial per (reduction, row, segment) in ``part`` (fp32, [slots, M, S]); every
+    later launch combines a row's S partials itself, in a fixed order (deterministic: no
+    atomics), before it goes on. The last launch (``LEVEL`` = levels + 1) writes the outputs:
+    its segment of the tile outputs, and the row's scalars from segment 0. A mean and the
+    centred second moment beside it travel as Welford partials (mean, M2, count), combined by
+    Chan's rule: a layer norm reads its rows twice, as the looped kernel does."""
+    roff, coff, sizes = _geometry(plan)
+    em = _Emitter(
+        plan,
+        "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
+        _vec_load(plan, "cols", "cmask"),
+        _bcast_load(plan),
+    )
+    nodes = plan.nodes
+    pairs = _moment_pairs(plan)
+    welford = {r1: r2 for r2, r1 in pairs.items()}
+    level = _levels(plan, em, pairs)
+    slot, _, levels = _segment_slots(plan)
+    kinds = plan.extra["output_kinds"]
+    lines = [
+        "tile = tl.program_id(0)",
+        "seg = tl.program_id(1)",
+        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rmask = rows < M",
+        roff,
+        *_bcast_rows(plan, "rows.to(tl.int64)"),
+        "lo = seg * SEG",
+        "sidx = tl.arange(0, SP)[None, :]",
+        "smask = rmask & (sidx < S)",
+        "prow = rows.to(tl.int64) * S",
+    ]
+
+    def part(k: int) -> str:  # the row's partials of slot k
+        return f"part_ptr + {k} * M * S + prow"
+
+    def pass_over(need: list[int], done: set[int], tail: list[str], ev: str) -> list[str]:
+        """The loop over the program's segment: the tile values ``need`` asks for, then
+        ``tail``; row scalars it depends on first."""
+        deps = em.deps(need, done)
+        out = []
+        for i in deps:
+            if nodes[i].cat == "rowscalar" and nodes[i].kind == "pw":
+                out.append(em.stmt(nodes[i]))
+                done.add(i)
+        out.append("for start in range(lo, lo + SEG, BLOCK_N):")
+        loop = [
+            "cols = start + tl.arange(0, BLOCK_N)[None, :]",
+            "cmask = cols < N",
+            "mask = rmask & cmask",
+        ]
+        for i in deps:
+            if i not in done and nodes[i].cat == "tile":
+                st = em.stmt(nodes[i])
+                if st:
+                    loop.append(st.replace("eviction_policy=EV_K", f"eviction_policy={ev}"))
+        loop += tail
+        return out + ["    " + x for x in loop]
+
+    done: set[int] = set()  # combined so far (reductions of the levels below, row scalars)
+    for lvl in range(1, levels + 1):
+        reds = [r for r, v in level.items() if v == lvl]
+        block = []
+        for r in reds:
+            block.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
+            if r in welford:
+                block.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
+        tail = []
+        for r in reds:
+            if r in pairs:
+                continue
+            src = em.name(nodes[nodes[r].args[0]])
+            if r in welford:
+                m2 = f"acc{welford[r]}"
+                tail += [
+                    f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
+                    f"delta = {src} - acc{r}",
+                    f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
+                    f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
+                    f"w{r} = wn",
+                ]
+                continue
+            masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
+            op = nodes[r].op
+            if op in ("sum", "mean"):
+                tail.append(f"acc{r} = acc{r} + {masked}")
+            elif op == "prod":
+                tail.append(f"acc{r} = acc{r} * {masked}")
+            else:
+                fn = "tl.maximum" if op == "max" else "tl.minimum"
+                tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
+        block += pass_over([nodes[r].args[0] for r in reds if r not in pairs], set(done), tail,
+                           "EV_V")  # fmt: skip
+        combine = []
+        for r in reds:
+            if r in pairs:
+                continue
+            k = slot[r]
+            op = nodes[r].op
+            if r in welford:
+                r2 = welford[r]
+                block += [
+                    f"p{r}, p{r2}, pw{r} = tl.reduce((acc{r}, acc{r2}, w{r}), 1, "
+                    "_ke_welford_combine, keep_dims=True)",
+                    f"tl.store({part(k)} + seg, p{r}, mask=rmask)",
+                    f"tl.store({part(k + 1)} + seg, p{r2}, mask=rmask)",
+                    f"tl.store({part(k + 2)} + seg, pw{r}, mask=rmask)",
+                ]
+                combine += [
+                    f"q{r} = tl.load({part(k)} + sidx, mask=smask, other=0.0)",
+                    f"q{r2} = tl.load({part(k + 1)} + sidx, mask=smask, other=0.0)",
+                    f"qw{r} = tl.load({part(k + 2)} + sidx, mask=smask, other=0.0)",
+                    f"v{r}, v{r2}, _ = tl.reduce((q{r}, q{r2}, qw{r}), 1, "
+                    "_ke_welford_combine, keep_dims=True)",
+                ]
+                if nodes[r2].op == "mean":
+                    combine.append(f"v{r2} = v{r2} / N")
+                continue
+            block += [
+                f"p{r} = {_reduce_expr(op, f'acc{r}')}",
+                f"tl.store({part(k)} + seg, p{r}, mask=rmask)",
+            ]
+            loaded = f"tl.load({part(k)} + sidx, mask=smask, other={_IDENTITY[op]})"
+            combine.append(f"v{r} = {_reduce_expr(op, loaded)}" + (" / N" if op == "mean" else ""))
+        lines.append(f"if LEVEL == {lvl}:")
+        lines += ["    " + x for x in block]
+        lines.append(f"if LEVEL > {lvl}:")
+        lines += ["    " + x for x in combine]
+        done.update(r for r in reds)
+    tile_outs = [o for o, k in zip(plan.outputs, kinds, strict=True) if k == "tile"]
+    final = []
+    if tile_outs:
+        final += pass_over(tile_outs, done, [], "EV_T")
+        final += ["    " + x for x in _row_stores(plan, em, f"roff + {coff}", "mask", ("tile",))]
+    scal = [o for o, k in zip(plan.outputs, kinds, strict=True) if k != "tile"]
+    for i in em.deps(scal, done):
+        if nodes[i].kind == "pw":
+            final.append(em.stmt(nodes[i]))
+            done.add(i)
+    final += [
+        st.replace("mask=rmask", "mask=rmask & (rows * 0 + seg == 0)")
+        for st in _row_stores(plan, em, "", "", ("rowscalar",))
+    ]
+    lines.append(f"if LEVEL == {levels + 1}:")
+    lines += ["    " + x for x in final or ["pass"]]
+    # _ke_welford_combine comes with the looped kernel, which every row candidate has.
+    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V"]
+    return _kernel("_ke_row_segmented", plan, constexprs, lines, [*sizes, "part_ptr", "S", "SEG"])
+
+
 # A per-row value folded over every row (a triplet loss's mean over the batch): the row kernel
 # stores one value per row, then one program folds them in a fixed order, so the result is the
 # same on every run (atomics across programs would not be).
@@ -575,6 +765,9 @@ def _source_row(plan: Plan, p: dict) -> str:
     else:
         rows_of = f"math.prod({ref0}.shape[:{d}]) * K"
     products = any(n.op == "prod" for n in plan.reductions())
+    segmentable = _segmentable(plan)
+    _, slots, levels = _segment_slots(plan)
+    has_tile = "tile" in plan.extra["output_kinds"]
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
@@ -584,6 +777,7 @@ def _source_row(plan: Plan, p: dict) -> str:
         + _row_looped(plan)
         + "\n\n"
         + _row_split(plan)
+        + ("\n\n" + _row_segmented(plan) if segmentable else "")
         + f"""
 
 _PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=True)}
@@ -593,6 +787,9 @@ _PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=Tr
 # and N compiled into the kernel)]); any other shape takes the policy in _PARAMS.
 _TABLE = {_table_literal(p.get("table"))}
 _CONFIGS = {{}}
+# Rows cut into segments (one_pass 3): whether this graph can be, its partials' slots per row
+# and segment, its reduction levels, and whether it writes a value per element.
+_SEGMENTS = ({segmentable}, {slots}, {levels}, {has_tile})
 
 
 def _ke_config(M, N, dtype):
@@ -620,6 +817,10 @@ def _ke_policy(M, N):
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
+    segs = _ke_segments(p, M, N, one_pass)
+    if segs:
+        warps = max(1, min(16, {_pow2("max(1, p['block_n'] // (32 * p['vec']))")}))
+        return 3, 1, p["block_n"], warps, p["stages"], segs, 0
     if one_pass:
         block_n = full
         rows = max(1, min(p["max_rows"], p["tile"] // block_n, {_pow2("M")}))
@@ -628,6 +829,19 @@ def _ke_policy(M, N):
         rows = 1
     warps = max(1, min(16, {_pow2("max(1, rows * block_n // (32 * p['vec']))")}))
     return one_pass, rows, block_n, warps, p["stages"], 0, 0
+
+
+def _ke_segments(p, M, N, one_pass):
+    \"\"\"How many segments to cut each row into (0: none): where there are too few rows to
+    fill the device and a row is long (for a graph that writes per element, only where the
+    row is too long for one pass anyway).\"\"\"
+    ok, _, _, has_tile = _SEGMENTS
+    block = p["block_n"]
+    if not ok or p["strategy"] != "auto" or M >= p.get("seg_rows", 128) or N < 2 * block:
+        return 0
+    if has_tile and one_pass:
+        return 0
+    return max(2, min(triton.cdiv(N, block), p.get("seg_programs", 1024) // max(M, 1)))
 
 
 class ModelNew(nn.Module):
@@ -644,7 +858,18 @@ class ModelNew(nn.Module):
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
-        if one_pass == 2:
+        if one_pass == 3:  # rows in segments: a launch per reduction level, then the outputs
+            seg = triton.cdiv(triton.cdiv(N, programs), block_n) * block_n
+            segs = triton.cdiv(N, seg)
+            part = torch.empty((max(1, _SEGMENTS[1]), M, segs), dtype=torch.float32,
+                               device={ref0}.device)
+            for level in range(1, _SEGMENTS[2] + 2):
+                last = level == _SEGMENTS[2] + 1
+                _ke_row_segmented[(M, segs if not last or _SEGMENTS[3] else 1)](
+                    {args}, {sizes}, part, segs, seg, ROWS=1, BLOCK_N=block_n,
+                    SP=triton.next_power_of_2(segs), LEVEL=level, EV_T=ev_t, EV_V=ev_v,
+                    num_warps=warps, num_stages=stages)
+        elif one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
                                 BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
                                 PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,
@@ -662,12 +887,19 @@ class ModelNew(nn.Module):
     )
 
 
-def row_policy(p: dict, m: int, n: int) -> list[int]:
-    """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer)."""
+def row_policy(
+    p: dict, m: int, n: int, segmentable: bool = False, has_tile: bool = True
+) -> list[int]:
+    """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer);
+    ``segmentable`` / ``has_tile``: the graph's (see ``_SEGMENTS``)."""
     full = _np2(max(n, 1))
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
+    segs = row_segments(p, m, n, one_pass, segmentable, has_tile)
+    if segs:
+        warps = max(1, min(16, _np2(max(1, p["block_n"] // (32 * p["vec"])))))
+        return [3, 1, p["block_n"], warps, p["stages"], segs, 0]
     if one_pass:
         block_n = full
         rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
@@ -678,6 +910,16 @@ def row_policy(p: dict, m: int, n: int) -> list[int]:
     return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
 
 
+def row_segments(p: dict, m: int, n: int, one_pass: bool, segmentable: bool, has_tile: bool) -> int:
+    """The candidate's ``_ke_segments`` in Python."""
+    block = p["block_n"]
+    if not segmentable or p["strategy"] != "auto" or m >= p.get("seg_rows", 128) or n < 2 * block:
+        return 0
+    if has_tile and one_pass:
+        return 0
+    return max(2, min(-(-n // block), p.get("seg_programs", 1024) // max(m, 1)))
+
+
 def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
     """Whether a row launch configuration fits the registers and the row (as the tuner's space
     in :mod:`workers.search.tune` does)."""
@@ -685,6 +927,14 @@ def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
     if warps not in (1, 2, 4, 8, 16, 32) or not 1 <= stages <= 4 or rows < 1:
         return False
     full = _np2(n)
+    if one_pass == 3:  # segments: (row, segment) programs, each looping over its columns
+        segs = cfg[5] if len(cfg) > 5 else 0
+        return (
+            rows == 1
+            and 256 <= block <= full
+            and 2 <= segs <= 4096
+            and 1 <= block // (32 * warps) <= 32
+        )
     if one_pass == 2:  # two chunks: the largest power of two below n, and the rest
         lanes = block + _np2(n - block) if n > block else 0
         per_thread = rows * lanes // (32 * warps)
@@ -716,10 +966,14 @@ def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[in
     stages, eviction hints, or one pass <-> looped; ``cfg`` itself if no step fits."""
     full = _np2(n)
     for _ in range(20):
-        new = list(cfg[:5]) + [0, cfg[6] if len(cfg) > 6 else 0]
-        move = rng.choice(["warps", "warps", "rows", "block", "stages", "hints", "strategy"])
+        segs = cfg[5] if cfg[0] == 3 else 0  # the other launches' persistent count is not kept
+        new = list(cfg[:5]) + [segs, cfg[6] if len(cfg) > 6 else 0]
+        moves = ["warps", "warps", "rows", "block", "stages", "hints", "strategy"]
+        move = rng.choice(moves + ["segments"] * 2 if segs else moves)
         up = rng.random() < 0.5
-        if move == "warps":
+        if move == "segments":
+            new[5] = segs * 2 if up else segs // 2
+        elif move == "warps":
             new[3] = new[3] * 2 if up else new[3] // 2
         elif move == "rows":
             new[1] = new[1] * 2 if up else new[1] // 2
@@ -731,8 +985,9 @@ def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[in
             new[6] = 1 - new[6]
         elif new[0] == 1 and full != n and rng.random() < 0.5:  # one pass -> two chunks
             new[:3] = [2, new[1], full // 2]
-        elif new[0]:  # one pass or two chunks -> looped
+        elif new[0]:  # one pass, two chunks or segments -> looped
             new[:3] = [0, 1, max(256, min(2048, full // 2))]
+            new[5] = 0
         else:  # looped -> one pass
             new[:3] = [1, 1, full]
             new[3] = max(1, min(32, _np2(max(1, full // (32 * 16)))))
@@ -741,7 +996,16 @@ def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[in
     return list(cfg)
 
 
-def row_config(p: dict, m: int, n: int, dtype: str) -> list[int]:
-    """The launch configuration a row candidate with parameters ``p`` uses for M x N rows."""
+def row_shape(plan: Plan) -> tuple[bool, bool]:
+    """(whether its rows can be cut into segments, whether it writes a value per element):
+    what the launch policy needs to know of a graph besides its rows' shape."""
+    return _segmentable(plan), "tile" in plan.extra["output_kinds"]
+
+
+def row_config(
+    p: dict, m: int, n: int, dtype: str, shape: tuple[bool, bool] = (False, True)
+) -> list[int]:
+    """The launch configuration a row candidate with parameters ``p`` uses for M x N rows
+    (``shape``: the graph's ``row_shape``)."""
     tuned = (p.get("table") or {}).get(f"{m},{n},{dtype}")
-    return (list(tuned) + [0, 0])[:7] if tuned else row_policy(p, m, n)
+    return (list(tuned) + [0, 0])[:7] if tuned else row_policy(p, m, n, *shape)
