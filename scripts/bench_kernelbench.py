@@ -160,6 +160,7 @@ def bench_one(source: str, args) -> dict:
                     "wall_s": n.get("wall_s"),
                     "device_s": n.get("device_s"),
                     "fitness": _fitness_row(n.get("fitness")),
+                    "timed": _timed_cases(n.get("report")),
                 }
                 for n in nodes
             ],
@@ -180,6 +181,34 @@ def _fitness_row(fit: dict | None) -> dict | None:
         return None
     keep = ("speedup", "ci95", "baseline", "per_case", "recheck")
     return {k: fit[k] for k in keep if k in fit}
+
+
+def _us(timing: dict | None) -> float | None:
+    if not isinstance(timing, dict):
+        return None
+    ms = timing.get("device_median_ms")
+    ms = timing.get("median_ms") if ms is None else ms
+    return None if ms is None else round(1e3 * ms, 3)
+
+
+def _timed_cases(report: dict | None) -> list[dict]:
+    """Per timed case: the candidate's and each baseline's median (us), the floor and bytes
+    (what a ratio alone does not say: which side moved)."""
+    out = []
+    for case in (report or {}).get("cases") or []:
+        if not case.get("timing"):
+            continue
+        floor = case.get("floor_ms")
+        out.append(
+            {
+                "case": case.get("name"),
+                "candidate_us": _us(case["timing"]),
+                "baselines_us": {k: _us(v) for k, v in (case.get("baselines") or {}).items()},
+                "floor_us": None if floor is None else round(1e3 * floor, 3),
+                "bytes": case.get("bytes"),
+            }
+        )
+    return out
 
 
 def _best_speedup(nodes: list[dict]) -> float | None:
