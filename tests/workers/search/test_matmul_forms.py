@@ -69,3 +69,29 @@ def test_each_product_gets_a_correct_candidate(tmp_path):
 def test_what_does_not_fit_is_refused_in_one_line(forward, inputs, says):
     with pytest.raises(NoTemplate, match=says):
         trace_problem(_problem(forward, inputs))
+
+
+VECTOR_PRODUCTS = {
+    "matrix-vector": (_problem("torch.matmul(A, B)", "torch.randn(m, k), torch.randn(k, 1)"),
+                      "reductions [sum]"),
+    "matrix-vector-op": (_problem("(A @ B) * 2.0", "torch.randn(m, k), torch.randn(k, 1)"),
+                         "reductions [sum]"),
+}  # fmt: skip
+
+
+def test_a_matrix_times_a_vector_is_a_row_reduction(tmp_path):
+    """A matrix-vector product as a 128 x 128 tile grid had M / 128 programs (0.05x of compile
+    on the H200): it is traced as the reduction it is, and computes the product."""
+    problems = {name: source for name, (source, _) in VECTOR_PRODUCTS.items()}
+    sizes = {name: [{}, {"m": 33, "k": 300, "n": 19}] for name in problems}
+    results = check_rendered(problems, [{}, {"strategy": "looped", "block_n": 16}], sizes,
+                             str(tmp_path))  # fmt: skip
+    for name, (_, says) in VECTOR_PRODUCTS.items():
+        result = results[name]
+        assert result["family"] == "row" and says in result["summary"], (name, result)
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-5, (name, result["errs"])
+    # a product of two matrices stays one, and so does a vector times a matrix
+    assert trace_problem(FORMS["a-transposed"][0]).family == "matmul"
+    vm = _problem("torch.mm(A, B)", "torch.randn(1, k), torch.randn(k, n)")
+    assert trace_problem(vm).family == "matmul"
