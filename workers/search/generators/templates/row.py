@@ -32,7 +32,7 @@ from workers.search.trace import Plan
 _ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC"]
 
 
-def _row_tiles(body: list[str]) -> list[str]:
+def _row_tiles(plan: Plan, body: list[str]) -> list[str]:
     """The row kernels' program body over its tiles of ROWS rows: one tile per program, or
     (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles.
 
@@ -41,8 +41,33 @@ def _row_tiles(body: list[str]) -> list[str]:
     out = ["if NC > 0:", "    N = NC", "    M = MC"]
     out += ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
     out += ["    " + line for line in body]
-    out += ["else:", "    for tile in range(pid, tl.cdiv(M, ROWS), PROGRAMS):"]
+    out += ["else:", f"    for tile in range(pid, {_tiles(plan)}, PROGRAMS):"]
     return out + ["        " + line for line in body]
+
+
+def _row_index(plan: Plan, roff: str) -> list[str]:
+    """The tile's rows (``rows``: flat row numbers, [ROWS, 1]), their mask and offsets.
+
+    Rows along a middle dimension (``_strided``) are numbered outer-major: a tile holds ROWS
+    consecutive inner indices of one outer index, so its rows are adjacent in memory and the
+    index says so (an ``arange`` along the rows, not ``rows % K``): Triton then lays the
+    tile's threads along the rows and the loads coalesce; through ``rows // K`` and
+    ``rows % K`` it could not see that, and each thread of a warp read a column K apart."""
+    if not _strided(plan):
+        return ["rows = tile * ROWS + tl.arange(0, ROWS)[:, None]", "rmask = rows < M", roff]
+    return [
+        "per_outer = tl.cdiv(K, ROWS)",
+        "outer = tile // per_outer",
+        "inner = (tile % per_outer) * ROWS + tl.arange(0, ROWS)[:, None]",
+        "rows = outer * K + inner",
+        "rmask = (inner < K) & (rows < M)",
+        "roff = outer.to(tl.int64) * N * K + inner",
+    ]
+
+
+def _tiles(plan: Plan) -> str:
+    """The number of row tiles (in the kernel; the wrapper's ``tiles`` is the same)."""
+    return "(M // K) * tl.cdiv(K, ROWS)" if _strided(plan) else "tl.cdiv(M, ROWS)"
 
 
 def _strided(plan: Plan) -> bool:
@@ -127,9 +152,7 @@ def _row_one_pass(plan: Plan) -> str:
         _bcast_load(plan),
     )
     lines = [
-        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
-        "rmask = rows < M",
-        roff,
+        *_row_index(plan, roff),
         *_bcast_rows(plan, "rows.to(tl.int64)"),
         "cols = tl.arange(0, BLOCK_N)[None, :]",
         "cmask = cols < N",
@@ -148,7 +171,7 @@ def _row_one_pass(plan: Plan) -> str:
             if s:
                 lines.append(s)
     lines += _row_stores(plan, em, f"roff + {coff}", "mask")
-    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
+    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(plan, lines), sizes)
 
 
 class _ChunkEmitter(_Emitter):
@@ -187,9 +210,7 @@ def _row_split(plan: Plan) -> str:
         _bcast_load(plan, "colsb", "maskb"),
     )
     lines = [
-        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
-        "rmask = rows < M",
-        roff,
+        *_row_index(plan, roff),
         *_bcast_rows(plan, "rows.to(tl.int64)"),
         "cols = tl.arange(0, BLOCK_N)[None, :]",
         "cmask = cols < N",
@@ -223,7 +244,8 @@ def _row_split(plan: Plan) -> str:
                 lines.append(s)
     lines += _row_stores(plan, em, f"roff + {coff}", "mask")
     lines += _row_stores(plan, eb, f"roff + {coff.replace('cols', 'colsb')}", "maskb", ("tile",))
-    return _kernel("_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], _row_tiles(lines), sizes)
+    body = _row_tiles(plan, lines)
+    return _kernel("_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], body, sizes)
 
 
 def _row_stores(
@@ -303,9 +325,7 @@ def _row_looped(plan: Plan) -> str:
             level[node.id] = 1 + max(below, default=0)
     done: set[int] = set()  # emitted in the row scope (reductions, row scalars)
     lines = [
-        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
-        "rmask = rows < M",
-        roff,
+        *_row_index(plan, roff),
         *_bcast_rows(plan, "rows.to(tl.int64)"),
     ]
 
@@ -413,7 +433,7 @@ def _row_looped(plan: Plan) -> str:
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
     helper = _WELFORD_COMBINE if pairs else ""
-    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(lines), sizes)
+    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(plan, lines), sizes)
 
 
 def _segmentable(plan: Plan) -> bool:
@@ -479,9 +499,7 @@ def _row_segmented(plan: Plan) -> str:
     lines = [
         "tile = tl.program_id(0)",
         "seg = tl.program_id(1)",
-        "rows = tile * ROWS + tl.arange(0, ROWS)[:, None]",
-        "rmask = rows < M",
-        roff,
+        *_row_index(plan, roff),
         *_bcast_rows(plan, "rows.to(tl.int64)"),
         "lo = seg * SEG",
         "sidx = tl.arange(0, SP)[None, :]",
@@ -854,7 +872,7 @@ class ModelNew(nn.Module):
         one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
             M, N, {ref0}.dtype
         )
-        tiles = triton.cdiv(M, rows)
+        tiles = {_tiles(plan).replace("tl.", "triton.").replace("ROWS", "rows")}
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
