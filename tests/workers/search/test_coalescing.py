@@ -24,7 +24,8 @@ out = {}
 for name, src in json.loads(sys.argv[1]).items():
     module = P.load_module(render(trace_problem(src), DEFAULTS["row"]), f"l_{name}", sys.argv[2])
     fn = module._ke_row_one_pass
-    consts = {"ROWS": 16, "BLOCK_N": 128, "PROGRAMS": 0, "EV_T": "", "EV_V": "", "NC": 0, "MC": 0}
+    consts = {"ROWS": 16, "BLOCK_N": 128, "PROGRAMS": 0, "EV_T": "", "EV_V": ""}
+    consts.update({"NC": 0, "MC": 0, "I32": False})
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in consts}
     sig.update({c: "constexpr" for c in consts})
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts),

@@ -110,7 +110,7 @@ for name, src in json.loads(sys.argv[1]).items():
     module = P.load_module(code, f"aot_{len(out)}", sys.argv[2])
     fn = module._ke_row_segmented
     levels = module._SEGMENTS[2]
-    consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 64, "EV_T": "", "EV_V": ""}
+    consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 64, "EV_T": "", "EV_V": "", "I32": False}
     names = [a for a in fn.arg_names if a not in consts and a != "LEVEL"]
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in names}
     sig.update({c: "constexpr" for c in [*consts, "LEVEL"]})

@@ -29,7 +29,17 @@ from workers.search.trace import Plan
 # --------------------------------------------------------------------------------- row kernels
 
 
-_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC"]
+_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC", "I32"]
+
+_KE_FLAT = """@triton.jit
+def _ke_flat(x, I32: tl.constexpr):
+    if I32:
+        return x.to(tl.int32)
+    else:
+        return x
+
+
+"""
 
 
 def _row_tiles(plan: Plan, body: list[str]) -> list[str]:
@@ -135,7 +145,9 @@ def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
         # each such dimension (0 where it does not vary).
         dims = sorted({d for ds in kept.values() for d in ds})
         offset = _geometry(plan)[1].replace("cols", cols) if _gathered(plan) else cols
-        flat = "(roff + " + offset + ")"
+        # I32: the wrapper says the flat index fits 32 bits, and the division runs in them (a
+        # 64-bit division per element cost GroupNorm half its speed against compile).
+        flat = "_ke_flat(roff + " + offset + ", I32)"
         terms = " + ".join(f"({flat} // Q{d} % L{d}) * s{{k}}_{d}" for d in dims)
         return "tl.load({ptr} + " + terms + ", mask=" + mask + ", other=0.0)"
     return "tl.load({ptr} + rb{k} + " + cols + " * cs{k}, mask=" + mask + ", other=0.0)"
@@ -620,7 +632,7 @@ def _row_segmented(plan: Plan) -> str:
     lines.append(f"if LEVEL == {levels + 1}:")
     lines += ["    " + x for x in final or ["pass"]]
     # _ke_welford_combine comes with the looped kernel, which every row candidate has.
-    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V"]
+    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32"]
     return _kernel("_ke_row_segmented", plan, constexprs, lines, [*sizes, "part_ptr", "S", "SEG"])
 
 
@@ -789,6 +801,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
+        + _KE_FLAT
         + (_KE_FOLD if totals else "")
         + _row_one_pass(plan)
         + "\n\n"
@@ -876,6 +889,7 @@ class ModelNew(nn.Module):
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
+        i32 = M * N < 2**31  # flat indices (by coordinates) in 32 bits
         if one_pass == 3:  # rows in segments: a launch per reduction level, then the outputs
             seg = triton.cdiv(triton.cdiv(N, programs), block_n) * block_n
             segs = triton.cdiv(N, seg)
@@ -885,20 +899,20 @@ class ModelNew(nn.Module):
                 last = level == _SEGMENTS[2] + 1
                 _ke_row_segmented[(M, segs if not last or _SEGMENTS[3] else 1)](
                     {args}, {sizes}, part, segs, seg, ROWS=1, BLOCK_N=block_n,
-                    SP=triton.next_power_of_2(segs), LEVEL=level, EV_T=ev_t, EV_V=ev_v,
+                    SP=triton.next_power_of_2(segs), LEVEL=level, EV_T=ev_t, EV_V=ev_v, I32=i32,
                     num_warps=warps, num_stages=stages)
         elif one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
                                 BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
-                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32,
                                 num_warps=warps, num_stages=stages)
         elif one_pass:
             _ke_row_one_pass[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32, num_warps=warps,
                                    num_stages=stages)
         else:
             _ke_row_looped[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, num_warps=warps,
+                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32, num_warps=warps,
                                  num_stages=stages)
         return {ret}
 """
