@@ -2,7 +2,9 @@
 (``workers.search.lowering_pool``).
 
 Every program computes BLOCK output elements (of the flattened output: batch and channel rows
-times the spatial positions); each walks its window (KD x KH x KW, unrolled) reading the input
+times the spatial positions; their coordinates in 32-bit arithmetic wherever the tensors'
+indices fit it: a 64-bit division per coordinate cost these kernels half their speed against
+compile on the H200); each walks its window (KD x KH x KW, unrolled) reading the input
 where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
 divides by the window's size clipped to the padded input (``count_include_pad``), by the number
 of positions inside the input, or by ``divisor_override``. Fewer spatial dimensions are the
@@ -25,8 +27,12 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
              PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
              DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
              MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
-             BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+             BLOCK: tl.constexpr, I32: tl.constexpr):
+    # I32: every index fits 32 bits, and the six divisions per output element run in them
+    if I32:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < TOTAL
     ow = offs % OW
     t = offs // OW
@@ -144,7 +150,8 @@ def _source_pool(plan: Plan, p: dict) -> str:
             grid = (triton.cdiv(total, block),)
             _ke_pool[grid](xin, out, total, *sizes, *outs, *kernel, *stride, *padding,
                            *dilation, MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad,
-                           DIVISOR=divisor, BLOCK=block, num_warps=p["warps"])
+                           DIVISOR=divisor, BLOCK=block, I32=max(total, xin.numel()) < 2**31,
+                           num_warps=p["warps"])
         return out.reshape(({keep},))
 """
     )
