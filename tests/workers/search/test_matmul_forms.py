@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered
+from tests.workers.search.child import check_rendered, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\nb = 2\nm = 20\nk = 17\nn = 30\n\n\n"
@@ -95,3 +95,67 @@ def test_a_matrix_times_a_vector_is_a_row_reduction(tmp_path):
     assert trace_problem(FORMS["a-transposed"][0]).family == "matmul"
     vm = _problem("torch.mm(A, B)", "torch.randn(1, k), torch.randn(k, n)")
     assert trace_problem(vm).family == "matmul"
+
+
+SPLIT_K = {
+    "long-k": _problem("A @ B", "torch.randn(m, k), torch.randn(k, n)"),
+    "long-k-epilogue": _problem("torch.relu(A @ B) * 2.0", "torch.randn(m, k), torch.randn(k, n)"),
+    "bmm-long-k": _problem("torch.bmm(A, B)", "torch.randn(b, m, k), torch.randn(b, k, n)"),
+    "linear-bias": (
+        "import torch\nimport torch.nn as nn\n\nm = 20\nk = 300\nn = 30\n\n\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(k, n)\n\n    def forward(self, A):\n"
+        "        return torch.tanh(self.fc(A)) * 2.0\n\n\n"
+        "def get_inputs():\n    return [torch.randn(m, k)]\n" + FOOTER
+    ),
+}
+
+
+def test_a_long_k_is_cut_into_ranges_whose_partials_add_in_order(tmp_path):
+    """A 256 x 256 output over K = 65536 was 4 tiles on a 132-SM device (0.036x of compile):
+    K is cut into ranges, each program sums one, and a second launch adds the fp32 partials in
+    a fixed order before the epilogue (bias, activation). Forced here (split_k), and the
+    automatic choice on the CPU (no split: 132 SMs assumed, too few blocks of K)."""
+    sizes = {name: [{"k": 300}, {"b": 3, "m": 33, "k": 129, "n": 19}] for name in SPLIT_K}
+    variants = [{"split_k": 4, "block_k": 16}, {"split_k": 32, "block_k": 16}, {}]
+    results = check_rendered(SPLIT_K, variants, sizes, str(tmp_path))
+    for name, result in results.items():
+        assert result["family"] == "matmul", (name, result)
+        assert len(result["errs"]) == 6
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+
+
+_AOT = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["matmul"]), "mm", sys.argv[2])
+out = {}
+tile = {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8}
+for name, fn, ce in (
+    ("split", module._ke_matmul, {**tile, "BLOCK_K": 32, "PRECISION": "ieee", "UPCAST": False,
+                                   "SPLIT": True}),
+    ("whole", module._ke_matmul, {**tile, "BLOCK_K": 32, "PRECISION": "ieee", "UPCAST": False,
+                                   "SPLIT": False}),
+    ("reduce", module._ke_matmul_reduce, tile),
+):
+    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
+    sig.update({c: "constexpr" for c in ce})
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+    out[name] = len(kernel.asm["ptx"])
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def test_the_split_k_launches_compile_for_sm90(tmp_path):
+    """The interpreter runs the split on the CPU; the GPU compiler must take both launches
+    (the partial store under SPLIT, the epilogue otherwise, and the in-order reduction)."""
+    got = run_child(_AOT, SPLIT_K["long-k-epilogue"], str(tmp_path), interpret=False)
+    assert set(got) == {"split", "whole", "reduce"} and all(v > 1000 for v in got.values())

@@ -103,6 +103,7 @@ SPACES: dict[str, dict[str, list]] = {
         "group_m": [1, 4, 8, 16],
         "warps": [2, 4, 8],
         "stages": [2, 3, 4, 5],
+        "split_k": [0, 2, 4, 8, 16, 32],
     },
     "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
     "scan": {
@@ -146,6 +147,7 @@ DEFAULTS: dict[str, dict] = {
         "group_m": 8,
         "warps": 8,
         "stages": 3,
+        "split_k": 0,  # 0: K is cut where the output's tiles are too few (see _ke_split)
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4},
