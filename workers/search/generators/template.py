@@ -110,6 +110,7 @@ SPACES: dict[str, dict[str, list]] = {
         "block": [128, 256, 512, 1024, 2048, 4096, 8192],
         "rows": [1, 2, 4, 8, 16],
         "warps": [1, 2, 4, 8, 16],
+        "segments": [0, 1, 2, 4, 8, 16],
     },
     "cross_entropy": {
         "strategy": ["online", "two_pass"],
@@ -150,7 +151,7 @@ DEFAULTS: dict[str, dict] = {
         "split_k": 0,  # 0: K is cut where the output's tiles are too few (see _ke_split)
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
-    "scan": {"block": 1024, "rows": 1, "warps": 4},
+    "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
     "pool": {"block": 256, "warps": 4},
     "attention": {
         "block_m": 64,

@@ -4,10 +4,15 @@ before and after it (``workers.search.lowering_scan``).
 ROWS rows per program walk their row in BLOCK columns (from the far end for a reversed scan):
 each block is scanned in registers (``tl.cumsum`` / ``tl.cumprod``, in fp32) and offset by the
 row's running total so far, which the block's own total then extends. Lanes past the row hold
-the scan's identity, so the block's last lane (its first, reversed) is its total.
+the scan's identity, so the block's last lane (its first, reversed) is its total. Where there
+are too few rows to fill the device (128 rows of 32768: 0.52x of compile on the H200), each
+row is cut into segments: a first launch stores each segment's total, a second scans each
+segment from the totals before it.
 """
 
 from __future__ import annotations
+
+import json
 
 from workers.search.generators.templates.common import (
     _bind_inputs,
@@ -26,20 +31,37 @@ _COMBINE = {"cumsum": "+", "cumprod": "*"}
 
 
 def _scan_kernel(plan: Plan) -> str:
+    """ROWS rows per program scan the blocks [b0, b1) of their row (program axis 1: the
+    row's segment; one segment is the whole row).
+
+    ``PHASE`` 1 (rows cut into segments, first launch): only the segment's total, stored in
+    ``part`` [M, S]. ``PHASE`` 2: the carry starts from the totals of the segments before this
+    one (after it, reversed), combined in order (deterministic: no atomics), then the
+    segment is scanned and stored. ``PHASE`` 0: a whole row, as one program walks it."""
     em = _Emitter(plan, "tl.load({ptr} + toff, mask=mask, other=0.0)", "")
     (scan,) = [n for n in plan.nodes if n.kind == "scan"]
     op, reverse = scan.op, bool(scan.attrs["reverse"])
     ident, comb = _IDENTITY[op], _COMBINE[op]
+    red = "tl.sum" if op == "cumsum" else "_ke_prod"
     body = [
         "pid = tl.program_id(0)",
+        "seg = tl.program_id(1)",
         "rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]",
         "rmask = rows < M",
         "lane = tl.arange(0, BLOCK)[None, :]",
         f"carry = tl.full([ROWS, 1], {ident}, tl.float32)",
         "blocks = tl.cdiv(N, BLOCK)",
-        "for i in range(0, blocks):",
+        "b0 = seg * PER",
+        "b1 = tl.minimum(b0 + PER, blocks)",
+        "if PHASE == 2:  # the totals of the segments before this one, in order",
+        "    sidx = tl.arange(0, SP)[None, :]",
+        f"    before = (sidx > seg) if {reverse} else (sidx < seg)",
+        "    prev = tl.load(part_ptr + rows * S + sidx, mask=rmask & before & (sidx < S),",
+        f"                   other={ident})",
+        f"    carry = {red}(prev, axis=1)[:, None]",
+        "for i in range(b0, b1):",
     ]
-    start = "(blocks - 1 - i) * BLOCK" if reverse else "i * BLOCK"
+    start = "(b1 - 1 - (i - b0)) * BLOCK" if reverse else "i * BLOCK"
     end_lane = "0" if reverse else "BLOCK - 1"
     inner = [
         f"cols = {start} + lane",
@@ -48,10 +70,14 @@ def _scan_kernel(plan: Plan) -> str:
         if plan.extra.get("scan_dim", -1) != -1
         else "toff = rows * N + cols",
     ]
+    total = []  # phase 1: the segment's total only
     for node in plan.nodes:
         if node.kind == "scan":
             x = em.name(plan.nodes[node.args[0]])
             rev = ", reverse=True" if reverse else ""
+            total = list(inner) + [
+                f"carry = carry {comb} {red}(tl.where(mask, {x}, {ident}), axis=1)[:, None]"
+            ]
             inner += [
                 f"part = tl.where(mask, {x}, {ident})",
                 f"part = tl.{op}(part, axis=1{rev})",
@@ -65,8 +91,44 @@ def _scan_kernel(plan: Plan) -> str:
             inner.append(stmt)
     for j, o in enumerate(plan.outputs):
         inner.append(f"tl.store(out{j}_ptr + toff, {em.name(plan.nodes[o])}, mask=mask)")
-    body += ["    " + line for line in inner]
-    return _kernel("_ke_scan", plan, ["ROWS", "BLOCK"], body, ["M", "N", "K"])
+    body += ["    if PHASE == 1:"] + ["        " + line for line in total]
+    body += ["    else:"] + ["        " + line for line in inner]
+    body += [
+        "if PHASE == 1:",
+        "    tl.store(part_ptr + rows * S + seg, carry, mask=rmask)",
+    ]
+    return _kernel(
+        "_ke_scan",
+        plan,
+        ["ROWS", "BLOCK", "PHASE", "SP"],
+        body,
+        ["M", "N", "K", "part_ptr", "S", "PER"],
+    )
+
+
+_KE_PROD = """@triton.jit
+def _ke_prod_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def _ke_prod(x, axis):
+    return tl.reduce(x, axis, _ke_prod_combine)
+
+
+"""
+
+_SEGMENTS = '''
+
+def _ke_segments(p, tiles, blocks):
+    """How many segments each row's scan is cut into (1: none): where there are too few row
+    programs to fill the device and the row has blocks to spare (p["segments"] > 0 forces)."""
+    if p.get("segments", 0):
+        return max(1, min(p["segments"], blocks))
+    if tiles >= 264 or blocks < 4:
+        return 1
+    return max(1, min(blocks // 2, 1024 // tiles))
+'''
 
 
 def _source_scan(plan: Plan, p: dict) -> str:
@@ -84,7 +146,10 @@ def _source_scan(plan: Plan, p: dict) -> str:
     d = int(plan.extra.get("scan_dim", -1))  # rows along another dimension are K apart
     return (
         _header(plan, p)
+        + _KE_PROD
         + _scan_kernel(plan)
+        + _SEGMENTS
+        + f"\n_PARAMS = {json.dumps(p, sort_keys=True)}\n\n"
         + _forward_head(plan)
         + _dtype_line(floats)
         + _bind_inputs(refs, numbers)
@@ -95,8 +160,18 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + f"        if M == 0:\n            return {ret}\n"
         + f"        block = min({p['block']}, triton.next_power_of_2(N))\n"
         + f"        rows = max(1, min({p['rows']}, triton.next_power_of_2(M)))\n"
-        + "        grid = (triton.cdiv(M, rows),)\n"
-        + f"        _ke_scan[grid]({', '.join(args)}, M, N, K, ROWS=rows, BLOCK=block, "
-        + f"num_warps={p['warps']})\n"
+        + "        tiles = triton.cdiv(M, rows)\n"
+        + "        blocks = triton.cdiv(N, block)\n"
+        + "        segs = _ke_segments(_PARAMS, tiles, blocks)\n"
+        + "        per = triton.cdiv(blocks, segs)\n"
+        + "        segs = triton.cdiv(blocks, per)\n"
+        + f"        part = {ref0}  # unused unless the rows are cut into segments\n"
+        + "        if segs > 1:\n"
+        + f"            part = torch.empty((M, segs), dtype=torch.float32, device={ref0}.device)\n"
+        + "        for phase in ((1, 2) if segs > 1 else (0,)):\n"
+        + f"            _ke_scan[(tiles, segs)]({', '.join(args)}, M, N, K, part, segs, per,\n"
+        + "                                    ROWS=rows, BLOCK=block, PHASE=phase,\n"
+        + "                                    SP=triton.next_power_of_2(segs),\n"
+        + f"                                    num_warps={p['warps']})\n"
         + f"        return {ret}\n"
     )
