@@ -77,6 +77,28 @@ def count_axis(largest: float) -> dict:
     return {"tickformat": ",d"}
 
 
+def log_axis(title: str, values: Iterable[float]) -> dict:
+    """A log axis ticked at 1-2-5 values that cover ``values``, labelled as plain numbers
+    (``0.02``, ``0.05``, ``0.1``). Left to itself Plotly labels the minor ticks of a log axis
+    with their leading digit only, so an axis read "5, 2, 0.1, 5"."""
+    axis = {"title": {"text": title}, "type": "log"}
+    positive = [v for v in values if v and v > 0 and math.isfinite(v)]
+    if not positive:
+        return axis
+    lo, hi = min(positive), max(positive)
+    ticks = [
+        m * 10.0**e
+        for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+        for m in (1, 2, 5)
+    ]
+    ticks = [t for t in ticks if lo / 1.25 <= t <= hi * 1.25]
+    if len(ticks) > 9:  # a wide range: decades only
+        ticks = [t for t in ticks if f"{t:g}".lstrip("0.").startswith("1")]
+    if len(ticks) < 2:  # a narrow one: its ends, to two significant digits
+        ticks = sorted({float(f"{lo:.2g}"), float(f"{hi:.2g}")})
+    return {**axis, "tickmode": "array", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
+
+
 def node_group(status: str, failed_gate: str) -> str:
     """How a node ended: the gate that stopped it, accepted, pending, or cancelled."""
     if status == "accepted":
@@ -583,7 +605,7 @@ def latency_box_figure(series: list[dict]) -> dict | None:
     return {
         "data": traces,
         "layout": _layout(
-            height=340, boxmode="group", yaxis={"title": {"text": "ms"}, "type": "log"}
+            height=340, boxmode="group", yaxis=log_axis("ms", [y for t in traces for y in t["y"]])
         ),
     }
 
@@ -614,7 +636,7 @@ def latency_ecdf_figure(series: list[dict]) -> dict | None:
         "layout": _layout(
             height=300,
             title={"text": f"ECDF · {case['case']} (heaviest case)", "font": {"size": 13}},
-            xaxis={"title": {"text": "ms"}, "type": "log"},
+            xaxis=log_axis("ms", [x for t in traces for x in t["x"]]),
             yaxis={"title": {"text": "fraction of runs"}, "range": [0, 1.02]},
         ),
     }

@@ -1,5 +1,6 @@
 """Plotly figures for the registry pages, built in Python and rendered as JSON."""
 
+from apps.campaigns.charts import log_axis
 from apps.registry.constants import Path
 
 COLOURS = {Path.DEFAULT: "#2357d9", Path.CANARY: "#e0a030", Path.FALLBACK: "#8a93a3"}
@@ -31,7 +32,7 @@ def latency_figure(latency: dict[str, list[float]]) -> dict | None:
             "height": 300,
             "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
             "title": {"text": "Latency per call (ms)", "font": {"size": 13}},
-            "yaxis": {"title": {"text": "ms"}, "type": "log"},
+            "yaxis": log_axis("ms", [y for t in traces for y in t["y"]]),
             "showlegend": False,
             "paper_bgcolor": "rgba(0,0,0,0)",
             "plot_bgcolor": "rgba(0,0,0,0)",
