@@ -60,6 +60,8 @@ def _demo() -> dict[str, str]:
         "knowledge-new": "/knowledge/new/",
         "knowledge-edit": f"/knowledge/{entry.pk}/edit/",
         "knowledge-history": f"/knowledge/{entry.pk}/history/",
+        "knowledge-version": f"/knowledge/{entry.pk}/versions/1/",
+        "knowledge-import": "/knowledge/import/",
         "portfolio": "/campaigns/portfolio/",
         "inbox": "/campaigns/inbox/",
         "to-freeze": "/campaigns/to-freeze/",
