@@ -96,7 +96,16 @@ def log_axis(title: str, values: Iterable[float]) -> dict:
         ticks = [t for t in ticks if f"{t:g}".lstrip("0.").startswith("1")]
     if len(ticks) < 2:  # a narrow one: its ends, to two significant digits
         ticks = sorted({float(f"{lo:.2g}"), float(f"{hi:.2g}")})
-    return {**axis, "tickmode": "array", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
+    # The range holds every tick (Plotly's own would drop those just outside the data).
+    ends = (math.log10(min(lo, ticks[0])), math.log10(max(hi, ticks[-1])))
+    pad = 0.03 * max(ends[1] - ends[0], 0.1)
+    return {
+        **axis,
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [f"{t:g}" for t in ticks],
+        "range": [ends[0] - pad, ends[1] + pad],
+    }
 
 
 def node_group(status: str, failed_gate: str) -> str:

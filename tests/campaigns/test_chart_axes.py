@@ -29,6 +29,11 @@ def test_a_log_axis_reads_as_numbers_that_cover_the_data():
                                                         "1000"]  # fmt: skip
     assert log_axis("ms", [0.031, 0.0312])["ticktext"] == ["0.031"]
     assert "tickvals" not in log_axis("ms", [])  # nothing timed: Plotly's own
+    # every tick is inside the drawn range, also where it lies just outside the data
+    for data in ([0.142, 0.205], [0.0123, 0.0456], [3.2, 48]):
+        axis = log_axis("ms", data)
+        lo, hi = (10**x for x in axis["range"])
+        assert lo <= min(axis["tickvals"]) and max(axis["tickvals"]) <= hi, data
 
 
 def test_every_latency_chart_uses_it():
