@@ -314,27 +314,91 @@ def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
 """
 
 
-def _row_looped(plan: Plan) -> str:
-    # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
-    # reads it for good (EV_T).
-    roff, coff, sizes = _geometry(plan)
-    em = _Emitter(
+def _passes_emitter(plan: Plan, coff: str) -> _Emitter:
+    """The emitter of kernels that read the row in several passes: a tile load's eviction
+    hint (``EV_K``) is the pass's to choose."""
+    return _Emitter(
         plan,
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     )
-    nodes = plan.nodes
-    # Reduction level: 1 + the deepest reduction its input depends on.
+
+
+def _levels(plan: Plan, em: _Emitter, pairs: dict[int, int]) -> dict[int, int]:
+    """Reduction level: 1 + the deepest reduction its input depends on (a centred second
+    moment shares its mean's level: Welford's update computes the two together)."""
     level: dict[int, int] = {}
-    pairs = _moment_pairs(plan)
-    for node in nodes:
+    for node in plan.nodes:
         if node.kind == "reduce":
-            if node.id in pairs:  # computed beside its mean
+            if node.id in pairs:
                 level[node.id] = level[pairs[node.id]]
                 continue
             below = [level[d] for d in em.deps([node.args[0]], set()) if d in level]
             level[node.id] = 1 + max(below, default=0)
+    return level
+
+
+def _acc_init(nodes, reds: list[int], welford: dict[int, int]) -> list[str]:
+    """Per-lane accumulators of the reductions ``reds`` (an index beside an argmax's value, a
+    count beside a Welford mean)."""
+    out = []
+    for r in reds:
+        out.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
+        if nodes[r].op in ("argmax", "argmin"):  # each lane's first index of its extreme
+            out.append(f"idx{r} = tl.zeros([ROWS, BLOCK_N], tl.int32)")
+        if r in welford:
+            out.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
+    return out
+
+
+def _acc_update(em: _Emitter, reds: list[int], pairs: dict[int, int]) -> list[str]:
+    """One block's update of the accumulators of ``reds``: Welford's update of a mean and the
+    centred second moment beside it (``pairs``), else the reduction's own combine."""
+    nodes = em.plan.nodes
+    welford = {r1: r2 for r2, r1 in pairs.items()}
+    tail = []
+    for r in reds:
+        if r in pairs:
+            continue
+        src = em.name(nodes[nodes[r].args[0]])
+        if r in welford:  # Welford's update of the lane's mean (acc) and M2
+            m2 = f"acc{welford[r]}"
+            tail += [
+                f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
+                f"delta = {src} - acc{r}",
+                f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
+                f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
+                f"w{r} = wn",
+            ]
+            continue
+        masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
+        op = nodes[r].op
+        if op in ("sum", "mean"):
+            tail.append(f"acc{r} = acc{r} + {masked}")
+        elif op in ("argmax", "argmin"):  # strictly better: earlier blocks win ties
+            cmp = ">" if op == "argmax" else "<"
+            tail += [
+                f"take{r} = {masked} {cmp} acc{r}",
+                f"acc{r} = tl.where(take{r}, {masked}, acc{r})",
+                f"idx{r} = tl.where(take{r}, cols, idx{r})",
+            ]
+        elif op == "prod":
+            tail.append(f"acc{r} = acc{r} * {masked}")
+        else:
+            fn = "tl.maximum" if op == "max" else "tl.minimum"
+            tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
+    return tail
+
+
+def _row_looped(plan: Plan) -> str:
+    # Tile loads of the passes that read the row again later keep it (EV_V); the last pass
+    # reads it for good (EV_T).
+    roff, coff, sizes = _geometry(plan)
+    em = _passes_emitter(plan, coff)
+    nodes = plan.nodes
+    pairs = _moment_pairs(plan)
+    level = _levels(plan, em, pairs)
     done: set[int] = set()  # emitted in the row scope (reductions, row scalars)
     lines = [
         *_row_index(plan, roff),
@@ -367,42 +431,8 @@ def _row_looped(plan: Plan) -> str:
     welford = {r1: r2 for r2, r1 in pairs.items()}
     for lvl in sorted(set(level.values())):
         reds = [i for i, v in level.items() if v == lvl]
-        for r in reds:
-            lines.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
-            if nodes[r].op in ("argmax", "argmin"):  # each lane's first index of its extreme
-                lines.append(f"idx{r} = tl.zeros([ROWS, BLOCK_N], tl.int32)")
-            if r in welford:
-                lines.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
-        tail = []
-        for r in reds:
-            if r in pairs:
-                continue
-            src = em.name(nodes[nodes[r].args[0]])
-            if r in welford:  # Welford's update of the lane's mean (acc) and M2
-                m2 = f"acc{welford[r]}"
-                tail += [
-                    f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
-                    f"delta = {src} - acc{r}",
-                    f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
-                    f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
-                    f"w{r} = wn",
-                ]
-                continue
-            masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
-            if nodes[r].op in ("sum", "mean"):
-                tail.append(f"acc{r} = acc{r} + {masked}")
-            elif nodes[r].op in ("argmax", "argmin"):  # strictly better: earlier blocks win ties
-                cmp = ">" if nodes[r].op == "argmax" else "<"
-                tail += [
-                    f"take{r} = {masked} {cmp} acc{r}",
-                    f"acc{r} = tl.where(take{r}, {masked}, acc{r})",
-                    f"idx{r} = tl.where(take{r}, cols, idx{r})",
-                ]
-            elif nodes[r].op == "prod":
-                tail.append(f"acc{r} = acc{r} * {masked}")
-            else:
-                fn = "tl.maximum" if nodes[r].op == "max" else "tl.minimum"
-                tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
+        lines += _acc_init(nodes, reds, welford)
+        tail = _acc_update(em, reds, pairs)
         emit_pass([nodes[r].args[0] for r in reds if r not in pairs], tail)
         for r in reds:
             if r in pairs:
@@ -454,20 +484,6 @@ def _segmentable(plan: Plan) -> bool:
     return all(n.op not in ("argmax", "argmin") for n in plan.reductions())
 
 
-def _levels(plan: Plan, em: _Emitter, pairs: dict[int, int]) -> dict[int, int]:
-    """Reduction level: 1 + the deepest reduction its input depends on (a centred second
-    moment shares its mean's level: Welford's update computes the two together)."""
-    level: dict[int, int] = {}
-    for node in plan.nodes:
-        if node.kind == "reduce":
-            if node.id in pairs:
-                level[node.id] = level[pairs[node.id]]
-                continue
-            below = [level[d] for d in em.deps([node.args[0]], set()) if d in level]
-            level[node.id] = 1 + max(below, default=0)
-    return level
-
-
 def _segment_slots(plan: Plan) -> tuple[dict[int, int], int, int]:
     """({reduction: its first slot in the partials buffer}, slots, levels) of the segmented
     kernel: one slot per reduction, three (mean, M2, count) per Welford pair, none for the
@@ -496,12 +512,7 @@ def _row_segmented(plan: Plan) -> str:
     centred second moment beside it travel as Welford partials (mean, M2, count), combined by
     Chan's rule: a layer norm reads its rows twice, as the looped kernel does."""
     roff, coff, sizes = _geometry(plan)
-    em = _Emitter(
-        plan,
-        "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
-        _vec_load(plan, "cols", "cmask"),
-        _bcast_load(plan),
-    )
+    em = _passes_emitter(plan, coff)
     nodes = plan.nodes
     pairs = _moment_pairs(plan)
     welford = {r1: r2 for r2, r1 in pairs.items()}
@@ -548,35 +559,8 @@ def _row_segmented(plan: Plan) -> str:
     done: set[int] = set()  # combined so far (reductions of the levels below, row scalars)
     for lvl in range(1, levels + 1):
         reds = [r for r, v in level.items() if v == lvl]
-        block = []
-        for r in reds:
-            block.append(f"acc{r} = tl.full([ROWS, BLOCK_N], {_IDENTITY[nodes[r].op]}, tl.float32)")
-            if r in welford:
-                block.append(f"w{r} = tl.zeros([ROWS, BLOCK_N], tl.float32)")
-        tail = []
-        for r in reds:
-            if r in pairs:
-                continue
-            src = em.name(nodes[nodes[r].args[0]])
-            if r in welford:
-                m2 = f"acc{welford[r]}"
-                tail += [
-                    f"wn = w{r} + tl.where(mask, 1.0, 0.0)",
-                    f"delta = {src} - acc{r}",
-                    f"acc{r} = tl.where(mask, acc{r} + delta / tl.maximum(wn, 1.0), acc{r})",
-                    f"{m2} = tl.where(mask, {m2} + delta * ({src} - acc{r}), {m2})",
-                    f"w{r} = wn",
-                ]
-                continue
-            masked = f"tl.where(mask, {src}, {_IDENTITY[nodes[r].op]})"
-            op = nodes[r].op
-            if op in ("sum", "mean"):
-                tail.append(f"acc{r} = acc{r} + {masked}")
-            elif op == "prod":
-                tail.append(f"acc{r} = acc{r} * {masked}")
-            else:
-                fn = "tl.maximum" if op == "max" else "tl.minimum"
-                tail.append(f"acc{r} = {fn}(acc{r}, {masked})")
+        block = _acc_init(nodes, reds, welford)
+        tail = _acc_update(em, reds, pairs)
         block += pass_over([nodes[r].args[0] for r in reds if r not in pairs], set(done), tail,
                            "EV_V")  # fmt: skip
         combine = []
