@@ -77,6 +77,7 @@ class Job:
         self.folder = os.path.join(state.home, "jobs", f"job{state.jobs}")
         os.makedirs(self.folder, exist_ok=True)
         self.problem = None
+        self.problem_name = ""  # the module name the problem is loaded under
         self.problem_hash: str | None = None  # the compiled references are cached by it
         self.candidate = None
         self.incumbent = None
@@ -84,6 +85,7 @@ class Job:
         self.modules: list[str] = []
         self.flops: dict[str, float] = {}
         self.bytes: dict[str, int] = {}
+        self.launches: dict[str, dict] = {}  # every kernel launch recorded, by its signature
 
 
 class ChildState:

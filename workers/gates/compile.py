@@ -177,7 +177,6 @@ def run(job, args: dict) -> dict:
                 f"forward launched no Triton kernel of the candidate in case {case['name']}",
                 case=case["name"],
             )
-        job.launches = getattr(job, "launches", {})
         for launch in launches:
             job.launches.setdefault(launch["key"], launch)
     changed = state.guard.changed()

@@ -1,9 +1,10 @@
 """Recording an evaluation report: gate results, measurements and the node's verdict.
 
-A report arrives as the plain JSON a worker sent (`EvaluationReport.to_dict()`); its gates and
-cases are read as the compute core's typed `workers.report.GateResult`, `Case` and `Timing`,
-once, where they become gate and measurement rows (a malformed one raises `MalformedReport`,
-naming the field).
+A report arrives as the plain JSON a worker sent (`EvaluationReport.to_dict()`); it is read
+once as the compute core's typed `workers.report.EvaluationReport` (its gates and cases as
+`GateResult`, `Case` and `Timing`), which become the node's fields and its gate and
+measurement rows (a malformed one raises `MalformedReport`, naming the field). The JSON itself
+is kept on the node as it came.
 """
 
 from django.db import transaction
@@ -12,7 +13,7 @@ from django.utils import timezone
 from apps.campaigns.constants import NodeStatus
 from apps.campaigns.models import GateResult as GateRow
 from apps.campaigns.models import Measurement, Node
-from workers.report import Case, GateResult, Timing
+from workers.report import EvaluationReport, Timing
 
 
 def _timing(timing: Timing | None) -> dict:
@@ -36,7 +37,7 @@ def node_record_evidence(*, node: Node, report: dict) -> None:
     node.report = report
     node.evaluated_at = timezone.now()
     node.save(update_fields=["report", "evaluated_at"])
-    _store_evidence(node, report)
+    _store_evidence(node, EvaluationReport.from_dict(report))
 
 
 @transaction.atomic
@@ -48,21 +49,21 @@ def node_record_report(*, node: Node, report: dict) -> bool:
     # A cancelled node keeps its status whatever comes back (node_record_late_report).
     if node.status in (NodeStatus.ACCEPTED, NodeStatus.REJECTED, NodeStatus.CANCELLED):
         return False
-    accepted = report.get("verdict") == "accepted"
-    fitness = report.get("fitness") or {}
+    typed = EvaluationReport.from_dict(report)
+    fitness = typed.fitness or {}
     ci = fitness.get("ci95") or [None, None]
-    node.status = NodeStatus.ACCEPTED if accepted else NodeStatus.REJECTED
-    node.failed_gate = report.get("failed_gate") or ""
-    node.reason = report.get("reason") or ""
+    node.status = NodeStatus.ACCEPTED if typed.accepted else NodeStatus.REJECTED
+    node.failed_gate = typed.failed_gate or ""
+    node.reason = typed.reason or ""
     node.fitness = fitness.get("speedup")
     node.fitness_ci_low, node.fitness_ci_high = ci[0], ci[1]
-    node.fitness_detail = report.get("fitness")
-    node.device_seconds = float(report.get("device_s") or 0.0)
-    node.wall_seconds = float(report.get("wall_s") or 0.0)
+    node.fitness_detail = typed.fitness
+    node.device_seconds = float(typed.device_s or 0.0)
+    node.wall_seconds = float(typed.wall_s or 0.0)
     node.report = report
     node.evaluated_at = timezone.now()
     node.save()
-    _store_evidence(node, report)
+    _store_evidence(node, typed)
     return True
 
 
@@ -77,29 +78,24 @@ def node_record_late_report(*, node: Node, report: dict) -> bool:
     node = Node.objects.select_for_update().get(pk=node.pk)
     if node.status != NodeStatus.CANCELLED or node.report is not None:
         return False
-    verdict = report.get("verdict") or "no verdict"
-    if report.get("failed_gate"):
-        verdict += f" at {report['failed_gate']}"
+    typed = EvaluationReport.from_dict(report)
+    verdict = typed.verdict or "no verdict"
+    if typed.failed_gate:
+        verdict += f" at {typed.failed_gate}"
     node.reason = (
         f"{node.reason} Its result arrived after it was cancelled ({verdict}); it is kept "
         "here as evidence and not counted."
     ).strip()
-    node.device_seconds = float(report.get("device_s") or 0.0)
-    node.wall_seconds = float(report.get("wall_s") or 0.0)
+    node.device_seconds = float(typed.device_s or 0.0)
+    node.wall_seconds = float(typed.wall_s or 0.0)
     node.report = report
     node.save(update_fields=["reason", "device_seconds", "wall_seconds", "report"])
-    _store_evidence(node, report)
+    _store_evidence(node, typed)
     return True
 
 
-def _store_evidence(node: Node, report: dict) -> None:
-    gates = [
-        GateResult.from_dict(g, where=f"gates[{i}]")
-        for i, g in enumerate(report.get("gates") or [])
-    ]
-    cases = [
-        Case.from_dict(c, where=f"cases[{i}]") for i, c in enumerate(report.get("cases") or [])
-    ]
+def _store_evidence(node: Node, report: EvaluationReport) -> None:
+    gates, cases = report.gates, report.cases
     GateRow.objects.bulk_create(
         GateRow(
             node=node,

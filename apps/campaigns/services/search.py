@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
@@ -41,6 +42,7 @@ from apps.campaigns.models import Campaign, GateResult, Node
 from apps.campaigns.services.evaluations import node_record_evidence, node_record_late_report
 from apps.campaigns.services.events import campaign_changed, node_changed, nodes_created
 from apps.campaigns.services.schedule import campaign_step_send
+from workers.contract.tasks import BASELINE_TASK, EVALUATE_TASK
 from workers.fingerprint import harness_hash
 from workers.search.engine import (
     FUNNEL_STAGES,
@@ -81,8 +83,6 @@ def _dispatch(campaign: Campaign, state: dict, nodes: list[Node]) -> None:
     """Send evaluations to the platform's queue (after commit). Keyed for idempotency."""
     from celery.utils import uuid
 
-    from workers.celery_tasks import evaluate_candidate
-
     queue = eval_queue(campaign.platform)
     harness = harness_hash()
     now = timezone.now()
@@ -102,8 +102,11 @@ def _dispatch(campaign: Campaign, state: dict, nodes: list[Node]) -> None:
 
     def send():
         for node, request in jobs:
-            evaluate_candidate.apply_async(
-                args=[node.pk, node.evaluation_key, request], queue=queue, task_id=node.task_id
+            current_app.send_task(
+                EVALUATE_TASK,
+                args=[node.pk, node.evaluation_key, request],
+                queue=queue,
+                task_id=node.task_id,
             )
 
     transaction.on_commit(send)
@@ -397,8 +400,6 @@ def _schedule_watchdog(campaign: Campaign) -> None:
 
 
 def _ensure_baseline(campaign: Campaign, state: dict) -> str:
-    from workers.celery_tasks import baseline_problem
-
     tune = tune_request(state)
     # The GPU host tunes after timing the baseline (about 90 s): not re-sent in the meantime.
     wait_s = 3 * EVALUATION_LEASE_S + (TUNE_TIMEOUT_S if tune else 0)
@@ -409,7 +410,7 @@ def _ensure_baseline(campaign: Campaign, state: dict) -> str:
     request = baseline_request(state)
     queue = eval_queue(campaign.platform)
     transaction.on_commit(
-        lambda: baseline_problem.apply_async(args=[campaign.pk, request, tune], queue=queue)
+        lambda: current_app.send_task(BASELINE_TASK, args=[campaign.pk, request, tune], queue=queue)
     )
     return "baseline requested" + (" with the tuner" if tune else "")
 

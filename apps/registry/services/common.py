@@ -1,8 +1,12 @@
 """Helpers the registry services share: permission guards, events, live notifications."""
 
+from celery import current_app
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 
 from apps.accounts.permissions import denial_message, has_portal_permission
+from apps.campaigns.constants import eval_queue
+from apps.registry.constants import GateStatus
 from apps.registry.consumers import registry_group
 from apps.registry.models import Event
 from kernelevolve_site.events import send_event_on_commit
@@ -44,4 +48,23 @@ def notify_region(region, *, kind: str, **data) -> None:
         registry_group(region.operator),
         "registry.changed",
         data={"region": region.pk, "kind": kind, **data},
+    )
+
+
+def check_send(check, *, task: str, request: dict, platform: str, what: str, now) -> None:
+    """Send a gate check's run to the platform's evaluation queue (after commit) and say so on
+    the check: inconclusive until a worker answers, where it went, when, how many times."""
+    queue = eval_queue(platform)
+    check.status = GateStatus.INCONCLUSIVE
+    check.queue = queue
+    check.dispatched_at = now
+    check.dispatch_count += 1
+    check.reason = (
+        f"{what} sent to {queue} at {now:%Y-%m-%d %H:%M:%S} UTC; waiting for a {platform} worker"
+        + (f" (sent {check.dispatch_count} times)" if check.dispatch_count > 1 else "")
+    )
+    check.save()
+    check_id = check.pk
+    transaction.on_commit(
+        lambda: current_app.send_task(task, args=[check_id, request], queue=queue)
     )

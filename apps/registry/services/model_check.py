@@ -7,7 +7,6 @@ for it and a failed one aborts the artifact."""
 from django.db import transaction
 from django.utils import timezone
 
-from apps.campaigns.constants import eval_queue
 from apps.registry.constants import ABORTABLE, MODEL_CHECK_RESEND_S, Gate, GateStatus
 from apps.registry.models import Artifact, GateCheck
 from apps.registry.selectors.model_check import (
@@ -15,7 +14,8 @@ from apps.registry.selectors.model_check import (
     model_check_key,
     model_check_request,
 )
-from apps.registry.services.common import RegistryError
+from apps.registry.services.common import RegistryError, check_send
+from workers.contract.tasks import MODEL_CHECK_TASK
 
 
 def artifact_model_check(*, artifact: Artifact, by=None, force: bool = False) -> GateCheck | None:
@@ -55,20 +55,8 @@ def artifact_model_check(*, artifact: Artifact, by=None, force: bool = False) ->
 
 
 def _dispatch(check: GateCheck, request: dict, now) -> None:
-    from workers.celery_tasks import model_check_artifact
-
-    platform = request["platform"]
-    queue = eval_queue(platform)
-    check.status = GateStatus.INCONCLUSIVE
-    check.queue = queue
-    check.dispatched_at = now
-    check.dispatch_count += 1
-    check.reason = (
-        f"model check ({request['config']} decoder, {request['dtype']}) sent to {queue} at "
-        f"{now:%Y-%m-%d %H:%M:%S} UTC; waiting for a {platform} worker"
-    )
-    check.save()
-    check_id = check.pk
-    transaction.on_commit(
-        lambda: model_check_artifact.apply_async(args=[check_id, request], queue=queue)
-    )
+    what = f"model check ({request['config']} decoder, {request['dtype']})"
+    check_send(
+        check, task=MODEL_CHECK_TASK, request=request, platform=request["platform"], what=what,
+        now=now,
+    )  # fmt: skip

@@ -11,7 +11,6 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.campaigns.constants import eval_queue
 from apps.registry.constants import (
     ABORTABLE,
     NEXT_STAGE,
@@ -25,7 +24,14 @@ from apps.registry.models import Approval, Artifact, GateCheck, Region
 from apps.registry.selectors import gates as G
 from apps.registry.selectors.registry import previous_default
 from apps.registry.services.alarms import alarm_raise
-from apps.registry.services.common import RegistryError, event_add, notify_region, require
+from apps.registry.services.common import (
+    RegistryError,
+    check_send,
+    event_add,
+    notify_region,
+    require,
+)
+from workers.contract.tasks import RECHECK_TASK
 
 
 class PromotionBlocked(RegistryError):
@@ -197,29 +203,14 @@ def artifact_recheck(*, artifact: Artifact, by=None) -> GateCheck | None:
 
 
 def _recheck_dispatch(check: GateCheck, artifact: Artifact, now) -> None:
-    from workers.celery_tasks import recheck_artifact
-
     platform = artifact.region.platform
-    queue = eval_queue(platform)
-    check.status = GateStatus.INCONCLUSIVE
-    check.queue = queue
-    check.dispatched_at = now
-    check.dispatch_count += 1
-    check.reason = (
-        f"re-run sent to {queue} at {now:%Y-%m-%d %H:%M:%S} UTC; waiting for a {platform} worker"
-        + (f" (sent {check.dispatch_count} times)" if check.dispatch_count > 1 else "")
-    )
-    check.save()
     request = {
         "problem_source": artifact.campaign.problem.source,
         "candidate_source": artifact.source,
         "workload": artifact.campaign.workload,
         "platform": platform,
     }
-    check_id = check.pk
-    transaction.on_commit(
-        lambda: recheck_artifact.apply_async(args=[check_id, request], queue=queue)
-    )
+    check_send(check, task=RECHECK_TASK, request=request, platform=platform, what="re-run", now=now)
 
 
 def _recheck_verdict(report: dict) -> tuple[str, str, dict]:
