@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 
 from kernelevolve_site.embedded_redis import embedded_redis_url
+from workers.contract.tasks import CONTROL_QUEUE
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(os.environ.get("KERNELEVOLVE_DATA_DIR", BASE_DIR / "data")).resolve()
@@ -158,7 +159,7 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 # JSON, late acks, time limits, visibility timeout: workers.celery_config, shared with the
 # Django-free evaluation hosts (kernelevolve_site/celery.py applies it).
-CELERY_TASK_DEFAULT_QUEUE = "control"
+CELERY_TASK_DEFAULT_QUEUE = CONTROL_QUEUE
 
 REST_FRAMEWORK = {
     # Token first: an unauthenticated API call gets 401 with `WWW-Authenticate: Token`.
