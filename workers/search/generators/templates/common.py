@@ -250,6 +250,16 @@ def _forward_head(plan: Plan) -> str:
     )
 
 
+def _model_head(plan: Plan, p: dict) -> str:
+    """The candidate's parameters (``_PARAMS``) and ``ModelNew`` down to the forward's first
+    line, which binds them to ``p``."""
+    return (
+        f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n"
+        + _forward_head(plan)
+        + "        p = _PARAMS\n"
+    )
+
+
 def _bind_inputs(refs: list[str], numbers) -> str:
     """Wrapper lines binding each kernel input ``in{i}``: a number as a float, a tensor
     contiguous."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from workers.search.generators.templates.common import _header
+from workers.search.generators.templates.common import _header, _model_head
 from workers.search.trace import Plan
 
 _CE_KERNELS = """@triton.jit
@@ -76,16 +74,8 @@ def _source_cross_entropy(plan: Plan, p: dict) -> str:
     return (
         _header(plan, p)
         + _CE_KERNELS
-        + f"""
-
-_PARAMS = {json.dumps(p, sort_keys=True)}
-
-
-class ModelNew(nn.Module):
-{plan.init_source}
-    def forward(self, {", ".join(plan.forward_args)}):
-        p = _PARAMS
-        x2 = {x}.contiguous()
+        + _model_head(plan, p)
+        + f"""        x2 = {x}.contiguous()
         t2 = {t}.contiguous()
         M, V = x2.shape
         loss = torch.empty((M,), dtype=torch.float32, device=x2.device)

@@ -5,9 +5,7 @@ compile on the H200)."""
 
 from __future__ import annotations
 
-import json
-
-from workers.search.generators.templates.common import _Emitter, _header, _refs
+from workers.search.generators.templates.common import _Emitter, _header, _model_head, _refs
 from workers.search.trace import Plan
 
 _TILE = """num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -162,16 +160,8 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         + "\n\n"
         + _reduce_kernel(plan)
         + _SPLIT_POLICY
-        + f"""
-
-_PARAMS = {json.dumps(p, sort_keys=True)}
-
-
-class ModelNew(nn.Module):
-{plan.init_source}
-    def forward(self, {", ".join(plan.forward_args)}):
-        p = _PARAMS
-{_operands(plan)}{vec_loads}        BT, M, K = a3.shape
+        + _model_head(plan, p)
+        + f"""{_operands(plan)}{vec_loads}        BT, M, K = a3.shape
         odt = torch.promote_types(a3.dtype, b3.dtype)
         out = torch.empty(oshape, dtype=odt, device=a3.device)
         if M == 0 or N == 0 or BT == 0:

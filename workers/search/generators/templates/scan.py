@@ -12,16 +12,14 @@ segment from the totals before it.
 
 from __future__ import annotations
 
-import json
-
 from workers.search.generators.templates.common import (
     _bind_inputs,
     _dtype_line,
     _Emitter,
-    _forward_head,
     _header,
     _io_names,
     _kernel,
+    _model_head,
     _refs,
 )
 from workers.search.ir import Plan
@@ -149,8 +147,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + _KE_PROD
         + _scan_kernel(plan)
         + _SEGMENTS
-        + f"\n_PARAMS = {json.dumps(p, sort_keys=True)}\n\n"
-        + _forward_head(plan)
+        + _model_head(plan, p)
         + _dtype_line(floats)
         + _bind_inputs(refs, numbers)
         + outs
@@ -162,7 +159,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + f"        rows = max(1, min({p['rows']}, triton.next_power_of_2(M)))\n"
         + "        tiles = triton.cdiv(M, rows)\n"
         + "        blocks = triton.cdiv(N, block)\n"
-        + "        segs = _ke_segments(_PARAMS, tiles, blocks)\n"
+        + "        segs = _ke_segments(p, tiles, blocks)\n"
         + "        per = triton.cdiv(blocks, segs)\n"
         + "        segs = triton.cdiv(blocks, per)\n"
         + f"        part = {ref0}  # unused unless the rows are cut into segments\n"
