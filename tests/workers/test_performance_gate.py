@@ -93,8 +93,10 @@ def _fake_gate(monkeypatch, speeds: dict[str, float]):
         "ceilings",
         lambda state: {"bandwidth_bytes_per_s": 1e12, "matmul_flops_per_s": 1e15},
     )
+    # No other process shares the device here: no lock to take.
+    state = types.SimpleNamespace(lock_fd=None, lock_wait_s=C.DEVICE_LOCK_WAIT_S)
     job = types.SimpleNamespace(
-        cases=[{"name": n, "kind": C.CASE_WORKLOAD} for n in speeds], state=None
+        cases=[{"name": n, "kind": C.CASE_WORKLOAD} for n in speeds], state=state
     )
     return job, timed
 
