@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from workers import constants as C
+from workers import device_lock
 from workers.boundary import boundary_from_env, confine, env_secrets, prepare_scratch, redact
 
 OWNER_FILE = ".owner"
@@ -94,6 +96,11 @@ def run_confined(
             if os.environ.get(passed):
                 child_env.setdefault(passed, os.environ[passed])
         cmd = confine(boundary, module, [], scratch=scratch, gpu=gpu)
+        # A GPU run times kernels: it takes the host's device lock around its timing (its
+        # descriptor goes in, the path does not).
+        lock_fd = device_lock.open_lock(device_lock.lock_path()) if gpu else None
+        if lock_fd is not None:
+            child_env[C.DEVICE_LOCK_FD_ENV] = str(lock_fd)
         try:
             proc = subprocess.run(
                 cmd,
@@ -103,10 +110,14 @@ def run_confined(
                 timeout=timeout_s,
                 cwd=scratch,
                 env=child_env,
+                pass_fds=(lock_fd,) if lock_fd is not None else (),
                 preexec_fn=limits,  # noqa: PLW1509 - no threads hold locks here
             )
         except subprocess.TimeoutExpired as exc:
             raise ConfinedFailure(f"ran past {timeout_s:g} s") from exc
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     secrets = env_secrets()

@@ -119,6 +119,7 @@ OUTPUT_FLOOD_BYTES = 4 << 20  # more than this printed in one gate kills the chi
 DEVICE_LOCK_ENV = "KERNELEVOLVE_DEVICE_LOCK"  # see workers/device_lock.py
 DEVICE_LOCK_WAIT_S = 300.0  # past this a timing runs without the lock, and says so
 DEVICE_LOCK_WAIT_SHARE = 0.4  # ... or past this share of the op's time limit
+DEVICE_LOCK_FD_ENV = "KERNELEVOLVE_DEVICE_LOCK_FD"  # the descriptor a confined GPU run gets
 OUTPUT_MARK_WAIT_S = 2.0  # how long a reply waits for the output printed before it
 SECRET_ENV_PATTERN = (
     r"SECRET|KEY|TOKEN|PASSWORD|PASSWD|CREDENTIAL|DATABASE_URL|REDIS_URL|BROKER_URL"

@@ -2,13 +2,15 @@
 
 A GPU host that runs more than one evaluation at a time (two Celery workers on the cuda queue,
 a benchmark with ``--jobs 4``) would otherwise time candidates while another process's kernels
-share the chip, and every verdict would carry the other's load. Compiling, loading and checking
-correctness overlap freely; only the paired timing rounds hold the lock.
+share the chip, and every verdict would carry the other's load. Compiling and loading overlap
+freely; the paired timing rounds and the correctness runs hold the lock.
 
 The parent (outside the sandbox) opens the lock file and hands the open descriptor to the
 sandbox child, which sees no host path: ``flock`` on an inherited descriptor excludes every
-other process that opened the same file. ``KERNELEVOLVE_DEVICE_LOCK`` names the file (default:
-one per ``CUDA_VISIBLE_DEVICES`` value in the temporary folder); ``off`` turns it off.
+other process that opened the same file. A confined GPU run (the per-case tuner, a model
+check) gets it the same way, its number in ``KERNELEVOLVE_DEVICE_LOCK_FD`` (``inherited``).
+``KERNELEVOLVE_DEVICE_LOCK`` names the file (default: one per ``CUDA_VISIBLE_DEVICES`` value in
+the temporary folder); ``off`` turns it off.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def lock_path(env=None) -> str | None:
         return value
     devices = re.sub(r"[^A-Za-z0-9_.-]", "_", env.get("CUDA_VISIBLE_DEVICES") or "all")
     return os.path.join(tempfile.gettempdir(), f"kernelevolve-gpu-{devices}.lock")
+
+
+def inherited() -> int | None:
+    """The lock's descriptor a confined GPU run was handed (``workers.confined``), or None."""
+    value = os.environ.get(C.DEVICE_LOCK_FD_ENV, "")
+    return int(value) if value.isdigit() else None
 
 
 def open_lock(path: str | None) -> int | None:
@@ -84,3 +92,17 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except OSError:
                 pass
+
+
+def _probe(request: dict) -> dict:
+    """Whether this process, as a confined run, was handed the lock and could take it within
+    ``wait_s``: ``python -m workers.device_lock`` (what the tests run behind the boundary)."""
+    fd = inherited()
+    with held(fd, float(request.get("wait_s", 1.0))) as info:
+        return {"fd": fd, **info}
+
+
+if __name__ == "__main__":
+    from workers.confined import serve_json
+
+    serve_json(_probe)

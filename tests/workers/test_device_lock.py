@@ -1,4 +1,5 @@
-"""The device lock: two evaluation processes on one GPU host take the timed rounds in turn."""
+"""The device lock: evaluation processes on one GPU host (sandbox children, the confined tuner
+and model check) take the timed rounds in turn."""
 
 import os
 import subprocess
@@ -6,6 +7,7 @@ import sys
 import time
 
 from workers import device_lock
+from workers.confined import run_confined
 from workers.gates import performance
 
 HOLDER = """
@@ -77,3 +79,31 @@ def test_the_timing_report_says_what_waiting_cost():
         [{"waited_s": 1.5, "held": True}, {"waited_s": 0.25, "held": False, "note": "n"}]
     )
     assert got == {"device_lock": {"waited_s": 1.75, "rounds": 2, "notes": ["n"]}}
+
+
+def _confined_probe(path, monkeypatch, wait_s):
+    monkeypatch.setenv("KERNELEVOLVE_DEVICE_LOCK", path)
+    return run_confined(
+        "workers.device_lock",
+        {"wait_s": wait_s},
+        timeout_s=120,
+        cpu_s=60,
+        memory_bytes=4 << 30,
+        gpu=True,  # a GPU run (tuner, model check) is handed the lock; others are not
+    )
+
+
+def test_a_confined_gpu_run_is_handed_the_lock_and_waits_for_its_holder(tmp_path, monkeypatch):
+    path = str(tmp_path / "gpu.lock")
+    free = _confined_probe(path, monkeypatch, wait_s=5)
+    assert free["fd"] is not None and free["held"]
+    proc = _holder(path, 30)
+    try:  # another process holds the device: the confined run cannot take it
+        busy = _confined_probe(path, monkeypatch, wait_s=0.3)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not busy["held"] and "timed anyway" in busy["note"]
+    cpu = run_confined("workers.device_lock", {}, timeout_s=120, cpu_s=60,
+                       memory_bytes=4 << 30)  # fmt: skip
+    assert cpu["fd"] is None  # a CPU run gets no lock

@@ -35,6 +35,8 @@ import copy
 import os
 import time
 
+from workers import device_lock
+
 DEFAULT_SHAPES = {
     # (batch, tokens) for prefill; (batch, position) for a decode step at that cache position.
     "tiny": {"prefill": [1, 5], "decode": [4, 47]},
@@ -278,7 +280,9 @@ def _time_modes(
                     samplers = {name: sampler(fn, reps) for name, fn in fns.items()}
                     for s in samplers.values():  # settle clocks and caches
                         s()
-                    samples = T.paired_rounds(samplers, rounds)
+                    # No other process's kernels on the device meanwhile (workers.device_lock).
+                    with device_lock.held(device_lock.inherited() if cuda else None):
+                        samples = T.paired_rounds(samplers, rounds)
             except Exception as exc:  # noqa: BLE001 - one mode failing is evidence, not a crash
                 out[step][mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 continue

@@ -25,6 +25,8 @@ import tempfile
 import time
 import types
 
+from workers import device_lock
+
 # One configuration: (one_pass, ROWS, BLOCK_N, num_warps, num_stages), the first five fields of
 # what the row template's ``_ke_config`` returns (then programs, hints, constant shape).
 Config = tuple[int, int, int, int, int]
@@ -158,15 +160,16 @@ def _device_ms(side, samples: int) -> float:
     from workers import constants as C
 
     out = []
-    for _ in range(samples):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(C.SPIN_CYCLES)
-        s.record()
-        side.graph.replay()
-        e.record()
-        torch.cuda.synchronize()
-        out.append(s.elapsed_time(e) / side.calls)
+    with device_lock.held(device_lock.inherited()):  # no other process's kernels meanwhile
+        for _ in range(samples):
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(C.SPIN_CYCLES)
+            s.record()
+            side.graph.replay()
+            e.record()
+            torch.cuda.synchronize()
+            out.append(s.elapsed_time(e) / side.calls)
     return float(np.median(out))
 
 
@@ -306,7 +309,7 @@ class _Tuner:
                 ),
                 "compile": self.G.Side("compile", compiled, sets, self.flush, "graph", self.policy),
             }
-            timings, paired = self.G.time_sides(sides, 0)
+            timings, paired = self.G.time_sides(sides, 0, device_lock.inherited())
             rows.append(
                 {
                     "config": list(cfg),
