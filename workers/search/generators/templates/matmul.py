@@ -56,8 +56,9 @@ def _matmul_kernel(plan: Plan) -> str:
         "rk = tl.arange(0, BLOCK_K)",
         "kb0 = pid_k * KB_PER",
         "kb1 = tl.minimum(kb0 + KB_PER, tl.cdiv(K, BLOCK_K))",
-        "a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am + (kb0 * BLOCK_K + rk[None, :]) "
-        "* stride_ak",
+        # 64-bit: a transposed operand's K stride is M, and a late range starts far in
+        "a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am "
+        "+ (kb0 * BLOCK_K + rk[None, :]).to(tl.int64) * stride_ak",
         "b_ptrs = b_ptr + (kb0 * BLOCK_K + rk[:, None]).to(tl.int64) * stride_bk + rn[None, :] "
         "* stride_bn",
         "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
