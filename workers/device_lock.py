@@ -8,7 +8,8 @@ freely; the paired timing rounds and the correctness runs hold the lock.
 The parent (outside the sandbox) opens the lock file and hands the open descriptor to the
 sandbox child, which sees no host path: ``flock`` on an inherited descriptor excludes every
 other process that opened the same file. A confined GPU run (the per-case tuner, a model
-check) gets it the same way, its number in ``KERNELEVOLVE_DEVICE_LOCK_FD`` (``inherited``).
+check) gets it the same way, its number in ``KERNELEVOLVE_DEVICE_LOCK_FD`` (``inherited``;
+``python -m workers.device_lock_probe`` tries it from inside the boundary).
 ``KERNELEVOLVE_DEVICE_LOCK`` names the file (default: one per ``CUDA_VISIBLE_DEVICES`` value in
 the temporary folder); ``off`` turns it off.
 """
@@ -92,17 +93,3 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except OSError:
                 pass
-
-
-def _probe(request: dict) -> dict:
-    """Whether this process, as a confined run, was handed the lock and could take it within
-    ``wait_s``: ``python -m workers.device_lock`` (what the tests run behind the boundary)."""
-    fd = inherited()
-    with held(fd, float(request.get("wait_s", 1.0))) as info:
-        return {"fd": fd, **info}
-
-
-if __name__ == "__main__":
-    from workers.confined import serve_json
-
-    serve_json(_probe)

@@ -84,7 +84,7 @@ def test_the_timing_report_says_what_waiting_cost():
 def _confined_probe(path, monkeypatch, wait_s):
     monkeypatch.setenv("KERNELEVOLVE_DEVICE_LOCK", path)
     return run_confined(
-        "workers.device_lock",
+        "workers.device_lock_probe",
         {"wait_s": wait_s},
         timeout_s=120,
         cpu_s=60,
@@ -104,6 +104,6 @@ def test_a_confined_gpu_run_is_handed_the_lock_and_waits_for_its_holder(tmp_path
         proc.kill()
         proc.wait()
     assert not busy["held"] and "timed anyway" in busy["note"]
-    cpu = run_confined("workers.device_lock", {}, timeout_s=120, cpu_s=60,
+    cpu = run_confined("workers.device_lock_probe", {}, timeout_s=120, cpu_s=60,
                        memory_bytes=4 << 30)  # fmt: skip
     assert cpu["fd"] is None  # a CPU run gets no lock
