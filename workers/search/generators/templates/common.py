@@ -173,11 +173,21 @@ def _frac(p: int, q: int) -> str:
     return f"(N * {int(p)} // {int(q)})"
 
 
+# The combine of a product reduction (Triton has no tl.prod): included by a family's source
+# where a kernel reduces with ``_reduce_expr("prod", ...)``.
+_KE_MUL = """@triton.jit
+def _ke_mul(a, b):
+    return a * b
+
+
+"""
+
+
 def _reduce_expr(op: str, val: str, axis: int = 1, keep: bool = True) -> str:
     if op in ("argmax", "argmin"):  # the first index of the extreme, as torch
         out = f"tl.{op}({val}, axis={axis}, tie_break_left=True)"
         return out + ("[:, None]" if keep else "")
-    if op == "prod":  # no tl.prod: a reduce with the row family's _ke_mul
+    if op == "prod":  # no tl.prod: a reduce with _ke_mul (_KE_MUL)
         return f"tl.reduce({val}, {axis}, _ke_mul)" + ("[:, None]" if keep else "")
     red = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[op]
     out = f"{red}({val}, axis={axis})"

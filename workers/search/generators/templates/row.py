@@ -10,6 +10,7 @@ import random
 
 from workers.search.generators.templates.common import (
     _IDENTITY,
+    _KE_MUL,
     _bcast,
     _bcast_args,
     _bcast_rows,
@@ -657,14 +658,6 @@ def _ke_fold_out(parts, M, op, dtype, shape):
     total = torch.empty((), dtype=torch.float32, device=parts.device)
     _ke_fold[(1,)](parts, total, M, OP=op, BLOCK=1024)
     return total.to(dtype).reshape(shape)
-
-
-"""
-
-
-_KE_MUL = """@triton.jit
-def _ke_mul(a, b):
-    return a * b
 
 
 """

@@ -13,6 +13,7 @@ segment from the totals before it.
 from __future__ import annotations
 
 from workers.search.generators.templates.common import (
+    _KE_MUL,
     _bind_inputs,
     _dtype_line,
     _Emitter,
@@ -20,6 +21,7 @@ from workers.search.generators.templates.common import (
     _io_names,
     _kernel,
     _model_head,
+    _reduce_expr,
     _refs,
 )
 from workers.search.ir import Plan
@@ -40,7 +42,7 @@ def _scan_kernel(plan: Plan) -> str:
     (scan,) = [n for n in plan.nodes if n.kind == "scan"]
     op, reverse = scan.op, bool(scan.attrs["reverse"])
     ident, comb = _IDENTITY[op], _COMBINE[op]
-    red = "tl.sum" if op == "cumsum" else "_ke_prod"
+    red = "sum" if op == "cumsum" else "prod"
     body = [
         "pid = tl.program_id(0)",
         "seg = tl.program_id(1)",
@@ -53,10 +55,10 @@ def _scan_kernel(plan: Plan) -> str:
         "b1 = tl.minimum(b0 + PER, blocks)",
         "if PHASE == 2:  # the totals of the segments before this one, in order",
         "    sidx = tl.arange(0, SP)[None, :]",
-        f"    before = (sidx > seg) if {reverse} else (sidx < seg)",
+        "    before = sidx > seg" if reverse else "    before = sidx < seg",
         "    prev = tl.load(part_ptr + rows * S + sidx, mask=rmask & before & (sidx < S),",
         f"                   other={ident})",
-        f"    carry = {red}(prev, axis=1)[:, None]",
+        f"    carry = {_reduce_expr(red, 'prev')}",
         "for i in range(b0, b1):",
     ]
     start = "(b1 - 1 - (i - b0)) * BLOCK" if reverse else "i * BLOCK"
@@ -74,7 +76,7 @@ def _scan_kernel(plan: Plan) -> str:
             x = em.name(plan.nodes[node.args[0]])
             rev = ", reverse=True" if reverse else ""
             total = list(inner) + [
-                f"carry = carry {comb} {red}(tl.where(mask, {x}, {ident}), axis=1)[:, None]"
+                f"carry = carry {comb} {_reduce_expr(red, f'tl.where(mask, {x}, {ident})')}"
             ]
             inner += [
                 f"part = tl.where(mask, {x}, {ident})",
@@ -104,18 +106,6 @@ def _scan_kernel(plan: Plan) -> str:
     )
 
 
-_KE_PROD = """@triton.jit
-def _ke_prod_combine(a, b):
-    return a * b
-
-
-@triton.jit
-def _ke_prod(x, axis):
-    return tl.reduce(x, axis, _ke_prod_combine)
-
-
-"""
-
 _SEGMENTS = '''
 
 def _ke_segments(p, tiles, blocks):
@@ -144,7 +134,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
     d = int(plan.extra.get("scan_dim", -1))  # rows along another dimension are K apart
     return (
         _header(plan, p)
-        + _KE_PROD
+        + (_KE_MUL if any(n.op == "cumprod" for n in plan.nodes if n.kind == "scan") else "")
         + _scan_kernel(plan)
         + _SEGMENTS
         + _model_head(plan, p)
