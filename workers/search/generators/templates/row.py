@@ -76,9 +76,9 @@ def _row_index(plan: Plan, roff: str) -> list[str]:
     ]
 
 
-def _tiles(plan: Plan) -> str:
-    """The number of row tiles (in the kernel; the wrapper's ``tiles`` is the same)."""
-    return "(M // K) * tl.cdiv(K, ROWS)" if _strided(plan) else "tl.cdiv(M, ROWS)"
+def _tiles(plan: Plan, cdiv: str = "tl.cdiv", rows: str = "ROWS") -> str:
+    """The number of row tiles: in the kernel, or (``triton.cdiv``, ``rows``) in the wrapper."""
+    return f"(M // K) * {cdiv}(K, {rows})" if _strided(plan) else f"{cdiv}(M, {rows})"
 
 
 def _strided(plan: Plan) -> bool:
@@ -862,7 +862,7 @@ class ModelNew(nn.Module):
         one_pass, rows, block_n, warps, stages, programs, hints, const = _ke_config(
             M, N, {ref0}.dtype
         )
-        tiles = {_tiles(plan).replace("tl.", "triton.").replace("ROWS", "rows")}
+        tiles = {_tiles(plan, "triton.cdiv", "rows")}
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
