@@ -158,7 +158,8 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + "        for phase in ((1, 2) if segs > 1 else (0,)):\n"
         + f"            _ke_scan[(tiles, segs)]({', '.join(args)}, M, N, K, part, segs, per,\n"
         + "                                    ROWS=rows, BLOCK=block, PHASE=phase,\n"
-        + "                                    SP=triton.next_power_of_2(segs),\n"
+        + "                                    SP=max(triton.next_power_of_2(segs),\n"
+        + f"                                           {32 * p['warps']} // rows),\n"
         + f"                                    num_warps={p['warps']})\n"
         + f"        return {ret}\n"
     )
