@@ -96,7 +96,7 @@ def test_the_policy_cuts_few_long_rows_only_and_matches_its_python_twin(tmp_path
 
 
 _AOT = r"""
-import json, sys
+import json, re, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -110,15 +110,20 @@ for name, src in json.loads(sys.argv[1]).items():
     module = P.load_module(code, f"aot_{len(out)}", sys.argv[2])
     fn = module._ke_row_segmented
     levels = module._SEGMENTS[2]
-    consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 64, "EV_T": "", "EV_V": "", "I32": False}
-    names = [a for a in fn.arg_names if a not in consts and a != "LEVEL"]
+    fuse = not module._SEGMENTS[3]  # no value per element: the last level finishes the row
+    consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 128, "EV_T": "", "EV_V": "", "I32": False}
+    var = ("LEVEL", "FUSE")
+    names = [a for a in fn.arg_names if a not in consts and a not in var]
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in names}
-    sig.update({c: "constexpr" for c in [*consts, "LEVEL"]})
+    sig["count_ptr"] = "*i32"
+    sig.update({c: "constexpr" for c in [*consts, *var]})
     ptx = []
-    for level in range(1, levels + 2):
-        src_ = ASTSource(fn=fn, signature=sig, constexprs={**consts, "LEVEL": level})
+    for level in range(1, levels + (1 if fuse else 2)):
+        src_ = ASTSource(fn=fn, signature=sig, constexprs={**consts, "LEVEL": level, "FUSE": fuse})
         kernel = triton.compile(src_, target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-        ptx.append(len(kernel.asm["ptx"]))
+        asm = kernel.asm["ptx"]
+        atom = re.search(r"atom\.global\.\S*acq_rel", asm) is not None
+        ptx.append([len(asm), atom, "ld.global.cg" in asm])
     out[name] = ptx
 print("RESULTS" + json.dumps(out))
 """
@@ -129,9 +134,43 @@ def test_every_launch_of_the_segments_compiles_for_sm90(tmp_path):
     launch's branch and read under another's would pass the first and fail the second)."""
     names = ("mse", "frobenius", "layer-norm-3d", "softmax", "prod-whole")
     got = run_child(_AOT, json.dumps({n: CASES[n] for n in names}), str(tmp_path), interpret=False)
-    # levels + 1 launches each: mse 1 + 1, frobenius 1 + 1, layer norm (Welford) 1 + 1,
-    # softmax (max, then the sum of exponentials) 2 + 1
+    # levels + 1 launches where a value per element is written: frobenius 1 + 1, layer norm
+    # (Welford) 1 + 1, softmax (max, then the sum of exponentials) 2 + 1; a loss's one level
+    # finishes in its own launch (mse, prod-whole).
     assert {n: len(v) for n, v in got.items()} == {
-        "mse": 2, "frobenius": 2, "layer-norm-3d": 2, "softmax": 3, "prod-whole": 2,
+        "mse": 1, "frobenius": 2, "layer-norm-3d": 2, "softmax": 3, "prod-whole": 1,
     }  # fmt: skip
-    assert all(size > 1000 for sizes in got.values() for size in sizes)
+    assert all(size > 1000 for launches in got.values() for size, _, _ in launches)
+    # The fused finish counts arrivals with an acquire-release atomic and reads the partials
+    # past L1; the launches that do not finish a row have neither.
+    for name, launches in got.items():
+        fused = name in ("mse", "prod-whole")
+        assert [(atom, cg) for _, atom, cg in launches][-1] == (fused, fused), name
+
+
+_REUSE = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, params, folder = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+cand = P.load_module(render(trace_problem(src), {**DEFAULTS["row"], **params}), "c_reuse", folder)
+prob = P.load_module(src, "p_reuse", folder)
+errs = []
+for seed, overrides in enumerate([{}, {"b": 1, "n": 2049}, {}, {"b": 3, "n": 600}]):
+    _, ref, new = P.make_models(prob, cand, overrides, torch.float32, seed, "cpu", None)
+    x = P.make_inputs(prob, overrides, torch.float32, seed, "cpu")
+    with torch.no_grad():
+        errs.append(float((new(*x) - ref(*x)).abs().max()))
+counts = [int(c.abs().sum()) for c in cand._COUNTERS.values()]
+print("RESULTS" + json.dumps({"errs": errs, "counts": counts}))
+"""
+
+
+def test_a_fused_finish_leaves_its_counters_at_zero_for_the_next_call(tmp_path):
+    """The loss's last program to arrive finishes the row and sets its counter back to zero:
+    one module called again (other inputs, other sizes) still computes the reference."""
+    got = run_child(_REUSE, json.dumps(CASES["mse"]), json.dumps(SEGMENTS), str(tmp_path))
+    assert all(e < 1e-5 for e in got["errs"]), got
+    assert got["counts"] and all(c == 0 for c in got["counts"]), got
