@@ -28,18 +28,36 @@ import types
 from workers import device_lock
 
 # One configuration: (one_pass, ROWS, BLOCK_N, num_warps, num_stages), the first five fields of
-# what the row template's ``_ke_config`` returns (then programs, hints, constant shape).
-Config = tuple[int, int, int, int, int]
+# what the row template's ``_ke_config`` returns (then programs, hints, constant shape); rows
+# in segments (one_pass 3) carry their segment count as the programs field from the start.
+Config = tuple[int, ...]
 
 
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def row_space(m: int, n: int, *, max_per_thread: int = 64) -> list[Config]:
-    """The launch configurations worth timing for ``m`` rows of length ``n``."""
+def row_space(
+    m: int, n: int, *, max_per_thread: int = 64, segmentable: bool = False
+) -> list[Config]:
+    """The launch configurations worth timing for ``m`` rows of length ``n`` (``segmentable``:
+    the graph's partials combine, so few long rows may be cut into segments)."""
     full = _pow2(n)
     out: list[Config] = []
+    if segmentable and m < 128:
+        # Few long rows: (row, segment) programs, 512 to 2048 of them over the device (the
+        # default policy takes 1024; on the H200 a loss over 4M elements sat within 4% of
+        # compile there, and the block and warps decide the rest).
+        for block in (512, 1024, 2048, 4096):
+            if 2 * block > n:
+                break
+            for warps in (2, 4, 8):
+                if not 1 <= block // (32 * warps) <= 32:
+                    continue
+                for programs in (512, 1024, 2048):
+                    segs = max(2, min(-(-n // block), programs // m))
+                    out.append((3, 1, block, warps, 1, segs, 0))
+        out = list(dict.fromkeys(out))
     rows_max = min(64, _pow2(m))
     if full <= 65536:
         rows = 1
@@ -223,6 +241,9 @@ def variants(best: list[Config], tiles: int, sms: int) -> list[tuple]:
     the row is a whole number of blocks, as in Inductor's static-shape kernels)."""
     out = []
     for cfg in best:
+        if cfg[0] == 3:  # segments: the count stays; only the eviction hints vary
+            out += [tuple(cfg[:6]) + (hints,) for hints in (0, 1)]
+            continue
         base = tuple(cfg[:5])
         for hints in (0, 1):
             out.append(base + (0, hints))
@@ -332,12 +353,14 @@ def tune(args) -> dict:
     os.makedirs(args.out, exist_ok=True)
     t = _Tuner(args)
     start = time.perf_counter()
-    first = {c["name"]: row_space(*t.keys[c["name"]][:2]) for c in t.cases}
+    segmentable = bool(t.cand._SEGMENTS[0])
+    first = {c["name"]: row_space(*t.keys[c["name"]][:2], segmentable=segmentable) for c in t.cases}
     # A looped kernel reads its row again: whether the first read keeps it in L2 (hints)
     # decides whether it can compete, so looped configurations are timed with hints at once.
     one = t.sweep(
         {
-            k: [cfg + (0, 0) for cfg in v] + [cfg + (0, 1) for cfg in v if cfg[0] == 0]
+            k: [cfg if len(cfg) > 5 else cfg + (0, 0) for cfg in v]
+            + [cfg + (0, 1) for cfg in v if cfg[0] == 0]
             for k, v in first.items()
         }
     )

@@ -12,7 +12,7 @@ import pytest
 from tests.workers.search.child import run_child
 from workers.catalog import catalog_get
 from workers.gates.static import check_static
-from workers.search.generators.template import DEFAULTS, _moment_pairs, render
+from workers.search.generators.template import DEFAULTS, _moment_pairs, render, row_launch_ok
 from workers.search.trace import trace_problem
 from workers.search.tune import row_space, variants
 
@@ -150,6 +150,14 @@ def test_search_space_respects_registers_and_row_length():
                 assert block == full and 1 <= per_thread <= 64
             else:
                 assert block <= full and rows in (1, 2) and 1 <= block // (32 * warps) <= 32
+    # Few long rows whose partials combine: segments too, each a launch the template takes.
+    few = row_space(16, 1 << 18, segmentable=True)
+    cut = [cfg for cfg in few if cfg[0] == 3]
+    assert {cfg[5] for cfg in cut} == {32, 64, 128} and all(len(cfg) == 7 for cfg in cut)
+    assert all(row_launch_ok(list(cfg), 16, 1 << 18) for cfg in cut)
+    assert not any(cfg[0] == 3 for cfg in row_space(16, 1 << 18))
+    assert not any(cfg[0] == 3 for cfg in row_space(4096, 4096, segmentable=True))
+    assert [v[5:] for v in variants([cut[0]], tiles=1, sms=132)] == [(cut[0][5], 0), (cut[0][5], 1)]
     assert any(cfg[0] == 2 for cfg in row_space(4096, 5120))
     assert not any(cfg[0] == 2 for cfg in row_space(4096, 4096))
     # Persistent launches only where there are more tiles than programs.
@@ -353,11 +361,15 @@ case = tune._cases(workload)[0]
 case["dtype"] = "float32"
 key, model, inputs = tune._key_of(problem, cand, case, device="cpu")
 out = []
-space = tune.row_space(*key[:2])
-for cfg in space[:3] + [c[:7] for c in tune.variants(space[:1], 1, 4)]:
+space = tune.row_space(*key[:2], segmentable=bool(cand._SEGMENTS[0]))
+segments = [cfg for cfg in space if cfg[0] == 3]
+first = None
+for cfg in space[:3] + [c[:7] for c in tune.variants(space[:1], 1, 4)] + segments[-2:]:
     tune.set_config(cand, key, cfg)
     got = model(*inputs)
-    out.append({"config": list(cfg), "used": list(cand._ke_config(*key))})
+    first = got if first is None else first
+    out.append({"config": list(cfg), "used": list(cand._ke_config(*key)),
+                "err": float((got - first).abs().max())})
 print("RESULTS" + json.dumps({"key": [key[0], key[1]], "runs": out}))
 """
 
@@ -369,10 +381,14 @@ def test_the_tuners_stage_configurations_launch(tmp_path):
     problem = tmp_path / "p.py"
     problem.write_text(catalog_get("rms_norm").problem_source())
     workload = tmp_path / "w.json"
-    case = {"name": "small", "overrides": {"num_tokens": 3, "hidden_size": 256}, "weight": 1}
+    case = {"name": "small", "overrides": {"num_tokens": 3, "hidden_size": 1024}, "weight": 1}
     workload.write_text(json.dumps({"cases": [case]}))
     result = run_child(_TUNER_PATH, str(problem), str(workload), str(tmp_path))
-    assert result["key"] == [3, 256]
-    assert len(result["runs"]) >= 4
+    assert result["key"] == [3, 1024]
+    assert len(result["runs"]) >= 6
+    # Three rows: rows cut into segments are in the space (their count carried from the
+    # start, kept by stage two), and every configuration computes the same values.
+    assert sum(run["config"][0] == 3 for run in result["runs"]) >= 3
     for run in result["runs"]:
         assert run["used"] == (run["config"] + [0, 0, 0])[:8], run
+        assert run["err"] < 1e-5, run
