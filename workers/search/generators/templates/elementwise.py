@@ -59,7 +59,7 @@ def _bcast_kernel(plan: Plan) -> str:
         plan,
         "tl.load({ptr} + toff, mask=mask, other=0.0)",
         "",
-        "tl.load({ptr} + boff{k}, mask=mask, other=0.0)",
+        "tl.load({ptr} + boff{k}, mask=bmask{k}, other=0.0)",
         shifted=shifted,
     )
     body = [
@@ -74,8 +74,12 @@ def _bcast_kernel(plan: Plan) -> str:
         "toff = rows[:, None] * N + cols[None, :]",
     ]
     for k, dims in sorted(kept.items()):
-        col = f" + cols[None, :] * s{k}_{last}" if last in dims else " + cols[None, :] * 0"
-        inner.append(f"boff{k} = rb{k}[:, None]{col}")
+        if last in dims:
+            inner.append(f"boff{k} = rb{k}[:, None] + cols[None, :] * s{k}_{last}")
+            inner.append(f"bmask{k} = mask")
+        else:  # the same value along the row: one load per row, broadcast (KernelBench 12)
+            inner.append(f"boff{k} = rb{k}[:, None]")
+            inner.append(f"bmask{k} = rmask[:, None]")
     used = {a for node in plan.nodes for a in node.args} | set(plan.outputs)
     for node in plan.nodes:
         if node.kind == "input" and node.id not in used:
