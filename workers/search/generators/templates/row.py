@@ -875,10 +875,11 @@ def _ke_counter(M, device):
 def _ke_segments(p, M, N, one_pass):
     \"\"\"How many segments to cut each row into (0: none): where there are too few rows to
     fill the device and a row is long (for a graph that writes per element, only where the
-    row is too long for one pass anyway).\"\"\"
+    row is too long for one pass anyway; a candidate forced to one pass is never cut, a
+    looped one is: one program walking a whole 4M-element row ran 100x slower).\"\"\"
     ok, _, _, has_tile = _SEGMENTS
     block = p["block_n"]
-    if not ok or p["strategy"] != "auto" or M >= p.get("seg_rows", 128) or N < 2 * block:
+    if not ok or p["strategy"] == "one_pass" or M >= p.get("seg_rows", 128) or N < 2 * block:
         return 0
     if has_tile and one_pass:
         return 0
@@ -960,7 +961,8 @@ def row_policy(
 def row_segments(p: dict, m: int, n: int, one_pass: bool, segmentable: bool, has_tile: bool) -> int:
     """The candidate's ``_ke_segments`` in Python."""
     block = p["block_n"]
-    if not segmentable or p["strategy"] != "auto" or m >= p.get("seg_rows", 128) or n < 2 * block:
+    few = m < p.get("seg_rows", 128) and n >= 2 * block
+    if not segmentable or p["strategy"] == "one_pass" or not few:
         return 0
     if has_tile and one_pass:
         return 0
