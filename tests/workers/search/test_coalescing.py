@@ -107,7 +107,7 @@ def test_coordinates_are_divided_in_32_bits_where_the_indices_fit(tmp_path):
     H200: where the wrapper says the indices fit (I32), no division is 64-bit."""
     row = {"ROWS": 1, "BLOCK_N": 64, "PROGRAMS": 0, "EV_T": "", "EV_V": "", "NC": 0, "MC": 0}
     pool = dict(KD=1, KH=2, KW=2, SD=1, SH=2, SW=2, PD=0, PH=0, PW=0, DD=1, DH=1, DW=1,
-                MAX=True, INCLUDE_PAD=True, DIVISOR=0, BLOCK=256, KWP=2)  # fmt: skip
+                MAX=True, INCLUDE_PAD=True, DIVISOR=0, BLOCK=256)  # fmt: skip
     for source, kernel, consts in (
         (GROUP_NORM, "_ke_row_one_pass", row),
         (MAX_POOL, "_ke_pool", pool),
@@ -116,42 +116,3 @@ def test_coordinates_are_divided_in_32_bits_where_the_indices_fit(tmp_path):
                         interpret=False)  # fmt: skip
         assert got["True"]["i64"] == 0 and got["True"]["i32"] > 0, (kernel, got)
         assert got["False"]["i64"] > 0, (kernel, got)  # tensors past 2^31 elements stay exact
-
-
-_POOL_TILE = r"""
-import json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
-plan = trace_problem(sys.argv[1])
-fn = P.load_module(render(plan, DEFAULTS["pool"]), "tile", sys.argv[2])._ke_pool
-out = {}
-for kwp in (0, 16):
-    ce = dict(KD=1, KH=11, KW=11, SD=1, SH=11, SW=11, PD=0, PH=0, PW=0, DD=1, DH=1, DW=1,
-              MAX=False, INCLUDE_PAD=True, DIVISOR=0, BLOCK=256, KWP=kwp, I32=True)
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    ttgir = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                           target=GPUTarget("cuda", 90, 64), options={"num_warps": 4}).asm["ttgir"]
-    layouts = dict(re.findall(r"^(#\w+) = #ttg\.blocked<\{(.*)\}>", ttgir, re.M))
-    load = next(x for x in ttgir.splitlines() if "tt.load" in x)
-    shape, used = re.search(r"tensor<([\dx]+)x!tt\.ptr<f32>, (#\w+)>", load).groups()
-    lanes = re.search(r"threadsPerWarp = \[([\d, ]+)\]", layouts[used]).group(1)
-    out[kwp] = [shape, lanes]
-print("RESULTS" + json.dumps(out))
-"""
-
-
-def test_a_strided_windows_rows_are_read_as_tiles_along_the_row(tmp_path):
-    """KernelBench 45 (11x11 windows side by side) ran at 0.53x of compile on the H200 with a
-    load per window column: a warp's 32 addresses 11 elements apart. With a row tile, the
-    threads of a warp lie along each window's row."""
-    src = MAX_POOL.replace("nn.MaxPool2d(2, 2)", "nn.AvgPool2d(3)")
-    got = run_child(_POOL_TILE, src, str(tmp_path), interpret=False)
-    assert got["0"] == ["256", "32"]  # per column: one output per thread
-    shape, lanes = got["16"]
-    assert shape == "256x16" and int(lanes.split(", ")[1]) > 1, got

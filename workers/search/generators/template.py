@@ -23,8 +23,7 @@ Families and their parameters:
   ``block_v``, ``vec``; a second single-program kernel reduces the per-row losses in a fixed
   order, so the result is deterministic.
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
-- ``pool``: ``block`` (output elements per program), ``warps``, ``row_tile`` (a strided
-  window's row read as one tile, or a load per column); the window is unrolled.
+- ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ SPACES: dict[str, dict[str, list]] = {
         "stages": [2, 3, 4, 5],
         "split_k": [0, 2, 4, 8, 16, 32],
     },
-    "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8], "row_tile": [0, 1]},
+    "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
     "scan": {
         "block": [128, 256, 512, 1024, 2048, 4096, 8192],
         "rows": [1, 2, 4, 8, 16],
@@ -153,7 +152,7 @@ DEFAULTS: dict[str, dict] = {
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
-    "pool": {"block": 256, "warps": 4, "row_tile": 1},
+    "pool": {"block": 256, "warps": 4},
     "attention": {
         "block_m": 64,
         "block_n": 64,
@@ -185,7 +184,7 @@ SEEDS: dict[str, list[dict]] = {
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
-    "pool": [{"block": 1024, "warps": 8}, {"block": 256, "warps": 4, "row_tile": 0}],
+    "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
     "attention": [
         {"causal_align": "top_left"},
         {"block_m": 128, "block_n": 64, "warps": 8, "stages": 3, "decode_block_n": 128},

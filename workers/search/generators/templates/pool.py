@@ -8,11 +8,8 @@ compile on the H200); each walks its window (KD x KH x KW, unrolled) reading the
 where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
 divides by the window's size clipped to the padded input (``count_include_pad``), by the number
 of positions inside the input, or by ``divisor_override``. Fewer spatial dimensions are the
-leading ones of three, of size 1. Where neighbouring outputs are more than one column apart
-(a stride above 1), each window row is read as one [BLOCK, KW] tile (``row_tile``), not a
-load per column whose warp would touch addresses a stride apart. The window's geometry is
-read from the model's one pooling module when it has one (its constructor may take other
-sizes than the trace's), else as traced.
+leading ones of three, of size 1. The window's geometry is read from the model's one pooling
+module when it has one (its constructor may take other sizes than the trace's), else as traced.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
              PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
              DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
              MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
-             BLOCK: tl.constexpr, I32: tl.constexpr, KWP: tl.constexpr):
+             BLOCK: tl.constexpr, I32: tl.constexpr):
     # I32: every index fits 32 bits, and the six divisions per output element run in them
     if I32:
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -58,35 +55,19 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
         for j in tl.static_range(KH):
             hj = h0 + j * DH
             okh = okd & (hj >= 0) & (hj < H)
-            if KWP > 0:  # the window's row as one [BLOCK, KWP] tile: contiguous per output
-                kk = tl.arange(0, KWP)[None, :]
-                wk2 = w0[:, None] + kk * DW
-                ok2 = okh[:, None] & (kk < KW) & (wk2 >= 0) & (wk2 < W)
-                ptr2 = x_ptr + (base + (di * H + hj) * W)[:, None] + wk2
+            for k in tl.static_range(KW):
+                wk = w0 + k * DW
+                ok = okh & (wk >= 0) & (wk < W)
                 if MAX:
-                    v2 = tl.load(ptr2, mask=ok2, other=float("-inf")).to(tl.float32)
-                    top = tl.max(v2, axis=1)
-                    nan = tl.max((v2 != v2).to(tl.int32), axis=1) > 0
-                    # NaN wins, as in torch's max pooling, and stays
-                    acc = tl.where(nan, float("nan"), tl.where(top > acc, top, acc))
+                    v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
+                                other=float("-inf")).to(tl.float32)
+                    # NaN wins, as in torch's max pooling
+                    acc = tl.where((v > acc) | (v != v), v, acc)
                 else:
-                    v2 = tl.load(ptr2, mask=ok2, other=0.0).to(tl.float32)
-                    acc += tl.sum(v2, axis=1)
-                    count += tl.sum(ok2.to(tl.float32), axis=1)
-            else:
-                for k in tl.static_range(KW):
-                    wk = w0 + k * DW
-                    ok = okh & (wk >= 0) & (wk < W)
-                    if MAX:
-                        v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
-                                    other=float("-inf")).to(tl.float32)
-                        # NaN wins, as in torch's max pooling
-                        acc = tl.where((v > acc) | (v != v), v, acc)
-                    else:
-                        v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
-                                    other=0.0).to(tl.float32)
-                        acc += v
-                        count += ok.to(tl.float32)
+                    v = tl.load(x_ptr + base + (di * H + hj) * W + wk, mask=ok,
+                                other=0.0).to(tl.float32)
+                    acc += v
+                    count += ok.to(tl.float32)
     if not MAX:
         if DIVISOR > 0:
             acc = acc / DIVISOR
@@ -123,15 +104,6 @@ def _ke_geometry(model, traced):
     divisor = int(getattr(m, "divisor_override", None) or 0)
     return (kernel, stride, padding, [1, 1, 1], bool(m.ceil_mode), bool(m.count_include_pad),
             divisor)
-
-
-def _ke_row_tile(p, kw, sw):
-    """The window row's tile width (0: a load per window column): where outputs are more
-    than one column apart, a load per column leaves each warp's addresses stride apart,
-    while a tile of the row reads each output's columns side by side (p["row_tile"])."""
-    if not p.get("row_tile", 1) or kw < 2 or sw < 2:
-        return 0
-    return triton.next_power_of_2(kw)
 
 
 def _ke_out(size, k, s, p, d, ceil):
@@ -179,7 +151,7 @@ def _source_pool(plan: Plan, p: dict) -> str:
             _ke_pool[grid](xin, out, total, *sizes, *outs, *kernel, *stride, *padding,
                            *dilation, MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad,
                            DIVISOR=divisor, BLOCK=block, I32=max(total, xin.numel()) < 2**31,
-                           KWP=_ke_row_tile(p, kernel[2], stride[2]), num_warps=p["warps"])
+                           num_warps=p["warps"])
         return out.reshape(({keep},))
 """
     )
