@@ -171,7 +171,7 @@ def test_generated_policy_and_its_python_twin_agree(tmp_path):
     import importlib.util
     import random
 
-    from workers.search.generators.template import SPACES, row_config
+    from workers.search.generators.template import SPACES, row_config, row_shape
 
     plan = trace_problem(catalog_get("rms_norm").problem_source())
     rng = random.Random(0)
@@ -183,7 +183,8 @@ def test_generated_policy_and_its_python_twin_agree(tmp_path):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for m, n in [(1, 4096), (4096, 5120), (7, 50), (8192, 65536)]:
-            assert list(module._ke_policy(m, n)) == row_config(params, m, n, "float32"), params
+            want = row_config(params, m, n, "float32", row_shape(plan))
+            assert list(module._ke_policy(m, n)) == want, params
 
 
 def _fitness(per_case: dict) -> dict:

@@ -876,13 +876,14 @@ def _ke_counter(M, device):
 def _ke_segments(p, M, N, one_pass):
     \"\"\"How many segments to cut each row into (0: none): where there are too few rows to
     fill the device and a row is long (for a graph that writes per element, only where the
-    row is too long for one pass anyway; a candidate forced to one pass is never cut, a
-    looped one is: one program walking a whole 4M-element row ran 100x slower).\"\"\"
+    row is too long for one pass anyway, looped or not; a candidate forced to one pass is
+    never cut, a looped one is: one program walking a whole 4M-element row ran 100x
+    slower).\"\"\"
     ok, _, _, has_tile = _SEGMENTS
     block = p["block_n"]
     if not ok or p["strategy"] == "one_pass" or M >= p.get("seg_rows", 128) or N < 2 * block:
         return 0
-    if has_tile and one_pass:
+    if has_tile and (one_pass or triton.next_power_of_2(N) <= p["max_one_pass"]):
         return 0
     return max(2, min(triton.cdiv(N, block), p.get("seg_programs", 1024) // max(M, 1)))
 
@@ -965,7 +966,7 @@ def row_segments(p: dict, m: int, n: int, one_pass: bool, segmentable: bool, has
     few = m < p.get("seg_rows", 128) and n >= 2 * block
     if not segmentable or p["strategy"] == "one_pass" or not few:
         return 0
-    if has_tile and one_pass:
+    if has_tile and (one_pass or _np2(n) <= p["max_one_pass"]):
         return 0
     return max(2, min(-(-n // block), p.get("seg_programs", 1024) // max(m, 1)))
 
