@@ -120,14 +120,13 @@ for name, src in json.loads(sys.argv[1]).items():
     levels = module._SEGMENTS[2]
     fuse = not module._SEGMENTS[3]  # no value per element: the last level finishes the row
     consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 128, "EV_T": "", "EV_V": "", "I32": False}
-    var = ("LEVEL", "FUSE")
-    names = [a for a in fn.arg_names if a not in consts and a not in var]
+    names = [a for a in fn.arg_names if a not in consts and a != "LEVEL"]
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in names}
     sig["count_ptr"] = "*i32"
-    sig.update({c: "constexpr" for c in [*consts, *var]})
+    sig.update({c: "constexpr" for c in [*consts, "LEVEL"]})
     ptx = []
     for level in range(1, levels + (1 if fuse else 2)):
-        src_ = ASTSource(fn=fn, signature=sig, constexprs={**consts, "LEVEL": level, "FUSE": fuse})
+        src_ = ASTSource(fn=fn, signature=sig, constexprs={**consts, "LEVEL": level})
         kernel = triton.compile(src_, target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
         asm = kernel.asm["ptx"]
         atom = re.search(r"atom\.global\.\S*acq_rel", asm) is not None

@@ -513,8 +513,8 @@ def _row_segmented(plan: Plan) -> str:
     centred second moment beside it travel as Welford partials (mean, M2, count), combined by
     Chan's rule: a layer norm reads its rows twice, as the looped kernel does.
 
-    A graph with no value per element (a loss, a norm's scalar) finishes in the launch of its
-    last level (``FUSE``): each program adds one to its row's counter after storing its
+    A graph with no value per element (a loss, a norm's scalar) has no output launch: in the
+    launch of its last level each program adds one to its row's counter after storing its
     partials, and the program that arrives last combines the row's partials, in the same
     fixed order, writes the row's outputs and sets the counter back to zero for the next
     call. One launch less (on the H200, MSE over 4M elements: one 7.1 us kernel with a warm L2,
@@ -564,6 +564,7 @@ def _row_segmented(plan: Plan) -> str:
         loop += tail
         return out + ["    " + x for x in loop]
 
+    tile_outs = [o for o, k in zip(plan.outputs, kinds, strict=True) if k == "tile"]
     done: set[int] = set()  # combined so far (reductions of the levels below, row scalars)
     last: list[str] = []  # the last level's combine, for the fused finish
     for lvl in range(1, levels + 1):
@@ -605,13 +606,13 @@ def _row_segmented(plan: Plan) -> str:
             combine.append(f"v{r} = {_reduce_expr(op, loaded)}" + (" / N" if op == "mean" else ""))
         lines.append(f"if LEVEL == {lvl}:")
         lines += ["    " + x for x in block]
-        lines.append(f"if LEVEL > {lvl}:")
-        lines += ["    " + x for x in combine]
+        if tile_outs or lvl < levels:  # else only the fused finish below combines them
+            lines.append(f"if LEVEL > {lvl}:")
+            lines += ["    " + x for x in combine]
         # The fused finish combines the last level's partials, which other programs stored in
         # this launch: read past L1. (The levels below were combined above, as LEVEL > lvl.)
         last = [x.replace(", mask=smask,", ", mask=smask, cache_modifier='.cg',") for x in combine]
         done.update(r for r in reds)
-    tile_outs = [o for o, k in zip(plan.outputs, kinds, strict=True) if k == "tile"]
     final = []
     if tile_outs:
         final += pass_over(tile_outs, done, [], "EV_T")
@@ -625,11 +626,12 @@ def _row_segmented(plan: Plan) -> str:
     first_only = [
         st.replace("mask=rmask", "mask=rmask & (rows * 0 + seg == 0)") for st in scalar_stores
     ]
-    lines.append(f"if LEVEL == {levels + 1}:")
-    lines += ["    " + x for x in final + first_only or ["pass"]]
-    if not tile_outs:
+    if tile_outs:
+        lines.append(f"if LEVEL == {levels + 1}:")
+        lines += ["    " + x for x in final + first_only]
+    else:
         lines += [
-            f"if FUSE and LEVEL == {levels}:  # the row's last program to arrive finishes it",
+            f"if LEVEL == {levels}:  # the row's last program to arrive finishes it",
             "    tl.debug_barrier()  # every thread's partials are stored before the count",
             "    arrived = tl.atomic_add(count_ptr + tile, 1, sem='acq_rel', scope='gpu')",
             "    if arrived == S - 1:",
@@ -637,7 +639,7 @@ def _row_segmented(plan: Plan) -> str:
             "        tl.store(count_ptr + tile, 0)  # ready for the next call",
         ]
     # _ke_welford_combine comes with the looped kernel, which every row candidate has.
-    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "FUSE", "EV_T", "EV_V", "I32"]
+    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32"]
     extra = [*sizes, "part_ptr", "count_ptr", "S", "SEG"]
     return _kernel("_ke_row_segmented", plan, constexprs, lines, extra)
 
@@ -876,9 +878,8 @@ def _ke_counter(M, device):
 def _ke_segments(p, M, N, one_pass):
     \"\"\"How many segments to cut each row into (0: none): where there are too few rows to
     fill the device and a row is long (for a graph that writes per element, only where the
-    row is too long for one pass anyway, looped or not; a candidate forced to one pass is
-    never cut, a looped one is: one program walking a whole 4M-element row ran 100x
-    slower).\"\"\"
+    row is too long for one pass anyway). A looped candidate is cut too (one program walking
+    a whole 4M-element row ran 100x slower); one forced to one pass never is.\"\"\"
     ok, _, _, has_tile = _SEGMENTS
     block = p["block_n"]
     if not ok or p["strategy"] == "one_pass" or M >= p.get("seg_rows", 128) or N < 2 * block:
@@ -912,12 +913,13 @@ class ModelNew(nn.Module):
             # is replicated across threads, and the level that reads it ran 5-20x slower on
             # the H200 (KernelBench 40: 145 us at 8 warps and 64 segments, 16 us at 2 warps).
             sp = max(triton.next_power_of_2(segs), 32 * warps)
-            levels, fuse = _SEGMENTS[2], not _SEGMENTS[3]  # no value per element: fused finish
+            # No value per element: the last level's launch finishes the rows (no output launch).
+            fuse = not _SEGMENTS[3]
             count = _ke_counter(M, {ref0}.device) if fuse else part
-            for level in range(1, levels + (1 if fuse else 2)):
-                _ke_row_segmented[(M, segs if level <= levels or not fuse else 1)](
+            for level in range(1, _SEGMENTS[2] + (1 if fuse else 2)):
+                _ke_row_segmented[(M, segs)](
                     {args}, {sizes}, part, count, segs, seg, ROWS=1, BLOCK_N=block_n,
-                    SP=sp, LEVEL=level, FUSE=fuse, EV_T=ev_t, EV_V=ev_v, I32=i32,
+                    SP=sp, LEVEL=level, EV_T=ev_t, EV_V=ev_v, I32=i32,
                     num_warps=warps, num_stages=stages)
         elif one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
