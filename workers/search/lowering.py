@@ -224,9 +224,15 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 )
             node = self.nodes[value]
             if node.kind == "input" and node.attrs.get("pending"):
+                permutes = any(c.target in _PERMUTES for c in self.gm.graph.nodes)
                 raise NoTemplate(
                     f"input {node.attrs['ref']} of shape {node.attrs['vshape']} neither matches "
                     f"the row shape {list(self.row_shape)} nor broadcasts to it"
+                    + (
+                        " (inputs are read through a permutation, not values computed from them)"
+                        if permutes
+                        else ""
+                    )  # fmt: skip
                 )
             return value
         if isinstance(a, bool | int | float):
@@ -376,7 +382,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         ]
         if not float_inputs:
             raise NoTemplate("the reference has no floating-point tensor input")
-        self.row_shape = max((tuple(p.meta["val"].shape) for p in float_inputs), key=math.prod)
+        self.row_shape = _row_shape(float_inputs, shapes, calls)
         try:  # inputs that broadcast against each other (an outer sum): the rows are theirs
             wide = tuple(torch.broadcast_shapes(*(p.meta["val"].shape for p in float_inputs)))
         except RuntimeError:
@@ -426,6 +432,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
         for node in plan.nodes:
             if node.kind == "input" and node.attrs["role"] == "bcast" and node.id not in used:
                 node.attrs["role"] = "unread"  # an input used only through its views
+            elif node.kind == "input" and node.attrs["role"] == "tile" and node.id not in used:
+                if any(m.attrs.get("permuted") and m.attrs["ref"] == node.attrs["ref"]
+                       for m in plan.nodes if m.kind == "input"):  # fmt: skip
+                    node.attrs["role"] = "unread"  # read only through a permutation
         if any(n.kind == "scan" for n in plan.nodes):
             return self._scan_plan(plan, outs, shapes)
         ndim = len(self.row_shape)
@@ -562,8 +572,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             tiles = {n.attrs["ref"] for n in plan.inputs("tile")}
             plan.summary = f"elementwise over {len(tiles)} input(s): {', '.join(ops)}"
             if plan.extra.get("bcast"):
-                seen = {n.attrs["ref"]: n.attrs["bshape"] for n in plan.inputs("bcast")}
-                plan.summary += "".join(f", {r} {b} broadcast" for r, b in seen.items())
+                seen = {n.attrs["ref"]: _read_as(n) for n in plan.inputs("bcast")}
+                plan.summary += "".join(f", {r} {b}" for r, b in seen.items())
             if shifted:
                 plan.summary += ", columns moved by slices and cat along the last dimension"
             if self.outer:
@@ -594,7 +604,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 plan.summary += f", then the {v.op} of a per-row value over every row"
             if plan.inputs("bcast"):
                 plan.summary += ", " + ", ".join(
-                    f"{n.attrs['ref']} {n.attrs['bshape']} broadcast" for n in plan.inputs("bcast")
+                    f"{n.attrs['ref']} {_read_as(n)}" for n in plan.inputs("bcast")
                 )
         return plan
 
@@ -695,6 +705,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if t == aten.permute.default and _order_kept(a[0].meta["val"].shape, a[1]):
             t = aten.view.default  # it moves only dimensions of size 1: the same layout
+        elif t in _PERMUTES:
+            self.env[n] = self._permute(n)
+            return
         if t in _VIEW_OPS:
             if self._narrow_view(n):
                 return
@@ -939,6 +952,50 @@ class _Lowerer(SlicesMixin, ScanMixin):
             attrs.update(pending=True)
         return self.new("input", attrs=attrs)
 
+    def _permute(self, n: torch.fx.Node) -> int:
+        """A transpose or permute of an input (``x.transpose(1, 2) + y``, ``x * w.t()``,
+        ``softmax(x.transpose(-1, -2))``): the input is read through the permuted view's strides,
+        as an input that broadcasts is (its dimensions permuted in ``vdims``), so no copy is
+        made. A permute of a computed value is refused in words."""
+        src, t = n.args[0], n.target
+        old = tuple(src.meta["val"].shape)
+        nd = len(old)
+        if t == aten.t.default:
+            perm = list(range(nd))[::-1]
+        elif t == aten.transpose.int:
+            perm = list(range(nd))
+            i, j = n.args[1] % max(nd, 1), n.args[2] % max(nd, 1)
+            perm[i], perm[j] = perm[j], perm[i]
+        else:
+            perm = [d % max(nd, 1) for d in n.args[1]]
+        held = self.env.get(src)
+        node = self.nodes[held] if isinstance(held, int) else None
+        if node is None or node.kind != "input" or node.attrs["role"] not in ("tile", "bcast"):
+            raise NoTemplate(
+                f"{t} of a computed value ({src.name}); templates read inputs through a "
+                "permutation, not intermediate results"
+            )
+        if node.attrs.get("vshape") is not None:
+            vshape, vdims = list(node.attrs["vshape"]), list(node.attrs["vdims"])
+            vdims = vdims[len(vdims) - len(vshape) :]  # as the view's own rank
+        else:  # a tile: the input as it is
+            vshape, vdims = list(old), [i if v != 1 else None for i, v in enumerate(old)]
+        if len(vshape) != nd:
+            raise NoTemplate(f"{t} of input {node.attrs['ref']} after a view is not covered")
+        new = [vshape[p] for p in perm]
+        attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
+        attrs.update(
+            role="bcast", vshape=new, vdims=[vdims[p] for p in perm], viewed=True, permuted=True
+        )
+        rank = len(self.row_shape)
+        if len(new) <= rank and (_broadcasts(tuple(new), self.row_shape) or
+                                 tuple(new) == tuple(self.row_shape)):  # fmt: skip
+            attrs.update(pending=False, bshape=[1] * (rank - len(new)) + new)
+            attrs["vdims"] = [None] * (rank - len(new)) + attrs["vdims"]
+        else:
+            attrs.update(pending=True)
+        return self.new("input", attrs=attrs)
+
     def _vector_norm(self, n: torch.fx.Node) -> int:
         """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|
         or (sum |x|^p)^(1/p)."""
@@ -1151,6 +1208,38 @@ def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
         return False
     tail = row_shape[len(row_shape) - len(shape) :]
     return all(a == 1 or a == b for a, b in zip(shape, tail, strict=True))
+
+
+def _read_as(node: IRNode) -> str:
+    """How the summary says an input is read: broadcast, or through a permutation."""
+    if node.attrs.get("permuted"):
+        order = [d for d in node.attrs["vdims"] if d is not None]
+        return f"read permuted ({', '.join(map(str, order))})"
+    return f"{node.attrs['bshape']} broadcast"
+
+
+def _row_shape(float_inputs, out_shapes, calls) -> tuple:
+    """The rows' shape: the largest float input's. Among inputs of that size, the one an output
+    has, else the one the graph computes in (``(x.transpose(1, 2) * y).sum(-1)``: the product's);
+    where none is either but an output is a permutation of it
+    (``x.permute(0, 2, 1).contiguous()``), the output's: the kernel writes the output contiguous
+    and reads the inputs through their strides."""
+    shapes = [tuple(p.meta["val"].shape) for p in float_inputs]
+    size = max(math.prod(s) for s in shapes)
+    largest = [s for s in shapes if math.prod(s) == size]
+    computed = [
+        tuple(n.meta["val"].shape)
+        for n in calls
+        if n.target not in _VIEW_OPS | _PERMUTES and isinstance(n.meta.get("val"), torch.Tensor)
+    ]
+    for among in (out_shapes, computed):
+        for s in largest:
+            if s in among:
+                return s
+    for o in out_shapes:
+        if o and sorted(o) == sorted(largest[0]) and o != largest[0]:
+            return tuple(o)
+    return largest[0]
 
 
 def _order_kept(shape, dims) -> bool:

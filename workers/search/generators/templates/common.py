@@ -378,7 +378,14 @@ def bcast_view(node) -> str | None:
         view = [-1 if int(size) != 1 else 1 for size in node.attrs["bshape"]]
         return f"{ref}.reshape({view})"
     if node.attrs.get("viewed"):
-        sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in node.attrs["vdims"])
+        vdims = node.attrs["vdims"]
+        sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in vdims)
+        order = [i for i in vdims if i is not None]
+        if node.attrs.get("permuted") and order != sorted(order):
+            # Read through a permutation (a transposed input): its dimensions in the view's
+            # order first, then those of size 1 the view drops; strides, not a copy.
+            rest = f" + [d for d in range({ref}.dim()) if d not in {order}]"
+            return f"{ref}.permute({order}{rest}).reshape(({sizes},))"
         return f"{ref}.reshape(({sizes},))"
     return None
 
