@@ -347,6 +347,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 norm = sorted(d % max(len(shape), 1) for d in dims)
                 trailing = bool(norm) and norm == list(range(norm[0], len(shape)))
                 ok = shape == self.row_shape and trailing and len(norm) > 1
+                k = len(shape) - 1
+                if _flattened_from(shape, self.row_shape) is not None and norm == [k]:
+                    spans.add(k)  # the last dimension of x.flatten(1), x.view(b, -1)
+                    continue
                 spans.add(norm[0] if ok else -1)
         if len(spans) == 1 and (k := spans.pop()) > 0:
             self.merge_from = k
@@ -721,7 +725,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if src in self.vec_pos:  # a weight placed along one dimension: w.view(1, -1, 1, 1)
                 self.env[n] = self._place_vec(src, shape, n)
                 return
-            if cat == "tile":
+            if cat == "tile" and (
+                self.merge_from is not None
+                and _flattened_from(shape, self.row_shape) == self.merge_from
+            ):
+                ok = True  # the rows' trailing dimensions flattened: the same layout
+            elif cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None:
                     # Fine only if every reduction runs over the whole tensor, or over the last
@@ -758,6 +767,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if t in _LOSSES:
             self.env[n] = self._loss(n)
+            return
+        if t in (aten.binary_cross_entropy_with_logits.default, aten.binary_cross_entropy.default):
+            self.env[n] = self._binary_cross_entropy(n)
             return
         if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
             self._last_dim(n, a[1])
@@ -875,6 +887,42 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 else:
                     inner, linear = half_sq, self.pw("mul", linear, self.const(knot))
                 loss = self.pw("where", near, inner, linear)
+        if reduction == 0:
+            return loss
+        self._last_dim(n, None)  # over the whole tensor
+        return self.reduce("mean" if reduction == 1 else "sum", loss)
+
+    def _binary_cross_entropy(self, n: torch.fx.Node) -> int:
+        """Binary cross-entropy as torch computes it: on logits ``(1 - y) x + w_p softplus(-x)``
+        with softplus(-x) = max(-x, 0) + log1p(exp(-|x|)) and w_p = 1 + (pos_weight - 1) y;
+        on probabilities ``-(y max(log x, -100) + (1 - y) max(log(1 - x), -100))``; times the
+        weight where given, then reduced over the whole tensor (mean or sum) or not."""
+        a, kw = n.args, n.kwargs
+        logits = n.target == aten.binary_cross_entropy_with_logits.default
+        names = ["weight", "pos_weight", "reduction"] if logits else ["weight", "reduction"]
+        opt = {k: (a[2 + i] if len(a) > 2 + i else kw.get(k)) for i, k in enumerate(names)}
+        x, y = self.arg(a[0]), self.arg(a[1])
+        one = self.const(1.0)
+        not_y = self.pw("sub", one, y)
+        if logits:
+            soft = self.pw(
+                "add",
+                self.pw("maximum", self.pw("neg", x), self.const(0.0)),
+                self.pw("log1p", self.pw("exp", self.pw("neg", self.pw("abs", x)))),
+            )
+            if opt["pos_weight"] is not None:
+                pos = self.pw("sub", self.arg(opt["pos_weight"]), one)
+                soft = self.pw("mul", self.pw("add", self.pw("mul", pos, y), one), soft)
+            loss = self.pw("add", self.pw("mul", not_y, x), soft)
+        else:
+            floor = self.const(-100.0)
+            log_x = self.pw("maximum", self.pw("log", x), floor)
+            log_1mx = self.pw("maximum", self.pw("log", self.pw("sub", one, x)), floor)
+            both = self.pw("add", self.pw("mul", y, log_x), self.pw("mul", not_y, log_1mx))
+            loss = self.pw("neg", both)
+        if opt["weight"] is not None:
+            loss = self.pw("mul", loss, self.arg(opt["weight"]))
+        reduction = 1 if opt["reduction"] is None else opt["reduction"]
         if reduction == 0:
             return loss
         self._last_dim(n, None)  # over the whole tensor
@@ -1240,6 +1288,16 @@ def _row_shape(float_inputs, out_shapes, calls) -> tuple:
         if o and sorted(o) == sorted(largest[0]) and o != largest[0]:
             return tuple(o)
     return largest[0]
+
+
+def _flattened_from(shape, row_shape) -> int | None:
+    """k when ``shape`` is ``row_shape`` with its dimensions from k on (two or more) flattened
+    into one (``x.flatten(1)``, ``x.view(b, -1)``); else None."""
+    shape, row_shape = tuple(shape), tuple(row_shape)
+    k = len(shape) - 1
+    if k < 0 or k > len(row_shape) - 2 or shape[:k] != row_shape[:k]:
+        return None
+    return k if shape[k] == math.prod(row_shape[k:]) else None
 
 
 def _order_kept(shape, dims) -> bool:

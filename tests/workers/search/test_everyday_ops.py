@@ -47,6 +47,35 @@ CASES = {
         ),
         "y [6, 1] broadcast",
     ),
+    "flatten-mean": (
+        _problem("x.flatten(1).mean(-1) + y.view(y.shape[0], -1).sum(1)", X4, NCHW),
+        "the last 3 dimensions (flattened)",
+    ),
+    "flattened-softmax": (
+        _problem("x.view(x.shape[0], -1).softmax(-1).view_as(x) * y", X4, NCHW),
+        "the last 3 dimensions (flattened): reductions [max, sum]",
+    ),
+    "bce-with-logits": (
+        _problem("F.binary_cross_entropy_with_logits(x, torch.sigmoid(y))", X4, NCHW),
+        "the whole tensor: reductions [mean]",
+    ),
+    "bce-weighted": (
+        _problem(
+            "F.binary_cross_entropy_with_logits(x * 4.0, torch.sigmoid(y), weight=y.abs(), "
+            "pos_weight=y * y + 0.5, reduction='sum')",
+            X2,
+            ROWS,
+        ),
+        "the whole tensor: reductions [sum]",
+    ),
+    "bce-on-probabilities": (
+        _problem(
+            "F.binary_cross_entropy(torch.sigmoid(x * 30.0), torch.sigmoid(y), reduction='none')",
+            X2,
+            ROWS,
+        ),
+        "elementwise",
+    ),
     "cosine-similarity": (
         _problem("F.cosine_similarity(x, y, dim=-1)", X2, ROWS),
         "reductions [sum, sum, sum]",
