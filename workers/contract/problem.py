@@ -97,34 +97,84 @@ def _numel(shape) -> int:
     return math.prod(shape) if shape is not None else 0
 
 
+def _tuple_sizes(module, overrides: dict) -> dict:
+    """Module constants that are tuples of positive ints (``input_shape = (32768,)``) and change
+    an input's shape: name -> the tuple."""
+    found = {}
+    values = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+    values.update(overrides)
+    for k, v in values.items():
+        if not (isinstance(v, tuple | list) and v and all(_positive_int(x) for x in v)):
+            continue
+        try:
+            base = input_shapes(module, overrides)
+            moved = input_shapes(module, {**overrides, k: tuple(x + 1 for x in v)})
+        except Exception:  # noqa: BLE001
+            continue
+        if moved != base:
+            found[k] = tuple(v)
+    return found
+
+
+def _positive_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
 def scale_for_interpreter(module, overrides: dict, cap: int = C.INTERPRET_MAX_ELEMENTS):
     """Halve the largest size constants until no input exceeds ``cap`` elements.
 
+    Sizes are the int constants that shape an input and the elements of tuple constants that do
+    (``input_shape = (32768,)``). Every size equal to the largest is halved in the same step, so
+    sizes the problem keeps equal stay equal (KernelBench 100 broadcasts a ``(batch_size,)``
+    vector against ``(batch_size, *input_shape)`` rows: it needs both the same).
+
     Returns (overrides actually used, {"orig": ..., "used": ...} or None when unchanged).
     """
-    sizes = size_constants(module, overrides)
+    ints = size_constants(module, overrides)
+    tuples = _tuple_sizes(module, overrides)
     used = {**overrides}
     try:
         shapes = input_shapes(module, used)
     except Exception:  # noqa: BLE001
         return used, None
+
+    def slots() -> dict:
+        out = {(k, None): used.get(k, v) for k, v in ints.items()}
+        for k, v in tuples.items():
+            for i, x in enumerate(used.get(k, v)):
+                out[(k, i)] = x
+        return out
+
     steps = 0
     while max((_numel(s) for s in shapes), default=0) > cap and steps < 128:
-        current = {k: used.get(k, v) for k, v in sizes.items()}
-        candidates = [k for k, v in current.items() if v > 1]
-        if not candidates:
+        current = slots()
+        top = max((v for v in current.values() if v > 1), default=None)
+        if top is None:
             break
-        k = max(candidates, key=lambda name: current[name])
-        used[k] = max(1, current[k] // 2)
+        before = {k: used.get(k) for k in {name for name, _ in current}}
+        for (k, i), v in current.items():
+            if v != top:
+                continue
+            if i is None:
+                used[k] = max(1, v // 2)
+            else:
+                parts = list(used.get(k, tuples[k]))
+                parts[i] = max(1, v // 2)
+                used[k] = tuple(parts)
         steps += 1
         try:
             shapes = input_shapes(module, used)
         except Exception:  # noqa: BLE001
-            used[k] = current[k]
+            for k, v in before.items():
+                if v is None:
+                    used.pop(k, None)
+                else:
+                    used[k] = v
             break
     if used == overrides:
         return used, None
-    orig = {k: overrides.get(k, sizes.get(k)) for k in used if used[k] != overrides.get(k)}
+    every = {**ints, **tuples}
+    orig = {k: overrides.get(k, every.get(k)) for k in used if used[k] != overrides.get(k)}
     return used, {"orig": orig, "used": {k: used[k] for k in orig}}
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -35,6 +36,16 @@ from workers.search.lowering_scan import Flipped, ScanMixin
 from workers.search.lowering_slices import Narrow, SlicesMixin
 
 aten = torch.ops.aten
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A value computed, by pointwise ops, from inputs that do not have the rows' shape until a
+    permute gives it to them (``(x * 2).transpose(1, 2) + y``): ``build(perm)`` writes the
+    expression with every such input read through ``perm`` of the value's own dimensions."""
+
+    shape: tuple
+    build: Callable[[list], int]
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,8 @@ _LOSSES = {
     aten.smooth_l1_loss.default: "smooth_l1",
     aten.huber_loss.default: "huber",
 }
+
+_SAME = {aten.alias.default, aten.detach.default}  # the value as it is
 
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
 _PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
@@ -217,6 +230,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 )
             if isinstance(value, Flipped):
                 raise NoTemplate(f"a flip ({a.name}) other than around a cumulative scan")
+            if isinstance(value, Deferred):
+                raise NoTemplate(
+                    f"a value ({a.name}) of shape {list(value.shape)} computed from inputs that "
+                    f"are not of the rows' shape {list(self.row_shape)} (and no permute makes it "
+                    "so)"
+                )
             if isinstance(value, Total):
                 raise NoTemplate(
                     f"arithmetic on a reduction over every row ({a.name}) is not covered; "
@@ -229,7 +248,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     f"input {node.attrs['ref']} of shape {node.attrs['vshape']} neither matches "
                     f"the row shape {list(self.row_shape)} nor broadcasts to it"
                     + (
-                        " (inputs are read through a permutation, not values computed from them)"
+                        " (a permute reads inputs through it across pointwise ops, not across reductions)"
                         if permutes
                         else ""
                     )  # fmt: skip
@@ -715,6 +734,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if t in _VIEW_OPS:
             if self._narrow_view(n):
                 return
+            if isinstance(self.env.get(a[0]), Deferred) and t in _COPIES | _SAME:
+                if tuple(n.meta["val"].shape) != self.env[a[0]].shape:
+                    raise NoTemplate(f"{t} reshapes a value computed before its permute")
+                self.env[n] = self.env[a[0]]  # a copy of a value not yet built
+                return
             held = self.env.get(a[0])
             if isinstance(held, int) and self.nodes[held].attrs.get("vshape") is not None:
                 self.env[n] = self._view_bcast(held, n)
@@ -852,7 +876,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self.env[n] = (y, mean, rstd)
             return
         if t in _PW_SIMPLE:
-            if any(isinstance(self.env.get(x), Narrow) for x in a if isinstance(x, torch.fx.Node)):
+            if any(self._deferred(x) for x in a) and t is not aten.where.self:
+                self.env[n] = self._defer_pointwise(_PW_SIMPLE[t], n)
+            elif any(
+                isinstance(self.env.get(x), Narrow) for x in a if isinstance(x, torch.fx.Node)
+            ):
                 self.env[n] = self._narrow_pointwise(_PW_SIMPLE[t], n, self._pointwise)
             else:
                 self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
@@ -1000,14 +1028,15 @@ class _Lowerer(SlicesMixin, ScanMixin):
             attrs.update(pending=True)
         return self.new("input", attrs=attrs)
 
-    def _permute(self, n: torch.fx.Node) -> int:
+    def _permute(self, n: torch.fx.Node) -> int | Deferred:
         """A transpose or permute of an input (``x.transpose(1, 2) + y``, ``x * w.t()``,
         ``softmax(x.transpose(-1, -2))``): the input is read through the permuted view's strides,
         as an input that broadcasts is (its dimensions permuted in ``vdims``), so no copy is
-        made. A permute of a computed value is refused in words."""
+        made. Of a value computed from such inputs (``(x * 2).transpose(1, 2)``): the same
+        expression over the inputs read through the permutation (a :class:`Deferred` until its
+        shape is the rows')."""
         src, t = n.args[0], n.target
-        old = tuple(src.meta["val"].shape)
-        nd = len(old)
+        nd = len(src.meta["val"].shape)
         if t == aten.t.default:
             perm = list(range(nd))[::-1]
         elif t == aten.transpose.int:
@@ -1016,20 +1045,73 @@ class _Lowerer(SlicesMixin, ScanMixin):
             perm[i], perm[j] = perm[j], perm[i]
         else:
             perm = [d % max(nd, 1) for d in n.args[1]]
-        held = self.env.get(src)
-        node = self.nodes[held] if isinstance(held, int) else None
-        if node is None or node.kind != "input" or node.attrs["role"] not in ("tile", "bcast"):
-            raise NoTemplate(
-                f"{t} of a computed value ({src.name}); templates read inputs through a "
-                "permutation, not intermediate results"
-            )
+        held = self._deferred(src)
+        if held is None:
+            held = self.env.get(src)
+            node = self.nodes[held] if isinstance(held, int) else None
+            viewed = tuple(src.meta["val"].shape) != tuple(self.row_shape)  # a reshaped tile
+            if node is None or node.kind != "input" or node.attrs["role"] != "tile" or viewed:
+                raise NoTemplate(
+                    f"{t} of {src.name}, which is neither an input nor pointwise ops on inputs "
+                    "(a reshape that splits or merges dimensions, a reduction); templates read "
+                    "inputs through a permutation of their own dimensions"
+                )
+            return self._permute_input(held, perm, tuple(src.meta["val"].shape))
+        shape = tuple(held.shape[p] for p in perm)
+        moved = Deferred(shape, lambda r, h=held, p=perm: h.build([p[i] for i in r]))
+        if shape == tuple(self.row_shape) or _broadcasts(shape, self.row_shape):
+            return moved.build(list(range(nd)))
+        return moved
+
+    def _deferred(self, x) -> Deferred | None:
+        """``x`` as a :class:`Deferred` when it is one, or an input not yet of the rows' shape
+        (read through a permutation once built); else None."""
+        held = self.env.get(x) if isinstance(x, torch.fx.Node) else None
+        if isinstance(held, Deferred):
+            return held
+        if isinstance(held, int) and self.nodes[held].kind == "input":
+            node = self.nodes[held]
+            if node.attrs.get("pending") and node.attrs.get("vshape") is not None:
+                shape = tuple(node.attrs["vshape"])
+                return Deferred(shape, lambda r, i=held, s=shape: self._permute_input(i, r, s))
+        return None
+
+    def _defer_pointwise(self, op: str, n: torch.fx.Node) -> Deferred:
+        """A pointwise op on values not yet of the rows' shape: built, once a permute gives it
+        that shape, from its operands built through the same permutation."""
+        shape = tuple(n.meta["val"].shape)
+        operands = [x for x in n.args if isinstance(x, torch.fx.Node)]
+        held = {x: self._deferred(x) for x in operands}
+        for x in operands:
+            if held[x] is None or held[x].shape != shape:
+                raise NoTemplate(
+                    f"{n.target} mixes a value of shape {list(x.meta['val'].shape)} with one "
+                    f"that is not of the rows' shape {list(self.row_shape)} before a permute "
+                    "makes it so; not covered"
+                )
+
+        def build(perm, n=n, op=op, held=held):
+            saved = {x: self.env[x] for x in held}
+            for x, d in held.items():
+                self.env[x] = d.build(perm)
+            try:
+                return self._pointwise(op, n)
+            finally:
+                self.env.update(saved)
+
+        return Deferred(shape, build)
+
+    def _permute_input(self, src: int, perm: list, old: tuple) -> int:
+        """Input node ``src`` (of shape ``old``) read through permutation ``perm``."""
+        node = self.nodes[src]
+        nd = len(old)
         if node.attrs.get("vshape") is not None:
             vshape, vdims = list(node.attrs["vshape"]), list(node.attrs["vdims"])
             vdims = vdims[len(vdims) - len(vshape) :]  # as the view's own rank
         else:  # a tile: the input as it is
             vshape, vdims = list(old), [i if v != 1 else None for i, v in enumerate(old)]
-        if len(vshape) != nd:
-            raise NoTemplate(f"{t} of input {node.attrs['ref']} after a view is not covered")
+        if len(vshape) != nd or len(perm) != nd:
+            raise NoTemplate(f"a permute of input {node.attrs['ref']} after a view is not covered")
         new = [vshape[p] for p in perm]
         attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
         attrs.update(

@@ -1,6 +1,6 @@
 """Inputs read through a transpose or permute (issue 11, "generality"): ``x.transpose(1, 2) +
-y``, ``x * w.t()``, a permuted copy, a softmax over a transposed tensor, a layer norm over the
-channels of an NLC tensor read as NCL. Each gets a candidate that reads the input through the
+y``, ``x * w.t()``, a permuted copy, pointwise ops before the transpose, a softmax over a
+transposed tensor, a layer norm over the channels of an NLC tensor read as NCL. Each gets a candidate that reads the input through the
 permuted view's strides (no copy) and computes the reference on the interpreter at the traced
 sizes and at others, odd and of size 1 included."""
 
@@ -39,6 +39,10 @@ ELEMENTWISE = {
         ),
         "read permuted (1, 0)",
     ),
+    "computed-then-transposed": (
+        _problem("(y * 2 + 1).transpose(1, 2) - torch.tanh(x)", TRANSPOSED),
+        "y read permuted (0, 2, 1)",
+    ),
     "transposed-and-broadcast": (
         _problem("x.transpose(-1, -2) * y[:, None, :]", "torch.randn(b, d, t), torch.randn(b, d)"),
         "x read permuted (0, 2, 1)",
@@ -52,6 +56,10 @@ ROWS = {
     "channels-norm": (
         _problem("F.layer_norm(x.transpose(1, 2), (x.shape[1],)) * y", TRANSPOSED),
         "x read permuted (0, 2, 1)",
+    ),
+    "computed-then-permuted-softmax": (
+        _problem("torch.softmax(torch.sigmoid(y).permute(0, 2, 1) * 3, -1)", TRANSPOSED),
+        "y read permuted (0, 2, 1)",
     ),
     "sum-of-transposed": (
         _problem("(x.transpose(1, 2) * y).sum(-1)", TRANSPOSED),
@@ -87,7 +95,8 @@ def test_row_reductions_read_transposed_inputs(tmp_path):
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("(y * 2).transpose(1, 2) + x", "not values computed from them"),
+        ("x.view(b, t, 2, d // 2).transpose(1, 2).sum(1)", "neither an input nor pointwise"),
+        ("(y + y.sum(-1, keepdim=True)).transpose(1, 2) + x", "not across reductions"),
         ("x.transpose(1, 2).reshape(b, -1) + y.reshape(b, -1)", "beyond inserting or dropping"),
     ],
 )
