@@ -248,10 +248,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     f"input {node.attrs['ref']} of shape {node.attrs['vshape']} neither matches "
                     f"the row shape {list(self.row_shape)} nor broadcasts to it"
                     + (
-                        " (a permute reads inputs through it across pointwise ops, not across reductions)"
+                        " (a permute reads inputs through it across pointwise ops, not "
+                        "across reductions)"
                         if permutes
                         else ""
-                    )  # fmt: skip
+                    )
                 )
             return value
         if isinstance(a, bool | int | float):
@@ -456,8 +457,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if node.kind == "input" and node.attrs["role"] == "bcast" and node.id not in used:
                 node.attrs["role"] = "unread"  # an input used only through its views
             elif node.kind == "input" and node.attrs["role"] == "tile" and node.id not in used:
-                if any(m.attrs.get("permuted") and m.attrs["ref"] == node.attrs["ref"]
-                       for m in plan.nodes if m.kind == "input"):  # fmt: skip
+                views = [m for m in plan.nodes if m.kind == "input" and m.attrs.get("permuted")]
+                if any(m.attrs["ref"] == node.attrs["ref"] for m in views):
                     node.attrs["role"] = "unread"  # read only through a permutation
         if any(n.kind == "scan" for n in plan.nodes):
             return self._scan_plan(plan, outs, shapes)
@@ -1118,8 +1119,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             role="bcast", vshape=new, vdims=[vdims[p] for p in perm], viewed=True, permuted=True
         )
         rank = len(self.row_shape)
-        if len(new) <= rank and (_broadcasts(tuple(new), self.row_shape) or
-                                 tuple(new) == tuple(self.row_shape)):  # fmt: skip
+        fits = _broadcasts(tuple(new), self.row_shape) or tuple(new) == tuple(self.row_shape)
+        if len(new) <= rank and fits:
             attrs.update(pending=False, bshape=[1] * (rank - len(new)) + new)
             attrs["vdims"] = [None] * (rank - len(new)) + attrs["vdims"]
         else:

@@ -1,8 +1,8 @@
 """Inputs read through a transpose or permute (issue 11, "generality"): ``x.transpose(1, 2) +
 y``, ``x * w.t()``, a permuted copy, pointwise ops before the transpose, a softmax over a
-transposed tensor, a layer norm over the channels of an NLC tensor read as NCL. Each gets a candidate that reads the input through the
-permuted view's strides (no copy) and computes the reference on the interpreter at the traced
-sizes and at others, odd and of size 1 included."""
+transposed tensor, a layer norm over the channels of an NLC tensor read as NCL. Each gets a
+candidate that reads the input through the permuted view's strides (no copy) and computes the
+reference on the interpreter at the traced sizes and at others, odd and of size 1 included."""
 
 from __future__ import annotations
 
@@ -60,6 +60,10 @@ ROWS = {
     "computed-then-permuted-softmax": (
         _problem("torch.softmax(torch.sigmoid(y).permute(0, 2, 1) * 3, -1)", TRANSPOSED),
         "y read permuted (0, 2, 1)",
+    ),
+    "only-a-transposed-input": (
+        _problem("torch.log_softmax(x.transpose(1, 2) / 0.7, dim=-1)", "torch.randn(b, t, d)", "x"),
+        "x read permuted (0, 2, 1)",
     ),
     "sum-of-transposed": (
         _problem("(x.transpose(1, 2) * y).sum(-1)", TRANSPOSED),

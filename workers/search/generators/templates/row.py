@@ -23,9 +23,10 @@ from workers.search.generators.templates.common import (
     _pow2,
     _reduce_expr,
     _refs,
+    bcast_view,
     by_index,
 )
-from workers.search.trace import Plan
+from workers.search.trace import NoTemplate, Plan
 
 # --------------------------------------------------------------------------------- row kernels
 
@@ -695,7 +696,19 @@ def _table_literal(table: dict | None) -> str:
 def _source_row(plan: Plan, p: dict) -> str:
     tiles = [r for r in _refs(plan, "tile")]
     refs = _refs(plan)
-    ref0 = tiles[0]
+    rows_view = ""
+    if tiles:
+        ref0 = tiles[0]
+    else:  # every row input read through a permutation: the rows' shape is such a view's
+        full = [
+            n
+            for n in plan.inputs("bcast")
+            if n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"])
+        ]
+        if not full:
+            raise NoTemplate("no input of the rows' shape to take the rows from")
+        ref0 = "_ke_rows"
+        rows_view = f"        _ke_rows = {bcast_view(full[0])}\n"
     numbers = set(_refs(plan, "scalar"))  # computed from the inputs' sizes at run time
     loads = "".join(
         f"        in{i} = {r}\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
@@ -892,7 +905,7 @@ def _ke_segments(p, M, N, one_pass):
 class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line([r for r in refs if r not in numbers])}{loads}{outs}        N = {row_len}
+{_dtype_line([r for r in refs if r not in numbers])}{rows_view}{loads}{outs}        N = {row_len}
 {inner}        M = {rows_of}
 {folds}        if M == 0:
             return {ret}
