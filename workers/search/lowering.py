@@ -98,6 +98,8 @@ _LOSSES = {
 }
 
 _SAME = {aten.alias.default, aten.detach.default}  # the value as it is
+# Rows of a table picked by an integer index (an embedding lookup, ``table[idx]``).
+_GATHERS = {aten.embedding.default, aten.index.Tensor, aten.index_select.default}
 
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
 _PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
@@ -198,6 +200,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
         # a view rows_shape[:j] + (g, n) that the reductions run over the last dimension of.
         self.chunk_view: tuple | None = None
         self.chunk: tuple | None = None
+        self.tables: set = set()  # inputs read only as a gather's table (see _find_gathers)
+        self.indices: set = set()  # and their integer indices
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -372,7 +376,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     spans.add(k)  # the last dimension of x.flatten(1), x.view(b, -1)
                     continue
                 spans.add(norm[0] if ok else -1)
-        if len(spans) == 1 and (k := spans.pop()) > 0:
+        if len(spans) == 1 and 0 < (k := spans.pop()) < ndim - 1:  # (the last alone: plain rows)
             self.merge_from = k
 
     # -- the walk
@@ -401,9 +405,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
         for p, ref in zip(placeholders, self.refs, strict=True):
             if not isinstance(p.meta.get("val"), torch.Tensor):
                 raise NoTemplate(f"input {ref} is a Python number; templates take tensor inputs")
+        self._find_gathers(calls)
         float_inputs = [
-            p for p in placeholders if p.meta["val"].is_floating_point() and p.meta["val"].ndim
-        ]
+            p
+            for p in placeholders
+            if p.meta["val"].is_floating_point() and p.meta["val"].ndim and p not in self.tables
+        ] + [n for n in calls if n.target in _GATHERS]
         if not float_inputs:
             raise NoTemplate("the reference has no floating-point tensor input")
         self.row_shape = _row_shape(float_inputs, shapes, calls)
@@ -669,6 +676,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 # A buffer the forward never reads (BatchNorm's num_batches_tracked in eval).
                 self.env[p] = self.new("input", attrs={"ref": ref, "role": "unread"})
                 continue
+            if p in self.tables or p in self.indices:
+                # A table read only by gathers (each makes its own node), or their indices.
+                role = "unread" if p in self.tables else "index"
+                self.env[p] = self.new("input", attrs={"ref": ref, "role": role})
+                continue
             if val.dtype == torch.bool:
                 self.masks.append(ref)  # read as 0/1; a condition compares it (_condition)
             elif not val.is_floating_point():
@@ -717,6 +729,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if not isinstance(src, tuple):
                 raise NoTemplate(f"unsupported getitem on {a[0]}")
             self.env[n] = src[a[1]]  # a str: a part no template computes, refused if used
+            return
+        if t == aten.slice.Tensor and self._prefix(n):
             return
         if t in self.SLICE_OPS:
             self._lower_slice(n)
@@ -792,6 +806,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return
         if t in _LOSSES:
             self.env[n] = self._loss(n)
+            return
+        if t in _GATHERS:
+            self.env[n] = self._gather(n)
             return
         if t in (aten.binary_cross_entropy_with_logits.default, aten.binary_cross_entropy.default):
             self.env[n] = self._binary_cross_entropy(n)
@@ -920,6 +937,65 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return loss
         self._last_dim(n, None)  # over the whole tensor
         return self.reduce("mean" if reduction == 1 else "sum", loss)
+
+    def _find_gathers(self, calls) -> None:
+        """The tables (2-d float inputs) and indices (integer inputs) of the graph's gathers:
+        ``F.embedding(idx, table)``, ``table[idx]``, ``table.index_select(0, idx)``, each an
+        input of the forward used only that way."""
+        self.tables, self.indices = set(), set()
+        for n in calls:
+            if n.target not in _GATHERS:
+                continue
+            table, idx = self._gather_args(n)
+            for x, what in ((table, "table"), (idx, "index")):
+                if x.op != "placeholder":
+                    raise NoTemplate(f"a gather whose {what} is computed ({x.name}), not an input")
+            if table.meta["val"].dim() != 2 or not table.meta["val"].is_floating_point():
+                raise NoTemplate("a gather from other than a 2-d floating-point table")
+            if idx.meta["val"].is_floating_point() or idx.meta["val"].dtype == torch.bool:
+                raise NoTemplate("a gather by other than integer indices")
+            self.tables.add(table)
+            self.indices.add(idx)
+        for x in self.tables | self.indices:
+            if any(u.target not in _GATHERS for u in x.users):
+                raise NoTemplate(f"input {x.name} is gathered from (or by) and also read as is")
+
+    @staticmethod
+    def _gather_args(n: torch.fx.Node):
+        a = n.args
+        if n.target == aten.embedding.default:
+            return a[0], a[1]
+        if n.target == aten.index_select.default:
+            if a[1] not in (0, -2):
+                raise NoTemplate("index_select along other than the first dimension of a table")
+            return a[0], a[2]
+        indices = list(a[1])
+        if len(indices) != 1 or not isinstance(indices[0], torch.fx.Node):
+            raise NoTemplate("indexing by other than one integer tensor along the first dimension")
+        return a[0], indices[0]
+
+    def _gather(self, n: torch.fx.Node) -> int:
+        """Rows of a table picked by integer indices (an embedding lookup): an input read, in
+        each row of the rows' shape, at the row its index names; the kernel clamps an index to
+        the table (torch raises on one outside it: the kernel cannot, but reads nothing
+        outside the table either). ``table[idx]`` and ``index_select`` count from the end for a
+        negative index, as torch does; an embedding does not."""
+        table, idx = self._gather_args(n)
+        shape = tuple(n.meta["val"].shape)
+        if shape != tuple(self.row_shape):
+            raise NoTemplate(
+                f"gathered rows of shape {list(shape)} that are not the rows' shape "
+                f"{list(self.row_shape)}"
+            )
+        ref = self.nodes[self.env[table]].attrs["ref"]
+        attrs = {
+            "ref": ref,
+            "role": "bcast",
+            "bshape": [1] * (len(shape) - 1) + [shape[-1]],
+            "gather": self.nodes[self.env[idx]].attrs["ref"],
+            "wrap": n.target != aten.embedding.default,
+        }
+        return self.new("input", attrs=attrs)
 
     def _binary_cross_entropy(self, n: torch.fx.Node) -> int:
         """Binary cross-entropy as torch computes it: on logits ``(1 - y) x + w_p softplus(-x)``
@@ -1063,6 +1139,36 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if shape == tuple(self.row_shape) or _broadcasts(shape, self.row_shape):
             return moved.build(list(range(nd)))
         return moved
+
+    def _prefix(self, n: torch.fx.Node) -> bool:
+        """``pos[: x.shape[1]]``: the first rows of an input along one of its own dimensions
+        (other than the last), as long as the rows' dimension it meets. Read through its
+        strides at the rows' coordinates, which stay below that length, it reads the prefix:
+        the wrapper narrows it to the rows' size there (``prefix``: the input's dimensions)."""
+        src, a = n.args[0], n.args
+        held = self.env.get(src)
+        node = self.nodes[held] if isinstance(held, int) else None
+        if node is None or node.kind != "input" or node.attrs.get("vshape") is None:
+            return False
+        ndim = len(src.meta["val"].shape)
+        dim = (a[1] if len(a) > 1 else 0) % max(ndim, 1)
+        start, step = (a[2] if len(a) > 2 else 0), (a[4] if len(a) > 4 else 1)
+        own = node.attrs["vdims"][len(node.attrs["vdims"]) - ndim :][dim]
+        if dim == ndim - 1 or start not in (0, None) or step != 1 or own is None:
+            return False
+        new = list(n.meta["val"].shape)
+        attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
+        attrs.update(vshape=new, prefix=sorted({*node.attrs.get("prefix", []), own}))
+        attrs["vdims"] = attrs["vdims"][len(attrs["vdims"]) - ndim :]
+        rank = len(self.row_shape)
+        fits = _broadcasts(tuple(new), self.row_shape) or tuple(new) == tuple(self.row_shape)
+        if len(new) <= rank and fits:
+            attrs.update(pending=False, bshape=[1] * (rank - len(new)) + new, viewed=True)
+            attrs["vdims"] = [None] * (rank - len(new)) + attrs["vdims"]
+        else:
+            attrs.update(pending=True)
+        self.env[n] = self.new("input", attrs=attrs)
+        return True
 
     def _deferred(self, x) -> Deferred | None:
         """``x`` as a :class:`Deferred` when it is one, or an input not yet of the rows' shape
@@ -1342,7 +1448,9 @@ def _broadcasts(shape: tuple, row_shape: tuple) -> bool:
 
 
 def _read_as(node: IRNode) -> str:
-    """How the summary says an input is read: broadcast, or through a permutation."""
+    """How the summary says an input is read: broadcast, through a permutation, or gathered."""
+    if node.attrs.get("gather"):
+        return f"rows gathered by {node.attrs['gather']}"
     if node.attrs.get("permuted"):
         order = [d for d in node.attrs["vdims"] if d is not None]
         return f"read permuted ({', '.join(map(str, order))})"

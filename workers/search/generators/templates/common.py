@@ -132,7 +132,9 @@ class _Emitter:
                 p, q = node.attrs["shift"]
                 load = self.shifted(node, self.ptr[node.id], self.index[node.id], _frac(p, q))
                 return f"v{node.id} = {load}.to(tl.float32)"
-            if role == "scalar":  # a number, passed to the kernel as a float argument
+            if role in ("scalar", "index", "unread"):
+                # a number passed as a float argument, a gather's indices (read by the rows'
+                # offsets, see _bcast_rows), an input read only through its views
                 return None
             if role == "bcast":
                 load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
@@ -343,7 +345,19 @@ def _bcast_args(plan: Plan) -> list[str]:
         sizes = [f"L{d}" for d in dims] + [f"Q{d}" for d in dims]
     else:
         sizes = [f"L{d}" for d in range(_bcast_rank(plan) - 1)]
-    return sizes + [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims]
+    gathered = [f"{x}{k}" for k in sorted(_gathers(plan)) for x in ("sg", "V")]
+    return sizes + [f"s{k}_{d}" for k, dims in sorted(kept.items()) for d in dims] + gathered
+
+
+def _gathers(plan: Plan) -> dict[int, int]:
+    """{input index of a gathered table: input index of its integer indices}."""
+    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
+    index = {n.attrs["ref"]: k for k, n in enumerate(real) if n.attrs["role"] == "index"}
+    return {
+        k: index[n.attrs["gather"]]
+        for k, n in enumerate(real)
+        if n.attrs["role"] == "bcast" and n.attrs.get("gather")
+    }
 
 
 def _bcast_rows(plan: Plan, rows: str) -> list[str]:
@@ -351,8 +365,12 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
     rows' leading coordinates, worked out once per row, not per element."""
     kept = _bcast(plan)
     if not kept or by_index(plan):  # read by flat index (see row.py)
+        if _gathers(plan):
+            raise NoTemplate("gathered rows in rows read by coordinates are not covered")
         return []
     rank = _bcast_rank(plan)
+    gathers = _gathers(plan)
+    real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
     lead = sorted({d for dims in kept.values() for d in dims if d < rank - 1})
     out = []
     if lead:
@@ -362,6 +380,14 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
             if d > 0:
                 out.append(f"rem = rem // L{d}")
     for k, dims in sorted(kept.items()):
+        if k in gathers:  # the table's row named by this row's index, clamped to the table
+            out.append(f"g{k} = tl.load(in{gathers[k]}_ptr + tl.minimum({rows}, M - 1))")
+            out.append(f"g{k} = g{k}.to(tl.int64)")
+            if real[k].attrs.get("wrap"):
+                out.append(f"g{k} = tl.where(g{k} < 0, g{k} + V{k}, g{k})")
+            out.append(f"rb{k} = tl.minimum(tl.maximum(g{k}, 0), V{k} - 1) * sg{k}")
+            out.append(f"cs{k} = s{k}_{rank - 1}")
+            continue
         terms = [f"c{d} * s{k}_{d}" for d in dims if d < rank - 1]
         out.append(f"rb{k} = " + (" + ".join(terms) if terms else f"{rows} * 0"))
         # its column stride (0 for one constant along the row: a weight per row)
@@ -369,16 +395,20 @@ def _bcast_rows(plan: Plan, rows: str) -> list[str]:
     return out
 
 
-def bcast_view(node) -> str | None:
+def bcast_view(node, shape: str = "shape") -> str | None:
     """A broadcast input as the model viewed it, before it is expanded (a weight placed along
     one dimension, or an input with 1s inserted: its dimensions where the trace saw them);
     None for one read as it is."""
     ref = node.attrs["ref"]
+    if node.attrs.get("gather"):  # a view of the rows' shape: one table row expanded
+        return f"{ref}.select(0, 0).expand(*{node.attrs['gather']}.shape, {ref}.shape[-1])"
     if node.attrs.get("from_vec"):
         view = [-1 if int(size) != 1 else 1 for size in node.attrs["bshape"]]
         return f"{ref}.reshape({view})"
     if node.attrs.get("viewed"):
         vdims = node.attrs["vdims"]
+        for own in node.attrs.get("prefix", []):  # its first rows, as many as the rows have
+            ref = f"{ref}.narrow({own}, 0, {shape}[{vdims.index(own)}])"
         sizes = ", ".join("1" if i is None else f"{ref}.shape[{i}]" for i in vdims)
         order = [i for i in vdims if i is not None]
         if node.attrs.get("permuted") and order != sorted(order):
@@ -405,10 +435,22 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
             lines.append(f"in{k} = float({ref})")
             continue
         if n.attrs["role"] != "bcast":  # a tile, or a weight's own node the kernel never reads
-            tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec") else ""
+            tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec", "index") else ""
             lines.append(f"in{k} = {ref}{tail}")
             continue
-        view = bcast_view(n)
+        if n.attrs.get("gather"):  # a table: its row stride, width and length
+            lines += [
+                f"in{k} = {ref}",
+                f"if {ref}.shape[-1] != {shape}[-1]:",
+                f"    raise ValueError('{ref} rows are not as wide as the rows')",
+                f"sg{k} = in{k}.stride(0)",
+                f"s{k}_{rank - 1} = in{k}.stride(1)",
+                f"V{k} = in{k}.shape[0]",
+                f"if V{k} == 0 and {n.attrs['gather']}.numel():",
+                f"    raise IndexError('index out of range: {ref} has no rows')",
+            ]
+            continue
+        view = bcast_view(n, shape)
         if view is not None:
             lines.append(f"in{k} = {view}.expand({shape})")
         else:

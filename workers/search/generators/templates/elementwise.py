@@ -127,7 +127,11 @@ def _source_bcast(plan: Plan, p: dict) -> str:
     shape_ref = tiles[0] if tiles else tensors[0]
     shape = f"{shape_ref}.shape"
     if not tiles:  # rows wider than every input (an outer sum): the inputs' broadcast shape
-        views = [(bcast_view(n) or n.attrs["ref"]) + ".shape" for n in plan.inputs("bcast")]
+        views = [
+            (bcast_view(n) or n.attrs["ref"]) + ".shape"
+            for n in plan.inputs("bcast")
+            if not n.attrs.get("prefix")  # narrowed to the rows' shape, so not its source
+        ]
         shape = f"torch.broadcast_shapes({', '.join(views)})"
     narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
     outs = "".join(

@@ -699,11 +699,12 @@ def _source_row(plan: Plan, p: dict) -> str:
     rows_view = ""
     if tiles:
         ref0 = tiles[0]
-    else:  # every row input read through a permutation: the rows' shape is such a view's
+    else:  # every row input gathered or read through a permutation: the rows' shape is a view's
         full = [
             n
             for n in plan.inputs("bcast")
-            if n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"])
+            if n.attrs.get("gather")
+            or (n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"]))
         ]
         if not full:
             raise NoTemplate("no input of the rows' shape to take the rows from")
