@@ -510,11 +510,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
         bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
         in_rows = red == ndim - 1 and not self.full  # the row kernels read them per row
         if any(n.id in used for n in bcast) and plan.reductions() and not in_rows:
-            shapes_b = ", ".join(str(n.attrs["bshape"]) for n in bcast if n.id in used)
+            how = ", ".join(f"{n.attrs['ref']} {_read_as(n)}" for n in bcast if n.id in used)
             raise NoTemplate(
-                f"an input that broadcasts along leading dimensions ({shapes_b} against "
-                f"{list(self.row_shape)}) in a reduction over other than the last dimension "
-                "is not covered"
+                f"an input read through its strides ({how}, rows {list(self.row_shape)}) in a "
+                "reduction over other than the last dimension is not covered"
             )
         if plan.reductions() and any(n.id in used for n in plan.inputs("scalar")):
             raise NoTemplate("a number input (a 0-d tensor or a Python float) in a reduction")

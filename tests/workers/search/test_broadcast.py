@@ -122,7 +122,9 @@ def test_broadcast_inputs_get_a_correct_elementwise_kernel(source, sizes, says, 
 
 def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_refused_in_one_line():
     over_heads = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=1)")
-    with pytest.raises(NoTemplate, match=r"broadcasts along leading dimensions .* other than"):
+    with pytest.raises(
+        NoTemplate, match=r"mask \[2, 1, 8, 8\] broadcast, rows .* other than the last"
+    ):
         trace_problem(over_heads)
 
 
