@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--incumbent", help="incumbent candidate source (with --baseline incumbent)"
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="candidates of a round evaluated at once, each in its own sandbox (on a GPU the "
+        "device lock still takes their correctness and timing runs in turn)",
+    )
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit-s", type=float, default=120.0)
@@ -187,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
     try:
-        run_campaign(state, progress=progress)
+        run_campaign(state, progress=progress, jobs=max(1, args.jobs))
     except ValueError as exc:  # e.g. the llm generator without its URL
         print(f"search: {exc}", file=sys.stderr)
         return 2

@@ -203,18 +203,26 @@ def run_campaign(
     retrieve: Retrieve | None = None,
     generators: dict | None = None,
     progress: Callable[[dict, dict], None] | None = None,
+    jobs: int = 1,
 ) -> dict:
     """Run (or resume) a whole campaign in this process with an ``Evaluator``; return state.
 
-    ``progress(state, event)`` is called after each recorded node and at the end.
+    ``progress(state, event)`` is called after each recorded node and at the end. ``jobs`` > 1
+    evaluates a round's candidates that many at a time, each in its own evaluator (its own
+    sandbox child): compiling and the interpreter's runs overlap; on a GPU the device lock
+    still takes the correctness and timing runs in turn. Reports are recorded in the round's
+    order, whatever order they finish in, so a campaign's graph does not depend on ``jobs``.
     """
     from workers import evaluate as ev_mod
 
     engine = SearchEngine.from_state(state, retrieve=retrieve, generators=generators)
     own = evaluator is None
     ev = ev_mod.Evaluator() if own else evaluator
+    extra = [ev_mod.Evaluator() for _ in range(max(0, int(jobs) - 1))]
     if own:
         ev.__enter__()
+    for other in extra:
+        other.__enter__()
     try:
         while (step := engine.step(state)).action != STEP_FINISHED:
             if step.action == STEP_BASELINE:
@@ -228,24 +236,62 @@ def run_campaign(
             if step.action == STEP_WAIT:
                 # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
                 node_ids = tuple(n.id for n in engine.graph(state, full=False).pending())
+            if extra and len(node_ids) > 1:
+                _evaluate_round(engine, [ev, *extra], ev_mod, state, node_ids, progress)
+                continue
             for node_id in node_ids:
                 _evaluate_one(engine, ev, ev_mod, state, node_id, progress)
     finally:
         if own:
             ev.__exit__(None, None, None)
+        for other in extra:
+            other.__exit__(None, None, None)
     if progress:
         progress(state, {"event": "finished", "outcome": state["outcome"]})
     return state
 
 
 def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
-    kwargs = engine.request_kwargs(state, node_id)
+    report_d = _report(ev, ev_mod, engine.request_kwargs(state, node_id))
+    engine.record(state, node_id, report_d)
+    if progress:
+        progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
+
+
+def _evaluate_round(engine, evaluators, ev_mod, state, node_ids, progress) -> None:
+    """A round's nodes on several evaluators at once (one thread each: the work is in their
+    sandbox children); recorded here, in the round's order."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    free: queue.Queue = queue.Queue()
+    for ev in evaluators:
+        free.put(ev)
+
+    def run(kwargs):
+        ev = free.get()
+        try:
+            return _report(ev, ev_mod, kwargs)
+        finally:
+            free.put(ev)
+
+    requests = [(node_id, engine.request_kwargs(state, node_id)) for node_id in node_ids]
+    with ThreadPoolExecutor(max_workers=len(evaluators)) as pool:
+        futures = [(node_id, pool.submit(run, kwargs)) for node_id, kwargs in requests]
+        for node_id, future in futures:
+            report_d = future.result()
+            engine.record(state, node_id, report_d)
+            if progress:
+                progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
+
+
+def _report(ev, ev_mod, kwargs: dict) -> dict:
     t0 = time.time()
     try:
         report = ev.evaluate(ev_mod.EvaluationRequest(**kwargs))
-        report_d = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+        return report.to_dict() if hasattr(report, "to_dict") else dict(report)
     except Exception as exc:  # noqa: BLE001 - an evaluator crash is a failed node, not a crash
-        report_d = {
+        return {
             "verdict": "rejected",
             "failed_gate": None,
             "reason": f"evaluator error: {type(exc).__name__}: {exc}",
@@ -253,9 +299,6 @@ def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
             "wall_s": time.time() - t0,
             "device_s": 0.0,
         }
-    engine.record(state, node_id, report_d)
-    if progress:
-        progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
 
 
 __all__ = [

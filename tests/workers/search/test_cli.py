@@ -32,6 +32,8 @@ def test_standalone_campaign_writes_the_campaign_json(tmp_path):
             "template",
             "--budget-candidates",
             "3",
+            "--jobs",  # the round's candidates two at a time, each in its own sandbox
+            "2",
             "--json",
             str(out),
         ],
@@ -49,6 +51,8 @@ def test_standalone_campaign_writes_the_campaign_json(tmp_path):
     assert f["generated"] == len(data["nodes"]) == 3
     assert sum(f[s] for s in FUNNEL_STAGES if s != "generated") == f["generated"]
     assert f["accepted"] >= 1
+    assert [n["id"] for n in data["nodes"]] == ["n1", "n2", "n3"]  # recorded in round order
+    assert all(n["status"] in ("accepted", "rejected") for n in data["nodes"])
     assert data["best"]["verdict"] == "accepted" and data["best"]["fitness"] is None
     assert "gelu" in proc.stdout and "accepted" in proc.stdout
 
