@@ -536,6 +536,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
             raise NoTemplate(
                 "a reduction over rows wider than every input (an outer broadcast) is not covered"
             )
+        gathered = any(n.attrs.get("gather") and n.id in used for n in plan.inputs())
+        if gathered and plan.reductions() and (plan.extra.get("by_index") or red != ndim - 1):
+            raise NoTemplate(
+                "gathered rows (an embedding) in a reduction over other than the last dimension "
+                "are not covered"
+            )
         plain_rows = not (self.full or self.merge_from is not None or self.red_set is not None)
         if plan.reductions() and plain_rows and red == ndim - 1 and not self.reshaped:
             # A weight along another dimension than the rows' (one per row, one per batch):

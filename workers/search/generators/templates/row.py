@@ -703,8 +703,11 @@ def _source_row(plan: Plan, p: dict) -> str:
         full = [
             n
             for n in plan.inputs("bcast")
-            if n.attrs.get("gather")
-            or (n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"]))
+            if not n.attrs.get("prefix")  # (narrowed to the rows' shape: not its source)
+            and (
+                n.attrs.get("gather")
+                or (n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"]))
+            )
         ]
         if not full:
             raise NoTemplate("no input of the rows' shape to take the rows from")
