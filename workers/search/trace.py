@@ -39,7 +39,44 @@ def trace_problem(source: str) -> Plan:
     plan, shapes = _trace(source, {})
     if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
         _symbolic_constants(source, plan, shapes)
+    if plan.family in ("row", "elementwise") and _slice_bounds(plan):
+        _check_slice_fractions(source, plan)
     return plan
+
+
+def _slice_bounds(plan: Plan) -> list:
+    """Where the plan slices the row: its shifted reads, column bounds and narrow outputs, as
+    fractions of the row."""
+    bounds = [n.attrs["shift"] for n in plan.nodes if n.attrs.get("shift")]
+    bounds += [n.attrs["frac"] for n in plan.nodes if n.op == "col_lt"]
+    return bounds + list(plan.extra.get("narrow_outputs", []))
+
+
+def _check_slice_fractions(source: str, plan: Plan) -> None:
+    """Slices are kept as fractions of the row (``chunk(2)`` splits at N/2 at every width); a
+    bound that is a number of columns (``x[..., 1:]``, ``narrow(-1, 0, n - 1)``) is a different
+    fraction at other widths. Traced again with every size constant doubled (fractions of the
+    row stay what they are), the bounds must not move; where they do, refused in words (at any
+    other width the kernel would slice elsewhere)."""
+    ns = load_problem(source)
+    sizes = _size_constants(ns)
+    if not sizes:
+        return
+    quiet = logging.getLogger("torch._subclasses.fake_tensor")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        other, _ = _trace(source, {k: 2 * v for k, v in sizes.items()})
+    except NoTemplate:
+        return  # it does not trace at other sizes: nothing to compare
+    finally:
+        quiet.setLevel(level)
+    if _slice_bounds(other) != _slice_bounds(plan):
+        raise NoTemplate(
+            "a slice bound that is a number of columns, not a fraction of the row (x[..., 1:], "
+            "narrow(-1, 0, n - 1)); templates slice at fractions of the row (chunk, split "
+            "into equal parts)"
+        )
 
 
 def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:

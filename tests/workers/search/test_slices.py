@@ -125,3 +125,24 @@ def test_slices_the_templates_do_not_cover_are_refused_in_words(forward, says):
     )
     with pytest.raises(NoTemplate, match=says):
         trace_problem(source)
+
+
+@pytest.mark.parametrize(
+    "forward",
+    ["x[..., 1:] - x[..., :-1]", "torch.cat([x[..., 1:], x[..., :1]], dim=-1) * 2.0"],
+    ids=["diff", "roll-by-one"],
+)
+def test_a_slice_of_a_number_of_columns_is_refused_not_sliced_at_a_fraction(forward):
+    # Traced at width 16, x[..., 1:] starts 1/16 into the row: a kernel slicing at N/16 would be
+    # wrong at every other width (only the tail-size edge case would catch it).
+    source = (
+        HEADER
+        + "rows = 4\nwidth = 16\n\n\n"
+        + f"class Model(nn.Module):\n    def forward(self, x):\n        return {forward}\n\n\n"
+        + "def get_inputs():\n    return [torch.randn(rows, width)]\n"
+        + FOOTER.format(init="[]")
+    )
+    with pytest.raises(NoTemplate, match="a number of columns, not a fraction of the row"):
+        trace_problem(source)
+    halves = source.replace(forward, "torch.cat([x[..., width // 2 :], x[..., : width // 2]], -1)")
+    assert "columns moved by slices" in trace_problem(halves).summary
