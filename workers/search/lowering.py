@@ -19,6 +19,12 @@ Families:
   (:mod:`workers.search.lowering_scan`);
 - ``pool`` and ``attention`` have their own lowerings (:mod:`workers.search.lowering_pool`,
   :mod:`workers.search.lowering_attention`).
+
+In the ``elementwise`` and ``row`` families, inputs need not have the rows' shape as they come:
+one that broadcasts, one read through a transpose or permute (also after pointwise ops on it:
+a :class:`Deferred` value), the first rows of one along a leading dimension
+(``pos[: x.shape[1]]``), and a table's rows gathered by integer indices (``F.embedding``,
+``table[idx]``, ``index_select``) are read through their strides, never copied.
 """
 
 from __future__ import annotations
