@@ -1108,10 +1108,16 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 "inserting or dropping 1s; no template fits"
             )
         attrs = {**node.attrs, "vshape": list(new), "vdims": new_vdims, "viewed": True}
-        rank = len(self.row_shape)
+        return self._view_input(attrs, new)
+
+    def _view_input(self, attrs: dict, new) -> int:
+        """A new input node for a view of an input, of shape ``new`` (``attrs["vdims"]`` of its
+        rank): placed against the rows where it broadcasts to them, else pending (refused if
+        used before another view makes it so)."""
+        new, rank = tuple(new), len(self.row_shape)
         if len(new) <= rank and (_broadcasts(new, self.row_shape) or new == self.row_shape):
             attrs.update(pending=False, bshape=[1] * (rank - len(new)) + list(new))
-            attrs["vdims"] = [None] * (rank - len(new)) + new_vdims
+            attrs["vdims"] = [None] * (rank - len(new)) + list(attrs["vdims"])
         else:
             attrs.update(pending=True)
         return self.new("input", attrs=attrs)
@@ -1169,16 +1175,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             return False
         new = list(n.meta["val"].shape)
         attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
-        attrs.update(vshape=new, prefix=sorted({*node.attrs.get("prefix", []), own}))
+        attrs.update(vshape=new, prefix=sorted({*node.attrs.get("prefix", []), own}), viewed=True)
         attrs["vdims"] = attrs["vdims"][len(attrs["vdims"]) - ndim :]
-        rank = len(self.row_shape)
-        fits = _broadcasts(tuple(new), self.row_shape) or tuple(new) == tuple(self.row_shape)
-        if len(new) <= rank and fits:
-            attrs.update(pending=False, bshape=[1] * (rank - len(new)) + new, viewed=True)
-            attrs["vdims"] = [None] * (rank - len(new)) + attrs["vdims"]
-        else:
-            attrs.update(pending=True)
-        self.env[n] = self.new("input", attrs=attrs)
+        self.env[n] = self._view_input(attrs, new)
         return True
 
     def _deferred(self, x) -> Deferred | None:
@@ -1235,14 +1234,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         attrs.update(
             role="bcast", vshape=new, vdims=[vdims[p] for p in perm], viewed=True, permuted=True
         )
-        rank = len(self.row_shape)
-        fits = _broadcasts(tuple(new), self.row_shape) or tuple(new) == tuple(self.row_shape)
-        if len(new) <= rank and fits:
-            attrs.update(pending=False, bshape=[1] * (rank - len(new)) + new)
-            attrs["vdims"] = [None] * (rank - len(new)) + attrs["vdims"]
-        else:
-            attrs.update(pending=True)
-        return self.new("input", attrs=attrs)
+        return self._view_input(attrs, new)
 
     def _vector_norm(self, n: torch.fx.Node) -> int:
         """A p-norm over one dimension as a reduction: sqrt(sum x^2), sum |x|, max |x|, min |x|
