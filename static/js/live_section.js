@@ -18,8 +18,16 @@
     // Anything the reader typed and has not sent yet (a draft comment, a rollback reason).
     var fields = section.querySelectorAll(
       "textarea, input:not([type]), input[type=text], input[type=number]");
-    return Array.prototype.some.call(fields, function (field) {
+    if (Array.prototype.some.call(fields, function (field) {
       return field.value !== field.defaultValue;
+    })) {
+      return true;
+    }
+    // A form the server sent back with an error (data-unsent) holds what the reader wrote as
+    // its default text: still not sent, so a refresh must not replace it with an empty form.
+    var kept = section.querySelectorAll("form[data-unsent] textarea, form[data-unsent] input");
+    return Array.prototype.some.call(kept, function (field) {
+      return field.type !== "hidden" && field.value !== "";
     });
   }
   function refresh(id) {

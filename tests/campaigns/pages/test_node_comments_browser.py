@@ -35,6 +35,13 @@ def test_line_out_of_range_shows_its_error_in_the_page(asgi_server, demo_users, 
     assert f"the source has lines 1 to {count}; got 999" in error.inner_text()
     assert page.input_value("#id_body") == "what about this line?", "what they wrote is kept"
     assert not Comment.objects.exists()
+    # A comment from someone else arrives live: the section refreshes around the draft the
+    # server sent back with its error, never over it (it once came back empty).
+    other = User.objects.get(username="reviewer")
+    off_loop(comment_create, node=node, author=other, body="meanwhile, a remark")
+    page.wait_for_timeout(3_000)
+    assert page.input_value("#id_body") == "what about this line?", "kept through a refresh"
+    assert page.input_value("#id_line") == "999"
     assert page.evaluate("window.__marker") == "no reload"
 
 
