@@ -103,11 +103,19 @@ def _tuple_sizes(module, overrides: dict) -> dict:
     found = {}
     values = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     values.update(overrides)
-    for k, v in values.items():
-        if not (isinstance(v, tuple | list) and v and all(_positive_int(x) for x in v)):
-            continue
+    tuples = {
+        k: v
+        for k, v in values.items()
+        if isinstance(v, tuple | list) and v and all(_positive_int(x) for x in v)
+    }
+    if not tuples:
+        return found
+    try:
+        base = input_shapes(module, overrides)
+    except Exception:  # noqa: BLE001 - a problem that cannot be probed has no tuple sizes
+        return found
+    for k, v in tuples.items():
         try:
-            base = input_shapes(module, overrides)
             moved = input_shapes(module, {**overrides, k: tuple(x + 1 for x in v)})
         except Exception:  # noqa: BLE001
             continue

@@ -1114,6 +1114,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         """A new input node for a view of an input, of shape ``new`` (``attrs["vdims"]`` of its
         rank): placed against the rows where it broadcasts to them, else pending (refused if
         used before another view makes it so)."""
+        attrs = {k: v for k, v in attrs.items() if k not in ("bshape", "pending")}
         new, rank = tuple(new), len(self.row_shape)
         if len(new) <= rank and (_broadcasts(new, self.row_shape) or new == self.row_shape):
             attrs.update(pending=False, bshape=[1] * (rank - len(new)) + list(new))
@@ -1174,7 +1175,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if dim == ndim - 1 or start not in (0, None) or step != 1 or own is None:
             return False
         new = list(n.meta["val"].shape)
-        attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
+        attrs = dict(node.attrs)
         attrs.update(vshape=new, prefix=sorted({*node.attrs.get("prefix", []), own}), viewed=True)
         attrs["vdims"] = attrs["vdims"][len(attrs["vdims"]) - ndim :]
         self.env[n] = self._view_input(attrs, new)
@@ -1230,7 +1231,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if len(vshape) != nd or len(perm) != nd:
             raise NoTemplate(f"a permute of input {node.attrs['ref']} after a view is not covered")
         new = [vshape[p] for p in perm]
-        attrs = {k: v for k, v in node.attrs.items() if k not in ("bshape", "pending")}
+        attrs = dict(node.attrs)
         attrs.update(
             role="bcast", vshape=new, vdims=[vdims[p] for p in perm], viewed=True, permuted=True
         )

@@ -58,20 +58,9 @@ def _check_slice_fractions(source: str, plan: Plan) -> None:
     fraction at other widths. Traced again with every size constant doubled (fractions of the
     row stay what they are), the bounds must not move; where they do, refused in words (at any
     other width the kernel would slice elsewhere)."""
-    ns = load_problem(source)
-    sizes = _size_constants(ns)
-    if not sizes:
-        return
-    quiet = logging.getLogger("torch._subclasses.fake_tensor")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)
-    try:
-        other, _ = _trace(source, {k: 2 * v for k, v in sizes.items()})
-    except NoTemplate:
-        return  # it does not trace at other sizes: nothing to compare
-    finally:
-        quiet.setLevel(level)
-    if _slice_bounds(other) != _slice_bounds(plan):
+    sizes = _size_constants(load_problem(source))
+    again = _trace_moved(source, {k: 2 * v for k, v in sizes.items()}) if sizes else None
+    if again is not None and _slice_bounds(again[0]) != _slice_bounds(plan):
         raise NoTemplate(
             "a slice bound that is a number of columns, not a fraction of the row (x[..., 1:], "
             "narrow(-1, 0, n - 1)); templates slice at fractions of the row (chunk, split "
@@ -165,15 +154,10 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
     if not sizes:
         return
     moved = {k: v + 1 + i for i, (k, v) in enumerate(sorted(sizes.items()))}
-    quiet = logging.getLogger("torch._subclasses.fake_tensor")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)  # sizes that must agree (a broadcast) fail loudly there
-    try:
-        other, other_shapes = _trace(source, moved)
-    except NoTemplate:
+    again = _trace_moved(source, moved)
+    if again is None:
         return  # the problem does not trace at other sizes: keep the traced constants
-    finally:
-        quiet.setLevel(level)
+    other, other_shapes = again
     if [(n.kind, n.op) for n in other.nodes] != [(n.kind, n.op) for n in plan.nodes]:
         return
     for node, again in zip(plan.nodes, other.nodes, strict=True):
@@ -190,6 +174,20 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
         node.cat = "const"
     if any(n.attrs.get("from_sizes") for n in plan.nodes):
         plan.summary += ", constants computed from the input sizes at run time"
+
+
+def _trace_moved(source: str, overrides: dict) -> tuple[Plan, dict] | None:
+    """``_trace`` at other sizes, or None where the problem does not trace there (sizes that
+    must agree, a broadcast, fail loudly in the fake-tensor log: kept quiet here)."""
+    quiet = logging.getLogger("torch._subclasses.fake_tensor")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        return _trace(source, overrides)
+    except NoTemplate:
+        return None
+    finally:
+        quiet.setLevel(level)
 
 
 def _size_expression(a: float, b: float, shapes: dict, other: dict) -> str | None:
