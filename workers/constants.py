@@ -29,7 +29,13 @@ BASELINE_EAGER = "eager"
 BASELINE_COMPILE = "compile"
 BASELINE_MAX_AUTOTUNE = "max-autotune"
 BASELINE_INCUMBENT = "incumbent"
-BASELINES = (BASELINE_EAGER, BASELINE_COMPILE, BASELINE_MAX_AUTOTUNE, BASELINE_INCUMBENT)
+# Per case, the fastest of the peers timed beside the candidate (compile, max-autotune, and the
+# incumbent when one is given): the case is judged against that one, and says which it was.
+BASELINE_BEST = "best"
+BASELINES = (
+    BASELINE_EAGER, BASELINE_COMPILE, BASELINE_MAX_AUTOTUNE, BASELINE_INCUMBENT, BASELINE_BEST,
+)  # fmt: skip
+PEERS = (BASELINE_COMPILE, BASELINE_MAX_AUTOTUNE, BASELINE_INCUMBENT)
 
 # Case kinds.
 CASE_WORKLOAD = "workload"

@@ -530,7 +530,8 @@ class Evaluator:
                 "seed": request.seed,
                 "serving": workload.serving,
                 "incumbent_source": request.incumbent_source,
-                "max_autotune": request.baseline == C.BASELINE_MAX_AUTOTUNE,
+                "max_autotune": request.baseline in (C.BASELINE_MAX_AUTOTUNE, C.BASELINE_BEST),
+                "baseline": request.baseline,
             }
             timed = self._call(child, "baseline", args, deadline, "baseline")
             if timed.failure is not None:

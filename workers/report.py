@@ -195,6 +195,7 @@ class Timing:
     input_sets: int | None = None
     capture_error: str | None = None
     wall_s: float | None = None
+    peer: str | None = None  # the ``best`` baseline: which peer it was on this case
 
     _OPTIONAL = (
         "mode",
@@ -204,10 +205,12 @@ class Timing:
         "input_sets",
         "capture_error",
         "wall_s",
+        "peer",
     )
 
     # What each optional field must be when it is set.
     _KINDS = {
+        "peer": str,
         "mode": str,
         "device_median_ms": _NUMBER,
         "host_median_ms": _NUMBER,
@@ -225,6 +228,10 @@ class Timing:
         ci95 = _need(data, "ci95_ms", list, where)
         if ci95 is not None and len(ci95) != 2:
             raise MalformedReport(f"the report is malformed: {where}.ci95_ms: expected 2 numbers")
+        if data.get("peer") is not None and data["peer"] not in C.PEERS:
+            raise MalformedReport(
+                f"the report is malformed: {where}.peer: expected one of {', '.join(C.PEERS)}"
+            )
         return cls(
             median_ms=_need(data, "median_ms", _NUMBER, where, required=True),
             p10_ms=_need(data, "p10_ms", _NUMBER, where),

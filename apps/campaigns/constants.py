@@ -20,6 +20,7 @@ class Baseline(models.TextChoices):
     COMPILE = "compile", "torch.compile"
     MAX_AUTOTUNE = "max-autotune", "torch.compile max-autotune"
     INCUMBENT = "incumbent", "Incumbent"
+    BEST = "best", "Best peer per case (compile, max-autotune, incumbent)"
 
 
 class CampaignStatus(models.TextChoices):

@@ -124,3 +124,53 @@ def test_a_candidate_within_the_tolerance_everywhere_is_timed_on_every_case(monk
     out = performance.run(job, {"baseline": "compile", "stop_below": 0.98})
     assert timed == ["small", "close", "wide"] and "stopped_early" not in out["evidence"]
     assert out["reason"] == "timed"
+
+
+def test_the_best_peer_judges_each_case_and_the_verdict_names_it(monkeypatch):
+    """``--baseline best`` (issue 11): each case is judged against the fastest of the peers timed
+    beside the candidate, whichever that is on that case; a candidate that beats compile
+    everywhere but loses one case to max-autotune is rejected, and the reason says against
+    which peer."""
+    from workers.gates.fitness import fitness
+
+    # Per case, each peer's time relative to the candidate's (above 1: the candidate is faster).
+    peers = {
+        "small": {"compile": 1.30, "max-autotune": 1.25, "incumbent": 1.40},
+        "big": {"compile": 1.10, "max-autotune": 1.20, "incumbent": 0.90},
+    }
+    clock = {"t": 0}
+
+    def case_sides(job, case, args, seed, flush, mode, *, candidate):
+        sides = {"candidate": FakeSide("candidate", 0.010, clock)}
+        sides["eager"] = FakeSide("eager", 0.030, clock)
+        for name, ratio in peers[case["name"]].items():
+            sides[name] = FakeSide(name, 0.010 * ratio, clock)
+        return sides, {"bytes": 0, "flops": 0}
+
+    job, _ = _fake_gate(monkeypatch, {"small": 1.0, "big": 1.0})
+    monkeypatch.setattr(performance, "_case_sides", case_sides)
+    out = performance.run(job, {"baseline": C.BASELINE_BEST, "serving": C.SERVING_GRAPH})
+    by_case = {case["name"]: case for case in out["cases"]}
+    assert by_case["small"]["paired"]["best"]["peer"] == "max-autotune"
+    assert by_case["big"]["paired"]["best"]["peer"] == "incumbent"
+    assert abs(by_case["big"]["paired"]["best"]["speedup"] - 0.90) < 0.02
+    assert by_case["big"]["baselines"]["best"]["peer"] == "incumbent"
+    verdict = fitness(out["cases"], {"small": 1, "big": 1}, C.BASELINE_BEST)
+    assert verdict["status"] == C.FAILED and verdict["rule"] == C.RULE_REGRESSION
+    assert verdict["fitness"]["peers"] == {"small": "max-autotune", "big": "incumbent"}
+    assert "case big regresses to 0.90" in verdict["reason"]
+    assert "(against incumbent)" in verdict["reason"]
+    assert "over the best peer per case" in verdict["reason"]
+    # Against compile alone the same timings pass: the best peer is the stricter judge.
+    assert fitness(out["cases"], {"small": 1, "big": 1}, "compile")["status"] == C.PASSED
+
+
+def test_without_a_candidate_the_best_peer_is_the_fastest_median():
+    timings = {
+        "eager": {"median_ms": 0.001},  # eager is never a peer, however fast
+        "compile": {"median_ms": 0.020, "device_median_ms": 0.020},
+        "max-autotune": {"median_ms": 0.030, "device_median_ms": 0.015},
+    }
+    assert performance.judge_best(timings) == "max-autotune"
+    assert timings["best"] == {**timings["max-autotune"], "peer": "max-autotune"}
+    assert performance.judge_best({"eager": {"median_ms": 1.0}}) is None

@@ -28,7 +28,7 @@ def fitness(
 ) -> dict:
     """Returns a gate dict: status, rule, reason, fitness (or None), wall_s."""
     start = time.perf_counter()
-    rows = []
+    rows, peers = [], {}
     for case in perf_cases:
         w = float(weights.get(case["name"], 0.0))
         if w <= 0:
@@ -44,6 +44,8 @@ def fitness(
             }
         ratios = ((case.get("paired") or {}).get(baseline) or {}).get("ratios")
         rows.append((case["name"], w, case["timing"], base, ratios))
+        if base.get("peer"):
+            peers[case["name"]] = base["peer"]
     if not rows:
         return {
             "status": C.SKIPPED,
@@ -91,23 +93,33 @@ def fitness(
         "review": flagged,
         "regression_tolerance": regression_tolerance,
     }
+    over = baseline
+    if peers:
+        # The best peer per case: say which one each case was judged against.
+        result["peers"] = peers
+        over = "the best peer per case"
+
+    def against(name: str) -> str:
+        return f" (against {peers[name]})" if name in peers else ""
+
     if regressions:
         status, rule = C.FAILED, C.RULE_REGRESSION
         reason = (
-            f"speedup {geo:.3f}x over {baseline} but case {regressions[0]} regresses to "
-            f"{per_case[regressions[0]]:.3f}x (tolerance {regression_tolerance:.0%})"
+            f"speedup {geo:.3f}x over {over} but case {regressions[0]} regresses to "
+            f"{per_case[regressions[0]]:.3f}x{against(regressions[0])} "
+            f"(tolerance {regression_tolerance:.0%})"
         )
     elif ci[0] <= 1.0:
         status, rule = C.FAILED, C.RULE_NOT_FASTER
         reason = (
-            f"speedup {geo:.3f}x over {baseline}, 95% CI [{ci[0]:.3f}, {ci[1]:.3f}] includes "
+            f"speedup {geo:.3f}x over {over}, 95% CI [{ci[0]:.3f}, {ci[1]:.3f}] includes "
             "no gain: not significantly faster"
         )
     else:
         status, rule = C.PASSED, None
         reason = (
-            f"speedup {geo:.3f}x over {baseline} (95% CI [{ci[0]:.3f}, {ci[1]:.3f}]); worst "
-            f"{names[worst_i]} {speedups[worst_i]:.3f}x"
+            f"speedup {geo:.3f}x over {over} (95% CI [{ci[0]:.3f}, {ci[1]:.3f}]); worst "
+            f"{names[worst_i]} {speedups[worst_i]:.3f}x{against(names[worst_i])}"
         )
     if flagged:
         reason += f"; flagged for review: >{C.REVIEW_SPEEDUP:.0f}x on {', '.join(flagged)}"

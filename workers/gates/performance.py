@@ -179,7 +179,10 @@ class Side:
         except Exception as exc:  # noqa: BLE001 - any capture failure of untrusted code
             torch.cuda.synchronize()
             self.capture_error = f"{type(exc).__name__}: {exc}"[:500]
-            if self.mode == C.SERVING_GRAPH:
+            # The candidate must serve from a graph; a peer that cannot (Liger's cross-entropy
+            # reads a count back to the host) is timed as it runs, launch by launch, and its
+            # timing keeps the capture error.
+            if self.mode == C.SERVING_GRAPH and self.enforce:
                 raise NotCapturable(f"the {self.name}: {self.capture_error}") from exc
 
     def _event_ms(self, calls: int) -> float:
@@ -399,11 +402,37 @@ def _reference_fn(job, case, model, name: str, seed: int):
 
 def _wanted(args: dict) -> list[str]:
     wanted = [C.BASELINE_EAGER, C.BASELINE_COMPILE]
-    if args.get("baseline") == C.BASELINE_MAX_AUTOTUNE or args.get("max_autotune"):
+    if args.get("baseline") in (C.BASELINE_MAX_AUTOTUNE, C.BASELINE_BEST) or args.get(
+        "max_autotune"
+    ):
         wanted.append(C.BASELINE_MAX_AUTOTUNE)
     if args.get("incumbent_source"):
         wanted.append(C.BASELINE_INCUMBENT)
     return wanted
+
+
+def judge_best(timings: dict, paired: dict | None = None) -> str | None:
+    """Add the case's best peer as the ``best`` baseline (its timing, and its paired speedup
+    when the candidate was timed beside it), named under ``peer``; return the peer's name.
+
+    The best peer is the one the candidate is slowest against in the paired rounds (the
+    lowest speedup), or without a candidate the peer of the lowest median time."""
+    peers = [name for name in C.PEERS if name in timings]
+    if not peers:
+        return None
+    if paired and all(name in paired for name in peers):
+        peer = min(peers, key=lambda name: paired[name]["speedup"])
+    else:
+        peer = min(peers, key=lambda name: _side_ms(timings[name]))
+    timings[C.BASELINE_BEST] = {**timings[peer], "peer": peer}
+    if paired and peer in paired:
+        paired[C.BASELINE_BEST] = {**paired[peer], "peer": peer}
+    return peer
+
+
+def _side_ms(timing: dict) -> float:
+    device = timing.get("device_median_ms")
+    return device if device is not None else timing["median_ms"]
 
 
 def _prepare_incumbent(job, args):
@@ -470,6 +499,8 @@ def run(job, args: dict) -> dict:
                 "cases": records,
                 "evidence": {"ceilings": ceil, "method": method(mode), "clocks": clocks},
             }
+        if args.get("baseline") == C.BASELINE_BEST:
+            judge_best(timings, paired)
         record = {
             "name": case["name"],
             "timing": timings.pop("candidate"),
@@ -479,11 +510,7 @@ def run(job, args: dict) -> dict:
             "floor_ms": floor_ms,
             "wall_s": time.perf_counter() - start,
         }
-        if record["timing"]["device_median_ms"] is not None:
-            device = record["timing"]["device_median_ms"]
-        else:
-            device = record["timing"]["median_ms"]
-        if device < C.PHYSICAL_FLOOR_SLACK * floor_ms and fault is None:
+        if _side_ms(record["timing"]) < C.PHYSICAL_FLOOR_SLACK * floor_ms and fault is None:
             fault = record
         records.append(record)
         del sides
@@ -552,7 +579,8 @@ def _clear_loss(record: dict, args: dict) -> dict | None:
 
 
 def baseline(job, args: dict) -> dict:
-    """Time the reference (eager, compile, optionally max-autotune) and the incumbent alone."""
+    """Time the reference (eager, compile, optionally max-autotune) and the incumbent alone;
+    with the ``best`` baseline, each case names its fastest peer."""
     if job.device != "cuda":
         return {"status": C.SKIPPED, "reason": f"skipped: {C.RULE_NO_DEVICE}", "cases": []}
     mode = _mode(args)
@@ -568,6 +596,8 @@ def baseline(job, args: dict) -> dict:
         start = time.perf_counter()
         sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=False)
         timings, _ = time_sides(sides, seed, job.state.lock_fd, locks, job.state.lock_wait_s)
+        if args.get("baseline") == C.BASELINE_BEST:
+            judge_best(timings)
         records.append(
             {
                 "name": case["name"],

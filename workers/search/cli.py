@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from workers import constants as C
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
@@ -42,12 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         default="compile",
-        choices=["eager", "compile", "max-autotune", "incumbent"],
+        choices=list(C.BASELINES),
         help="the peer a candidate must beat on every case (default compile; eager is timed "
-        "beside it)",
+        "beside it); best: per case the fastest of compile, max-autotune and the incumbent",
     )
     parser.add_argument(
-        "--incumbent", help="incumbent candidate source (with --baseline incumbent)"
+        "--incumbent",
+        help="incumbent candidate source (with --baseline incumbent, or one of the peers of "
+        "--baseline best)",
     )
     parser.add_argument(
         "--jobs",

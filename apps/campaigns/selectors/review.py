@@ -14,7 +14,7 @@ from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from apps.campaigns import charts, review
-from apps.campaigns.constants import REVIEW_CACHE_S, NodeStatus
+from apps.campaigns.constants import REVIEW_CACHE_S, Baseline, NodeStatus
 from apps.campaigns.models import Campaign, Comment, Edge, Node, NodeReview
 from apps.campaigns.text import scaled_text
 from kernelevolve_site.caching import cached, content_key
@@ -126,6 +126,8 @@ def _timing_columns(case: dict | None, baseline: str) -> dict:
         "host_us": _us(timing.get("host_median_ms")),
         "paired_speedup": paired.get("speedup"),
         "paired_ci": paired.get("ci95"),
+        # Judged against the best peer per case: which peer that was on this case.
+        "judged_peer": paired.get("peer"),
     }
 
 
@@ -168,7 +170,10 @@ def candidate_review(*, campaign_id: int, key: str) -> CandidateReview:
         for g in node.gates.all()
     ]
     measurements = list(node.measurements.all())
-    baseline_names = sorted({b for m in measurements for b in (m.baselines or {})})
+    # The best peer is a copy of one of the others (its speedup column names it): not repeated.
+    baseline_names = sorted(
+        {b for m in measurements for b in (m.baselines or {})} - {Baseline.BEST.value}
+    )
     report_cases = node.report_cases if isinstance(node.report_cases, list) else []
     by_name = {c.get("name"): c for c in report_cases if isinstance(c, dict)}
     timed = {name: c for name, c in by_name.items() if c.get("timing")}

@@ -64,6 +64,8 @@ def _winner_body(campaign, node) -> tuple[str, str]:
         base = (m.baselines or {}).get(campaign.baseline) or {}
         ref = base.get("median_ms") if isinstance(base, dict) else None
         gain = f"{ref / m.median_ms:.2f}×" if ref and m.median_ms else "n/a"
+        if isinstance(base, dict) and base.get("peer"):
+            gain += f" vs {base['peer']}"  # the best peer on this case
         mine = f"{m.median_ms * 1000:.1f}" if m.median_ms else "n/a"
         rows.append(f"| {m.case} | {m.weight:g} | {mine} | {gain} |")
     if campaign.platform == "cuda" and node.fitness is not None:
