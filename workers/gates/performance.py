@@ -118,6 +118,20 @@ def ceilings(state) -> dict:
     return state.ceilings
 
 
+def _end_failed_capture() -> None:
+    """A capture that failed leaves the CUDA random generator in capture mode (its epilogue
+    never ran), and every later random draw in this process raises "Offset increment outside
+    graph capture": one trivial capture that ends runs the epilogue and clears it."""
+    try:
+        graph = torch.cuda.CUDAGraph()
+        scratch = torch.zeros(1, device="cuda")
+        with torch.cuda.graph(graph):
+            scratch.add_(1)
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - the next draw says so if this did not help
+        pass
+
+
 class NotCapturable(RuntimeError):
     """The callable cannot be captured in a CUDA graph (the message says what it did)."""
 
@@ -179,6 +193,7 @@ class Side:
         except Exception as exc:  # noqa: BLE001 - any capture failure of untrusted code
             torch.cuda.synchronize()
             self.capture_error = f"{type(exc).__name__}: {exc}"[:500]
+            _end_failed_capture()
             # The candidate must serve from a graph; a peer that cannot (Liger's cross-entropy
             # reads a count back to the host) is timed as it runs, launch by launch, and its
             # timing keeps the capture error.

@@ -102,4 +102,6 @@ def _imported_name(problem: str, config: dict) -> str:
     (``rms-norm on cuda vs compile (imported)``), so two imports of one problem read apart."""
     baseline = config.get("baseline") or "eager"
     versus = "" if baseline == "eager" else f" vs {baseline}"
+    if baseline == "best":
+        versus = " vs the best peer"
     return f"{problem} on {config.get('platform')}{versus} (imported)"

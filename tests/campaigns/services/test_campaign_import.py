@@ -47,13 +47,28 @@ def test_import_refuses_a_measured_case_of_the_wrong_type_and_names_it():
     assert not Campaign.objects.exists()
 
 
-def test_a_search_against_compile_reads_apart_and_keeps_both_peers():
-    """The session-22 H200 RMSNorm search, judged against torch.compile with eager beside it:
-    its name says what it was judged against, and every timed case keeps both peers' times."""
-    summary = json.loads((DEMO / "h200-compile-rms_norm.json").read_text())
+def test_a_search_against_the_best_peer_names_each_cases_peer(client, users):
+    """The session-27 H200 RMSNorm search, judged case by case against the fastest of compile,
+    max-autotune and Liger-Kernel (the incumbent): its name says so, every timed case keeps
+    every peer's time, and the candidate page says against which peer each case was judged."""
+    summary = json.loads((DEMO / "h200-best-rms_norm.json").read_text())
     campaign = campaign_import(summary=summary)
-    assert campaign.name == "rms-norm on cuda vs compile (imported)"
+    assert campaign.name == "rms-norm on cuda vs the best peer (imported)"
+    assert campaign.baseline == "best"
     assert campaign.outcome == "improved" and campaign.best_fitness > 1.0
     timed = Measurement.objects.filter(node=campaign.best_node, median_ms__isnull=False)
     assert timed.count() == 5
-    assert all({"eager", "compile"} <= set(m.baselines) for m in timed)
+    peers = {"eager", "compile", "max-autotune", "incumbent", "best"}
+    assert all(peers <= set(m.baselines) for m in timed)
+    judged = {m.case: m.baselines["best"]["peer"] for m in timed}
+    assert judged["t1_h4096_bf16"] == "incumbent"
+    assert judged["t8192_h8192_bf16"] == "max-autotune"
+
+    client.force_login(users["engineer"])
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "the fastest of torch.compile, max-autotune and the incumbent" in page
+    node = client.get(f"/campaigns/{campaign.pk}/nodes/{campaign.best_node.key}/")
+    html = node.content.decode()
+    assert '<small class="muted judged-peer">against incumbent</small>' in html
+    assert '<small class="muted judged-peer">against max-autotune</small>' in html
+    assert "<th>best ms</th>" not in html  # a copy of one of the peers: not repeated
