@@ -76,6 +76,14 @@ class CampaignForm(forms.Form):
     budget_wall_seconds = forms.FloatField(min_value=10, initial=1800)
     # The peer most users already have (issue 11); eager is timed beside it in every case.
     baseline = forms.ChoiceField(choices=Baseline.choices, initial=Baseline.COMPILE)
+    incumbent_file = forms.FileField(
+        required=False,
+        label="Incumbent kernel",
+        help_text="The kernel you serve today (class ModelNew, the candidate format): the judge "
+        "with baseline Incumbent, one of the peers with Best peer per case. Timed on cuda only.",
+    )
+    incumbent_source = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
+    incumbent_filename = forms.CharField(required=False, widget=forms.HiddenInput)
     regression_tolerance = forms.FloatField(min_value=0, max_value=1, initial=0.02)
 
     UPLOAD_FIELDS = ("problem_file", "problem_name", "workload_file", "trace_file")
@@ -101,6 +109,12 @@ class CampaignForm(forms.Form):
             except JSONBoundsError:
                 pass
         data["trace_text"] = _read_text(data.get("trace_file"), "trace_file")
+        incumbent = data.get("incumbent_file")
+        if incumbent is not None:
+            data["incumbent_text"] = _read_text(incumbent, "incumbent_file")
+            data["incumbent_filename"] = incumbent.name
+        else:  # the one kept from the last submit, if any
+            data["incumbent_text"] = data.get("incumbent_source") or ""
         picked = data.get("trace_file") or data.get("workload_file")
         data["workload_given"] = bool(data["workload_text"].strip() or data["trace_text"].strip())
         data["workload_filename"] = (
@@ -175,6 +189,11 @@ class CampaignForm(forms.Form):
         )
         if "no_workload" in data and data["workload_json"]:
             del data["no_workload"]
+        keep_incumbent = not self.has_error("incumbent_file")
+        data["incumbent_source"] = cleaned.get("incumbent_text", "") if keep_incumbent else ""
+        data["incumbent_filename"] = (
+            cleaned.get("incumbent_filename", "") if data["incumbent_source"] else ""
+        )
         self.data = data
 
     @property
@@ -186,6 +205,8 @@ class CampaignForm(forms.Form):
             "workload": self["workload_json"].value()
             and (self["workload_filename"].value() or "its workload"),
             "expected": self["workload_expected"].value(),
+            "incumbent": self["incumbent_source"].value()
+            and (self["incumbent_filename"].value() or "the uploaded incumbent"),
         }
 
 

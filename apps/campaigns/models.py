@@ -51,6 +51,10 @@ class Campaign(models.Model):
     budget_device_seconds = models.FloatField(default=600.0)
     budget_wall_seconds = models.FloatField(default=1800.0)
     baseline = models.CharField(max_length=20, choices=Baseline, default=Baseline.COMPILE)
+    # The kernel served today (candidate format), timed beside every candidate when given: the
+    # judge with the "incumbent" baseline, one of the peers with "best".
+    incumbent_source = models.TextField(blank=True, default="")
+    incumbent_name = models.CharField(max_length=200, blank=True, default="")
     regression_tolerance = models.FloatField(default=0.02)
     min_speedup = models.FloatField(default=1.0)
     status = models.CharField(

@@ -47,6 +47,7 @@ class CampaignSerializer(serializers.ModelSerializer):
         model = Campaign
         fields = [
             "id", "name", "problem", "platform", "generators", "policy", "baseline",
+            "incumbent_name",
             "budget_candidates", "budget_device_seconds", "budget_wall_seconds",
             "regression_tolerance", "status", "outcome", "outcome_reason", "funnel",
             "candidates_evaluated", "device_seconds", "best_node", "best_fitness", "created_by",
@@ -67,6 +68,14 @@ class CampaignCreateSerializer(serializers.Serializer):
     budget_device_seconds = serializers.FloatField(min_value=1, default=600.0)
     budget_wall_seconds = serializers.FloatField(min_value=10, default=1800.0)
     baseline = serializers.ChoiceField(choices=Baseline.choices, default=Baseline.COMPILE)
+    # The kernel served today (class ModelNew): judged against with baseline "incumbent", one
+    # of the peers with "best".
+    incumbent_source = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False
+    )
+    incumbent_name = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=200
+    )
     regression_tolerance = serializers.FloatField(min_value=0, max_value=1, default=0.02)
 
 

@@ -36,12 +36,17 @@ LIST_PAGE_SIZE = 25
 
 def _form_errors(form, exc: ValidationError) -> None:
     """A service's ValidationError shown next to the field it names (or above the form)."""
-    renames = {"name": "problem_name", "workload": "workload_file", "source": "problem_file"}
+    renames = {
+        "name": "problem_name",
+        "workload": "workload_file",
+        "source": "problem_file",
+        "incumbent_source": "incumbent_file",
+    }
     if not hasattr(exc, "error_dict"):
         form.add_error(None, exc.messages)
         return
     for field, errors in exc.message_dict.items():
-        field = field if field in form.fields else renames.get(field)
+        field = renames.get(field, field)
         form.add_error(field if field in form.fields else None, errors)
 
 
@@ -159,6 +164,8 @@ class CampaignCreateView(PortalPermissionRequiredMixin, View):
 
     def _author(self, request, data: dict, workload, context: dict) -> Campaign | None:
         kwargs = {k: data[k] for k in self.CAMPAIGN_FIELDS}
+        kwargs["incumbent_source"] = data.get("incumbent_text", "")
+        kwargs["incumbent_name"] = data.get("incumbent_filename") or ""
         field = "trace_file" if data["trace_text"] else "workload_file"
         if "preview" in request.POST:
             preview = campaign_preview(

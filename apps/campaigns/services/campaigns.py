@@ -14,6 +14,7 @@ from apps.campaigns.constants import (
 from apps.campaigns.graph_store import RowGraphStore
 from apps.campaigns.models import Campaign, Node, Problem
 from apps.campaigns.services.events import campaign_changed
+from apps.campaigns.services.incumbents import incumbent_check
 from apps.campaigns.services.problems import (
     problem_reference_check,
     problem_upload,
@@ -39,6 +40,7 @@ def _engine_state(campaign: Campaign) -> dict:
         max_device_s=campaign.budget_device_seconds,
         max_wall_s=campaign.budget_wall_seconds,
         baseline=campaign.baseline,
+        incumbent_source=campaign.incumbent_source or None,
         regression_tolerance=campaign.regression_tolerance,
         target_speedup=None,
     )
@@ -69,10 +71,13 @@ def campaign_create(
     budget_device_seconds: float = 600.0,
     budget_wall_seconds: float = 1800.0,
     baseline: str = "compile",
+    incumbent_source: str = "",
+    incumbent_name: str = "",
     regression_tolerance: float = 0.02,
     start: bool = True,
 ) -> Campaign:
     """Create a campaign (and start it unless told not to)."""
+    incumbent_check(source=incumbent_source, baseline=baseline)
     generators = list(generators or ["template"])
     unknown = [g for g in generators if g not in GENERATORS]
     if unknown:
@@ -95,6 +100,8 @@ def campaign_create(
         budget_device_seconds=budget_device_seconds,
         budget_wall_seconds=budget_wall_seconds,
         baseline=baseline,
+        incumbent_source=incumbent_source,
+        incumbent_name=incumbent_name if incumbent_source else "",
         regression_tolerance=regression_tolerance,
         created_by=created_by,
     )
@@ -218,6 +225,8 @@ def campaign_continue_from_node(
         budget_device_seconds=source.budget_device_seconds,
         budget_wall_seconds=source.budget_wall_seconds,
         baseline=source.baseline,
+        incumbent_source=source.incumbent_source,
+        incumbent_name=source.incumbent_name,
         regression_tolerance=source.regression_tolerance,
         start=False,
     )

@@ -44,6 +44,8 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         budget_device_seconds=budget.get("max_device_s") or 0.0,
         budget_wall_seconds=budget.get("max_wall_s") or 0.0,
         baseline=config.get("baseline", "eager"),
+        incumbent_source=config.get("incumbent_source") or "",
+        incumbent_name="the imported search's incumbent" if config.get("incumbent_source") else "",
         regression_tolerance=config.get("regression_tolerance", 0.02),
         status=CampaignStatus.FAILED
         if summary["outcome"] == Outcome.FAILED
