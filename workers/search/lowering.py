@@ -462,8 +462,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if any(v.frac > 1 for v in narrow.values()):
                 raise NoTemplate("an output wider than the row (a cat of more than its width)")
             plan.extra["narrow_outputs"] = [
-                [j, v.frac.numerator, v.frac.denominator] for j, v in narrow.items()
+                [j, v.frac.numerator, v.frac.denominator, 0] for j, v in narrow.items()
             ]
+        if narrow or any(n.attrs.get("shift") or n.op == "col_lt" for n in self.nodes):
+            # The traced width: a slice bound that is a number of columns is told from a
+            # fraction of the row by tracing again at other widths (``trace._slice_offsets``).
+            plan.extra["row_width"] = int(self.row_shape[-1])
         _categorise(plan)
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
         for node in plan.nodes:
@@ -620,8 +624,6 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 plan.summary += ", columns moved by slices and cat along the last dimension"
             if self.outer:
                 plan.summary += f", rows {list(self.row_shape)} wider than every input"
-            for j, p, q in plan.extra.get("narrow_outputs", []):
-                plan.summary += f", output {j} the first {p}/{q} of each row"
         else:
             ops = [n.op for n in plan.reductions()]
             where = "the last dimension" if red == ndim - 1 else f"dimension {red} of {ndim}"
@@ -864,9 +866,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if t in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
             if (kw.get("dtype") or a[0].meta["val"].dtype) != a[0].meta["val"].dtype:
                 raise NoTemplate(f"{t} of another dtype than its input's")
-            self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
-            self.env[n] = self.const(a[1] if value is None else value)
+            const = self.const(a[1] if value is None else value)
+            src = self.env.get(a[0]) if isinstance(a[0], torch.fx.Node) else None
+            if isinstance(src, Narrow):  # zeros as wide as a slice (a cat's padding column)
+                self.env[n] = Narrow(src.frac, lambda f, c=const: c)
+                return
+            self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
+            self.env[n] = const
             return
         if t in (aten.tril.default, aten.triu.default):
             if not self.matmul_epilogue:
@@ -1556,3 +1563,11 @@ def _strip_ones(shape: tuple) -> tuple:
     while i < len(shape) and shape[i] == 1:
         i += 1
     return tuple(shape[i:])
+
+
+def _columns(p: int, q: int, off: int) -> str:
+    """``N * p / q + off`` columns, in words for a plan's summary."""
+    part = "N" if (p, q) == (1, 1) else f"{p}/{q} of N" if p else ""
+    if not off:
+        return part
+    return f"{part} {'+' if off > 0 else '-'} {abs(off)}" if part else str(off)

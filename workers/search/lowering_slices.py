@@ -146,7 +146,10 @@ class SlicesMixin:
         # cat along the last dimension
         dim = a[1] if len(a) > 1 else n.kwargs.get("dim", 0)
         self._last(n, dim)
-        parts = [self._as_narrow(x) for x in a[0]]
+        self.env[n] = self._concat([self._as_narrow(x) for x in a[0]])
+
+    def _concat(self, parts: list[Narrow]):
+        """Slices side by side: a full row (a node) when they fill it, else a wider slice."""
         starts, total = [], Fraction(0)
         for p in parts:
             starts.append(total)
@@ -159,7 +162,7 @@ class SlicesMixin:
                 out = self.pw("where", self._col_lt(s + p.frac - f), p.build(f - s), out)
             return out
 
-        self.env[n] = build(Fraction(0)) if total == 1 else Narrow(total, build)
+        return build(Fraction(0)) if total == 1 else Narrow(total, build)
 
     @staticmethod
     def _piece(src: Narrow, start: Fraction, length: Fraction) -> Narrow:

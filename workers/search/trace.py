@@ -17,8 +17,9 @@ import contextlib
 import inspect
 import logging
 import math
+from fractions import Fraction
 
-from workers.search.lowering import IRNode, NoTemplate, Plan, _Lowerer
+from workers.search.lowering import IRNode, NoTemplate, Plan, _columns, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
 
@@ -40,32 +41,86 @@ def trace_problem(source: str) -> Plan:
     if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
         _symbolic_constants(source, plan, shapes)
     if plan.family in ("row", "elementwise") and _slice_bounds(plan):
-        _check_slice_fractions(source, plan)
+        _slice_offsets(source, plan)
+    for j, p, q, off in plan.extra.get("narrow_outputs", []):
+        plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
     return plan
 
 
 def _slice_bounds(plan: Plan) -> list:
     """Where the plan slices the row: its shifted reads, column bounds and narrow outputs, as
     fractions of the row."""
-    bounds = [n.attrs["shift"] for n in plan.nodes if n.attrs.get("shift")]
-    bounds += [n.attrs["frac"] for n in plan.nodes if n.op == "col_lt"]
-    return bounds + list(plan.extra.get("narrow_outputs", []))
+    return [_bound(plan, ref)[0] for ref in _bound_refs(plan)]
 
 
-def _check_slice_fractions(source: str, plan: Plan) -> None:
-    """Slices are kept as fractions of the row (``chunk(2)`` splits at N/2 at every width); a
-    bound that is a number of columns (``x[..., 1:]``, ``narrow(-1, 0, n - 1)``) is a different
-    fraction at other widths. Traced again with every size constant doubled (fractions of the
-    row stay what they are), the bounds must not move; where they do, refused in words (at any
-    other width the kernel would slice elsewhere)."""
+def _bound_refs(plan: Plan) -> list[tuple]:
+    """Each place a plan holds a slice bound: ``(node, attr)`` or ``("narrow", index)``."""
+    refs: list[tuple] = [(n, "shift") for n in plan.nodes if n.attrs.get("shift")]
+    refs += [(n, "frac") for n in plan.nodes if n.op == "col_lt"]
+    refs += [("narrow", i) for i in range(len(plan.extra.get("narrow_outputs", [])))]
+    return refs
+
+
+def _bound(plan: Plan, ref: tuple) -> tuple[Fraction, int]:
+    """A bound as (fraction of the row, columns added)."""
+    if ref[0] == "narrow":
+        _, p, q, off = plan.extra["narrow_outputs"][ref[1]]
+    else:
+        p, q, *rest = ref[0].attrs[ref[1]]
+        off = rest[0] if rest else 0
+    return Fraction(p, q), off
+
+
+def _set_bound(plan: Plan, ref: tuple, frac: Fraction, off: int) -> None:
+    if ref[0] == "narrow":
+        plan.extra["narrow_outputs"][ref[1]][1:] = [frac.numerator, frac.denominator, off]
+    else:
+        ref[0].attrs[ref[1]] = [frac.numerator, frac.denominator, off]
+
+
+def _slice_offsets(source: str, plan: Plan) -> None:
+    """Slices are traced as fractions of the row (``chunk(2)`` splits at N/2 at every width);
+    a bound that is a number of columns from either end (``x[..., 1:]``, ``narrow(-1, 0, n -
+    1)``, a roll by one) is a different fraction at other widths. Traced again with every size
+    constant doubled and tripled, each bound's column is fitted as ``a·N + c`` (``a`` a
+    fraction, ``c`` whole columns) and the plan keeps that; a bound that is neither (it moves
+    otherwise with the sizes) is refused in words."""
     sizes = _size_constants(load_problem(source))
-    again = _trace_moved(source, {k: 2 * v for k, v in sizes.items()}) if sizes else None
-    if again is not None and _slice_bounds(again[0]) != _slice_bounds(plan):
+    if not sizes:
+        return
+    refs = _bound_refs(plan)
+    traced = [plan]
+    for k in (2, 3):
+        again = _trace_moved(source, {name: k * v for name, v in sizes.items()})
+        if again is None:
+            return  # it traces only at its own sizes: nothing moves there
+        traced.append(again[0])
+        if k == 2 and _slice_bounds(again[0]) == _slice_bounds(plan):
+            return  # fractions of the row (the common case): one more trace is enough
+    widths = [p.extra.get("row_width") for p in traced]
+    lists = [[_bound(p, r) for r in _bound_refs(p)] for p in traced]
+    fits = None
+    if len({len(b) for b in lists}) == 1 and None not in widths and len(set(widths[:2])) == 2:
+        fits = [_fit(widths, [b[i] for b in lists]) for i in range(len(refs))]
+    if fits is None or None in fits:
         raise NoTemplate(
-            "a slice bound that is a number of columns, not a fraction of the row (x[..., 1:], "
-            "narrow(-1, 0, n - 1)); templates slice at fractions of the row (chunk, split "
-            "into equal parts)"
+            "a slice bound that is neither a fraction of the row nor a number of columns from "
+            "either end of it; templates slice at a·N + c columns"
         )
+    for ref, (frac, off) in zip(refs, fits, strict=True):
+        _set_bound(plan, ref, frac, off)
+
+
+def _fit(widths: list[int], bounds: list[tuple[Fraction, int]]) -> tuple[Fraction, int] | None:
+    """``(a, c)`` with column ``a·N + c`` at each traced width ``N``, or None."""
+    cols = [frac * w + off for (frac, off), w in zip(bounds, widths, strict=True)]
+    a = (cols[1] - cols[0]) / (widths[1] - widths[0])
+    c = cols[0] - a * widths[0]
+    if c.denominator != 1 or a.denominator > 64 or not -4 <= a <= 4:
+        return None
+    if any(a * w + c != col for w, col in zip(widths, cols, strict=True)):
+        return None
+    return a, int(c)
 
 
 def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_rendered, run_child
 from tests.workers.search.test_broadcast import _CHECK, FOOTER, HEADER
 from workers.search.trace import NoTemplate, trace_problem
 
@@ -127,22 +127,78 @@ def test_slices_the_templates_do_not_cover_are_refused_in_words(forward, says):
         trace_problem(source)
 
 
-@pytest.mark.parametrize(
-    "forward",
-    ["x[..., 1:] - x[..., :-1]", "torch.cat([x[..., 1:], x[..., :1]], dim=-1) * 2.0"],
-    ids=["diff", "roll-by-one"],
+COLUMNS = (
+    HEADER
+    + "rows = 4\nwidth = 16\n\n\n"
+    + "class Model(nn.Module):\n    def forward(self, x):\n        return {forward}\n\n\n"
+    + "def get_inputs():\n    return [torch.randn(rows, width)]\n"
+    + FOOTER.format(init="[]")
 )
-def test_a_slice_of_a_number_of_columns_is_refused_not_sliced_at_a_fraction(forward):
-    # Traced at width 16, x[..., 1:] starts 1/16 into the row: a kernel slicing at N/16 would be
-    # wrong at every other width (only the tail-size edge case would catch it).
-    source = (
-        HEADER
-        + "rows = 4\nwidth = 16\n\n\n"
-        + f"class Model(nn.Module):\n    def forward(self, x):\n        return {forward}\n\n\n"
-        + "def get_inputs():\n    return [torch.randn(rows, width)]\n"
-        + FOOTER.format(init="[]")
-    )
-    with pytest.raises(NoTemplate, match="a number of columns, not a fraction of the row"):
-        trace_problem(source)
-    halves = source.replace(forward, "torch.cat([x[..., width // 2 :], x[..., : width // 2]], -1)")
+
+
+# Each with what its plan says about the columns it slices.
+COLUMN_SLICES = {
+    "diff": ("x[..., 1:] - x[..., :-1]", "the first N - 1 columns"),
+    "torch-diff": ("torch.diff(x, dim=-1)", "the first N - 1 columns"),
+    "roll-by-one-cat": ("torch.cat([x[..., 1:], x[..., :1]], dim=-1) * 2.0", "moved by slices"),
+    "both-ends": ("x[..., 2:-3] * 3.0", "the first N - 5 columns"),
+    "half-plus-one": ("x[..., : x.shape[-1] // 2 + 1] + 1.0", "the first 1/2 of N + 1 columns"),
+    "fixed": ("x[..., :8] * 2.0", "the first 8 columns"),
+}
+
+
+def test_slices_a_number_of_columns_from_either_end_are_right_at_every_width(tmp_path):
+    """``x[..., 1:]`` traced at width 16 starts 1/16 into the row; a kernel slicing at N/16
+    would be wrong at every other width. Traced again at other widths, each bound is kept as
+    a·N + c columns: the kernel is right at odd widths, narrower and wider ones, down to one
+    column (an empty output), and a fixed number of columns is clamped to the row as torch
+    clamps it (``x[..., :8]`` of a 5-wide row has 5)."""
+    problems = {k: COLUMNS.format(forward=f) for k, (f, _) in COLUMN_SLICES.items()}
+    widths = [{}, {"width": 37, "rows": 3}, {"width": 200}, {"width": 5}, {"width": 1}]
+    variants = [{}, {"block": 16, "tiles": 1}]
+    got = check_rendered(problems, variants, dict.fromkeys(problems, widths), str(tmp_path))
+    for name, (_, says) in COLUMN_SLICES.items():
+        assert got[name]["family"] == "elementwise" and says in got[name]["summary"], name
+        assert len(got[name]["errs"]) == len(variants) * len(widths)
+        assert all(isinstance(e, float) and e < 1e-5 for e in got[name]["errs"]), (name, got[name])
+
+
+def test_a_slice_bound_that_is_no_line_in_the_width_is_refused_in_words():
+    # Columns 1, 4 and 9 at widths 16, 32 and 48: not a·N + c, so no kernel slices right.
+    forward = "x[..., : (x.shape[-1] // 16) ** 2]"
+    with pytest.raises(NoTemplate, match="neither a fraction of the row nor a number of columns"):
+        trace_problem(COLUMNS.format(forward=forward))
+    halves = COLUMNS.format(forward="torch.cat([x[..., width // 2 :], x[..., : width // 2]], -1)")
     assert "columns moved by slices" in trace_problem(halves).summary
+
+
+_COMPILE = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+out = {}
+for i, src in enumerate(json.loads(sys.argv[1])):
+    fn = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), f"m{i}", sys.argv[2])
+    fn = fn._ke_broadcast
+    ce = {"ROWS": 4, "BLOCK": 256}
+    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
+    sig.update({c: "constexpr" for c in ce})
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                       target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+    out[i] = len(k.asm["ptx"])
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def test_kernels_that_slice_columns_from_the_ends_compile_for_sm90(tmp_path):
+    """The clamped widths (``tl.minimum`` / ``tl.maximum`` of the row length) and the moved
+    columns compile ahead of time for the H200's architecture, as on the GPU host."""
+    forwards = [COLUMN_SLICES[k][0] for k in ("diff", "fixed", "roll-by-one-cat")]
+    sources = [COLUMNS.format(forward=f) for f in forwards]
+    got = run_child(_COMPILE, json.dumps(sources), str(tmp_path), interpret=False)
+    assert len(got) == 3 and all(size > 1000 for size in got.values()), got

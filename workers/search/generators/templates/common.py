@@ -129,8 +129,9 @@ class _Emitter:
             if node.attrs.get("shift"):
                 if self.shifted is None:
                     raise NoTemplate("this kernel does not read columns moved by a slice")
-                p, q = node.attrs["shift"]
-                load = self.shifted(node, self.ptr[node.id], self.index[node.id], _frac(p, q))
+                load = self.shifted(
+                    node, self.ptr[node.id], self.index[node.id], _frac(*node.attrs["shift"])
+                )
                 return f"v{node.id} = {load}.to(tl.float32)"
             if role in ("scalar", "index", "unread"):
                 # a number passed as a float argument, a gather's indices (read by the rows'
@@ -170,9 +171,11 @@ class _Emitter:
         return sorted(seen)
 
 
-def _frac(p: int, q: int) -> str:
-    """A fraction of the row length ``N`` as a kernel expression."""
-    return f"(N * {int(p)} // {int(q)})"
+def _frac(p: int, q: int, off: int = 0) -> str:
+    """A fraction of the row length ``N``, plus a number of columns, as a kernel expression."""
+    if not off:
+        return f"(N * {int(p)} // {int(q)})"
+    return f"(N * {int(p)} // {int(q)} + {int(off)})"
 
 
 # The combine of a product reduction (Triton has no tl.prod): included by a family's source

@@ -12,6 +12,7 @@ from workers.search.generators.templates.common import (
     _dtype_line,
     _Emitter,
     _forward_head,
+    _frac,
     _header,
     _io_names,
     _kernel,
@@ -87,12 +88,11 @@ def _bcast_kernel(plan: Plan) -> str:
         stmt = em.stmt(node)
         if stmt:
             inner.append(stmt)
-    narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
+    narrow = {j: (p, q, off) for j, p, q, off in plan.extra.get("narrow_outputs", [])}
     for j, o in enumerate(plan.outputs):
         val = em.name(plan.nodes[o])
-        if j in narrow:  # its row is the first N·p/q columns (a GLU's half)
-            p, q = narrow[j]
-            inner.append(f"NO{j} = N * {p} // {q}")
+        if j in narrow:  # its row is the first N·p/q + off columns (a GLU's half, a diff)
+            inner.append(f"NO{j} = {_width(*narrow[j])}")
             inner.append(
                 f"tl.store(out{j}_ptr + rows[:, None] * NO{j} + cols[None, :], {val}, "
                 f"mask=mask & (cols < NO{j})[None, :])"
@@ -101,20 +101,31 @@ def _bcast_kernel(plan: Plan) -> str:
             inner.append(f"tl.store(out{j}_ptr + toff, {val}, mask=mask)")
     # Only as many columns as the widest output has (all of them unless every output is narrow).
     if narrow and len(narrow) == len(plan.outputs):
-        p, q = max(narrow.values(), key=lambda pq: pq[0] / pq[1])
-        body.append(f"for start in range(0, N * {p} // {q}, BLOCK):")
+        widest = max(narrow.values(), key=lambda pqo: (pqo[0] / pqo[1], pqo[2]))
+        body.append(f"for start in range(0, {_width(*widest)}, BLOCK):")
     else:
         body.append("for start in range(0, N, BLOCK):")
     body += ["    " + line for line in inner]
     return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *_bcast_args(plan)])
 
 
-def _out_shape(narrow: tuple[int, int] | None) -> str:
-    """An output's shape: the rows', or for a narrow output its first N·p/q columns."""
+def _out_shape(narrow: tuple[int, int, int] | None) -> str:
+    """An output's shape: the rows', or for a narrow output its first N·p/q + off columns
+    (none where the row has fewer: ``x[..., 1:]`` of an empty row is empty)."""
     if narrow is None:
         return "shape"
-    p, q = narrow
-    return f"(*shape[:-1], shape[-1] * {p} // {q})"
+    p, q, off = narrow
+    if not off:
+        return f"(*shape[:-1], shape[-1] * {p} // {q})"
+    return f"(*shape[:-1], min(shape[-1], max(0, shape[-1] * {p} // {q} + {off})))"
+
+
+def _width(p: int, q: int, off: int) -> str:
+    """A narrow output's width in the kernel: ``N·p/q + off`` columns, within ``[0, N]`` as a
+    slice's length is (``x[..., :8]`` of a 4-wide row has 4)."""
+    if not off:
+        return _frac(p, q)
+    return f"tl.minimum(tl.maximum({_frac(p, q, off)}, 0), N)"
 
 
 def _source_bcast(plan: Plan, p: dict) -> str:
@@ -133,7 +144,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
             if not n.attrs.get("prefix")  # narrowed to the rows' shape, so not its source
         ]
         shape = f"torch.broadcast_shapes({', '.join(views)})"
-    narrow = {j: (p, q) for j, p, q in plan.extra.get("narrow_outputs", [])}
+    narrow = {j: (p, q, off) for j, p, q, off in plan.extra.get("narrow_outputs", [])}
     outs = "".join(
         f"        out{j} = torch.empty({_out_shape(narrow.get(j))}, dtype=odt, "
         f"device={shape_ref}.device)\n"
