@@ -101,8 +101,12 @@ def _bcast_kernel(plan: Plan) -> str:
             inner.append(f"tl.store(out{j}_ptr + toff, {val}, mask=mask)")
     # Only as many columns as the widest output has (all of them unless every output is narrow).
     if narrow and len(narrow) == len(plan.outputs):
-        widest = max(narrow.values(), key=lambda pqo: (pqo[0] / pqo[1], pqo[2]))
-        body.append(f"for start in range(0, {_width(*widest)}, BLOCK):")
+        widths = set(narrow.values())
+        if all(off == 0 for _, _, off in widths):  # fractions of the row: the largest
+            bound = _width(*max(widths, key=lambda pqo: pqo[0] / pqo[1]))
+        else:  # one width, or all N (N/2 + 10 and N - 5 cross at N = 30)
+            bound = _width(*widths.pop()) if len(widths) == 1 else "N"
+        body.append(f"for start in range(0, {bound}, BLOCK):")
     else:
         body.append("for start in range(0, N, BLOCK):")
     body += ["    " + line for line in inner]
