@@ -7,6 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
+from apps.campaigns.charts import latency_series
 from apps.campaigns.models import Campaign, Measurement
 from apps.campaigns.services.imports import campaign_import
 
@@ -72,3 +73,6 @@ def test_a_search_against_the_best_peer_names_each_cases_peer(client, users):
     assert '<small class="muted judged-peer">against incumbent</small>' in html
     assert '<small class="muted judged-peer">against max-autotune</small>' in html
     assert "<th>best ms</th>" not in html  # a copy of one of the peers: not repeated
+    cases = campaign.best_node.report["cases"]
+    runs = {r["name"] for c in latency_series(cases) for r in c["runs"]}
+    assert runs == {"candidate", "eager", "compile", "max-autotune", "incumbent"}
