@@ -464,7 +464,17 @@ class _Lowerer(SlicesMixin, ScanMixin):
             plan.extra["narrow_outputs"] = [
                 [j, v.frac.numerator, v.frac.denominator, 0] for j, v in narrow.items()
             ]
-        if narrow or any(n.attrs.get("shift") or n.op == "col_lt" for n in self.nodes):
+        if getattr(self, "scan_prefix", None) is not None:
+            plan.extra["scan_prefix"] = [
+                self.scan_prefix.numerator,
+                self.scan_prefix.denominator,
+                0,
+            ]
+        if (
+            narrow
+            or "scan_prefix" in plan.extra
+            or any(n.attrs.get("shift") or n.op == "col_lt" for n in self.nodes)
+        ):
             # The traced width: a slice bound that is a number of columns is told from a
             # fraction of the row by tracing again at other widths (``trace._slice_offsets``).
             plan.extra["row_width"] = int(self.row_shape[-1])
@@ -737,6 +747,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
         t = n.target
         a = n.args
         kw = n.kwargs
+        if t in (aten.select.int, *_VIEW_OPS) and _shape_only(n):
+            # Read only for its shape (``zeros_like(x.select(-1, 0).unsqueeze(-1))``).
+            self.env[n] = f"{n.name} is read only for its shape"
+            return
         if t is operator.getitem:
             src = self.env.get(a[0])
             if not isinstance(src, tuple):
@@ -872,7 +886,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if isinstance(src, Narrow):  # zeros as wide as a slice (a cat's padding column)
                 self.env[n] = Narrow(src.frac, lambda f, c=const: c)
                 return
-            self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
+            shape = tuple(a[0].meta["val"].shape)
+            width = self.row_shape[-1] if self.row_shape else 0
+            if shape and shape[:-1] == tuple(self.row_shape[:-1]) and shape[-1] == 1 < width:
+                # One column of each row (``x[..., :1]``, ``x.select(-1, 0).unsqueeze(-1)``).
+                self.env[n] = Narrow(Fraction(1, width), lambda f, c=const: c)
+                return
+            if not isinstance(self.env.get(a[0]), str) or not _broadcasts(shape, self.row_shape):
+                self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
             self.env[n] = const
             return
         if t in (aten.tril.default, aten.triu.default):
@@ -1571,3 +1592,20 @@ def _columns(p: int, q: int, off: int) -> str:
     if not off:
         return part
     return f"{part} {'+' if off > 0 else '-'} {abs(off)}" if part else str(off)
+
+
+_LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+
+
+def _shape_only(n: torch.fx.Node) -> bool:
+    """Whether ``n`` is used only for its shape: by ``zeros_like`` and kin, through views."""
+    if not n.users:
+        return False
+    return all(u.target in _LIKE or (u.target in _VIEW_OPS and _shape_only(u)) for u in n.users)
+
+
+def _broadcasts(shape: tuple, rows: tuple | None) -> bool:
+    """Whether a value of ``shape`` broadcasts to the rows' shape."""
+    if rows is None or len(shape) > len(rows):
+        return False
+    return all(s in (1, r) for s, r in zip(reversed(shape), reversed(rows), strict=False))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from workers.search.ir import NoTemplate
+from workers.search.lowering_slices import Narrow, ScanPrefix
 
 aten = torch.ops.aten
 
@@ -60,6 +61,17 @@ class ScanMixin:
         self.env[n] = value.id if isinstance(value, Flipped) else Flipped(self.arg(n.args[0]))
 
     def _lower_scan(self, n: torch.fx.Node) -> None:
+        value = self.env.get(n.args[0])
+        if isinstance(value, Narrow):  # a scan of the row's first columns (an exclusive cumsum)
+            self._last(n, n.args[1])
+            whole = value.src is not None and value.src.frac == 1 and value.start == 0
+            if not whole or self.SCAN_OPS[n.target] != "cumsum":
+                raise NoTemplate(f"{n.target} of a slice of the row other than its first columns")
+            if any(node.kind == "scan" for node in self.nodes):
+                raise NoTemplate("two cumulative scans in one reference")
+            self.scan_dim = len(self.row_shape) - 1
+            self.env[n] = ScanPrefix(value.src.build(0), value.frac)
+            return
         self._scan_last(n, n.args[1])
         if not n.meta["val"].is_floating_point():
             raise NoTemplate(f"{n.target} of integers (its result is not floating point)")
@@ -97,7 +109,8 @@ class ScanMixin:
                 raise NoTemplate("a scan along a middle dimension of a reshaped tensor")
             plan.extra["scan_dim"] = self.scan_dim - ndim
             along = f"dimension {self.scan_dim} of {ndim}"
-        plan.summary = f"{scan.op} along {along}{way}"
+        kind = "exclusive " if scan.attrs.get("exclusive") else ""
+        plan.summary = f"{kind}{scan.op} along {along}{way}"
         if self.masks:
             plan.summary += f", {', '.join(self.masks)} a boolean mask"
         return plan

@@ -36,6 +36,18 @@ class Narrow:
 
     frac: Fraction
     build: Callable[[Fraction], int]
+    # A piece of another slice (or of a whole row): where it starts in it, and which.
+    start: Fraction | None = None
+    src: Narrow | None = None
+
+
+@dataclass(frozen=True)
+class ScanPrefix:
+    """The cumulative sum of a row's first ``frac`` (all but its last column): read only as
+    the exclusive scan it makes once a zero column is put before it (KernelBench 92)."""
+
+    x: int
+    frac: Fraction
 
 
 class SlicesMixin:
@@ -146,7 +158,30 @@ class SlicesMixin:
         # cat along the last dimension
         dim = a[1] if len(a) > 1 else n.kwargs.get("dim", 0)
         self._last(n, dim)
+        values = [self.env.get(x) if isinstance(x, torch.fx.Node) else None for x in a[0]]
+        if any(isinstance(v, ScanPrefix) for v in values):
+            self.env[n] = self._exclusive_scan(a[0], values)
+            return
         self.env[n] = self._concat([self._as_narrow(x) for x in a[0]])
+
+    def _exclusive_scan(self, nodes: list, values: list) -> int:
+        """``cat([zeros(..., 1), cumsum(x[..., :-1])], -1)``: the exclusive cumulative sum of
+        ``x`` (each column the sum of those before it), one scan node."""
+        zero = nodes[0] if len(nodes) == 2 else None
+        if (
+            zero is None
+            or zero.target != aten.zeros_like.default
+            or not isinstance(values[1], ScanPrefix)
+        ):
+            raise NoTemplate("a cumsum of a slice of the row other than an exclusive cumsum")
+        prefix = values[1]
+        if prefix.frac + Fraction(1, self._width()) != 1:
+            raise NoTemplate("a cumsum of a slice of the row other than all but its last column")
+        # The prefix's length is checked at other widths to be N - 1 (trace._slice_offsets).
+        self.scan_prefix = prefix.frac
+        return self.new(
+            "scan", op="cumsum", args=(prefix.x,), attrs={"reverse": False, "exclusive": True}
+        )
 
     def _concat(self, parts: list[Narrow]):
         """Slices side by side: a full row (a node) when they fill it, else a wider slice."""
@@ -166,7 +201,7 @@ class SlicesMixin:
 
     @staticmethod
     def _piece(src: Narrow, start: Fraction, length: Fraction) -> Narrow:
-        return Narrow(length, lambda f: src.build(start + f))
+        return Narrow(length, lambda f: src.build(start + f), start, src)
 
     def _narrow_pointwise(self, op: str, n: torch.fx.Node, lower) -> Narrow:
         """A pointwise op with slices among its operands: a slice of the same length, built per

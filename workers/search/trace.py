@@ -40,8 +40,13 @@ def trace_problem(source: str) -> Plan:
     plan, shapes = _trace(source, {})
     if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
         _symbolic_constants(source, plan, shapes)
-    if plan.family in ("row", "elementwise") and _slice_bounds(plan):
+    if plan.family in ("row", "elementwise", "scan") and _slice_bounds(plan):
         _slice_offsets(source, plan)
+    if plan.extra.get("scan_prefix", [1, 1, -1]) != [1, 1, -1]:
+        raise NoTemplate(
+            "a cumsum of a row's first columns other than all but the last (an exclusive "
+            "cumsum is cat([zeros, cumsum(x[..., :-1])]))"
+        )
     for j, p, q, off in plan.extra.get("narrow_outputs", []):
         plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
     return plan
@@ -58,6 +63,8 @@ def _bound_refs(plan: Plan) -> list[tuple]:
     refs: list[tuple] = [(n, "shift") for n in plan.nodes if n.attrs.get("shift")]
     refs += [(n, "frac") for n in plan.nodes if n.op == "col_lt"]
     refs += [("narrow", i) for i in range(len(plan.extra.get("narrow_outputs", [])))]
+    if "scan_prefix" in plan.extra:
+        refs.append(("scan_prefix", None))
     return refs
 
 
@@ -65,6 +72,8 @@ def _bound(plan: Plan, ref: tuple) -> tuple[Fraction, int]:
     """A bound as (fraction of the row, columns added)."""
     if ref[0] == "narrow":
         _, p, q, off = plan.extra["narrow_outputs"][ref[1]]
+    elif ref[0] == "scan_prefix":
+        p, q, off = plan.extra["scan_prefix"]
     else:
         p, q, *rest = ref[0].attrs[ref[1]]
         off = rest[0] if rest else 0
@@ -74,6 +83,8 @@ def _bound(plan: Plan, ref: tuple) -> tuple[Fraction, int]:
 def _set_bound(plan: Plan, ref: tuple, frac: Fraction, off: int) -> None:
     if ref[0] == "narrow":
         plan.extra["narrow_outputs"][ref[1]][1:] = [frac.numerator, frac.denominator, off]
+    elif ref[0] == "scan_prefix":
+        plan.extra["scan_prefix"] = [frac.numerator, frac.denominator, off]
     else:
         ref[0].attrs[ref[1]] = [frac.numerator, frac.denominator, off]
 
@@ -85,13 +96,25 @@ def _slice_offsets(source: str, plan: Plan) -> None:
     constant doubled and tripled, each bound's column is fitted as ``a·N + c`` (``a`` a
     fraction, ``c`` whole columns) and the plan keeps that; a bound that is neither (it moves
     otherwise with the sizes) is refused in words."""
-    sizes = _size_constants(load_problem(source))
-    if not sizes:
+    ns = load_problem(source)
+    sizes = _size_constants(ns)
+    # Tuple shapes too (``input_shape = (32768,)``), each element scaled.
+    shapes = {
+        k: v
+        for k, v in ns.items()
+        if not k.startswith("_")
+        and isinstance(v, tuple)
+        and v
+        and all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in v)
+    }
+    if not sizes and not shapes:
         return
     refs = _bound_refs(plan)
     traced = [plan]
     for k in (2, 3):
-        again = _trace_moved(source, {name: k * v for name, v in sizes.items()})
+        scaled = {name: k * v for name, v in sizes.items()}
+        scaled.update({name: tuple(k * e for e in v) for name, v in shapes.items()})
+        again = _trace_moved(source, scaled)
         if again is None:
             return  # it traces only at its own sizes: nothing moves there
         traced.append(again[0])

@@ -40,6 +40,15 @@ PROBLEMS = {
     "first_reversed": _problem(
         "x.flip(0).cumprod(0).flip(0)", "[torch.rand(width, rows, 2) * 0.1 + 0.95]"
     ),
+    # Exclusive: a zero column, then the cumsum of all but the last column (KernelBench 92's
+    # way, through select and narrow, and through slices).
+    "exclusive": _problem(
+        "torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), "
+        "torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)), dim=1)"
+    ),
+    "exclusive_sliced": _problem(
+        "torch.cat([torch.zeros_like(x[:, :1]), torch.cumsum(x[:, :-1], dim=-1)], -1) * 2.0"
+    ),
 }
 
 # {"block": 16}: few rows of several blocks, so the rows are cut into segments (two launches);
@@ -79,6 +88,7 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
     assert results["first_reversed"]["summary"] == (
         "cumprod along dimension 0 of 3, from the end of the row"
     )
+    assert results["exclusive"]["summary"] == "exclusive cumsum along the last dimension"
 
 
 @pytest.mark.parametrize(
@@ -89,8 +99,23 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
         ("torch.cumsum(x, 1) / x.sum(dim=1, keepdim=True)", "beside reductions"),
         ("x.flip(1) * 2.0", "a flip"),
         ("torch.cumsum(x.flip(1), 1)", "a flip"),
+        ("torch.cumsum(x[:, 1:], 1)", "other than its first columns"),
+        ("torch.cumprod(x[:, :-1], 1)", "other than its first columns"),
+        (
+            "torch.cat([torch.zeros_like(x[:, :2]), torch.cumsum(x[:, :-2], 1)], 1)",
+            "other than all but its last column",
+        ),
     ],
-    ids=["two-dimensions", "two-scans", "with-a-reduction", "flip-alone", "no-flip-back"],
+    ids=[
+        "two-dimensions",
+        "two-scans",
+        "with-a-reduction",
+        "flip-alone",
+        "no-flip-back",
+        "scan-of-a-suffix",
+        "cumprod-of-a-prefix",
+        "two-columns-back",
+    ],  # fmt: skip
 )
 def test_what_is_not_one_scan_between_pointwise_ops_is_refused(forward, says):
     with pytest.raises(NoTemplate, match=says):

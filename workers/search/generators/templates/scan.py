@@ -81,7 +81,10 @@ def _scan_kernel(plan: Plan) -> str:
             inner += [
                 f"part = tl.where(mask, {x}, {ident})",
                 f"part = tl.{op}(part, axis=1{rev})",
-                f"v{node.id} = part {comb} carry",
+                f"v{node.id} = part {comb} carry"
+                # Exclusive (each column the sum of those before it): the inclusive sum less
+                # the column itself; the carry stays inclusive.
+                + (f" - tl.where(mask, {x}, 0.0)" if node.attrs.get("exclusive") else ""),
                 f"carry = carry {comb} tl.sum(tl.where(lane == {end_lane}, part, 0.0), axis=1)"
                 "[:, None]",
             ]
