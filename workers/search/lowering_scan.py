@@ -87,8 +87,12 @@ class ScanMixin:
         """The ``scan`` family's plan: pointwise ops around one scan, every output a whole row."""
         if plan.reductions():
             raise NoTemplate("a cumulative scan beside reductions is not covered")
+        exclusive = any(n.kind == "scan" and n.attrs.get("exclusive") for n in plan.nodes)
         if self.vec_pos or any(
-            n.kind == "input" and (n.attrs.get("role") in ("bcast", "vec") or n.attrs.get("shift"))
+            n.kind == "input"
+            and (
+                n.attrs.get("role") in ("bcast", "vec") or (n.attrs.get("shift") and not exclusive)
+            )
             for n in plan.nodes
         ):
             raise NoTemplate(

@@ -166,7 +166,9 @@ class SlicesMixin:
 
     def _exclusive_scan(self, nodes: list, values: list) -> int:
         """``cat([zeros(..., 1), cumsum(x[..., :-1])], -1)``: the exclusive cumulative sum of
-        ``x`` (each column the sum of those before it), one scan node."""
+        ``x`` (each column the sum of those before it): one scan of ``x`` read one column back
+        (zero before the row). Not the inclusive sum less the column: that is inf - inf where
+        a column is infinite."""
         zero = nodes[0] if len(nodes) == 2 else None
         if (
             zero is None
@@ -179,8 +181,9 @@ class SlicesMixin:
             raise NoTemplate("a cumsum of a slice of the row other than all but its last column")
         # The prefix's length is checked at other widths to be N - 1 (trace._slice_offsets).
         self.scan_prefix = prefix.frac
+        back = self._shifted(prefix.x, Fraction(-1, self._width()))
         return self.new(
-            "scan", op="cumsum", args=(prefix.x,), attrs={"reverse": False, "exclusive": True}
+            "scan", op="cumsum", args=(back,), attrs={"reverse": False, "exclusive": True}
         )
 
     def _concat(self, parts: list[Narrow]):

@@ -169,8 +169,39 @@ print("RESULTS" + json.dumps(out))
 def test_every_phase_of_the_scan_compiles_for_sm90(tmp_path):
     """The segments' two launches and the whole-row one, for a sum, a product and a reversed
     scan, through the GPU compiler (stricter than the interpreter about what a branch defines)."""
-    names = ("cumsum", "cumprod_of_pointwise", "reversed", "masked")
+    names = ("cumsum", "cumprod_of_pointwise", "reversed", "masked", "exclusive")
     got = run_child(_AOT, json.dumps({n: PROBLEMS[n] for n in names}), str(tmp_path),
                     interpret=False)  # fmt: skip
     assert sorted(got) == sorted(names)
     assert all(len(v) == 3 and min(v) > 1000 for v in got.values()), got
+
+
+_INFINITE = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src = sys.argv[1]
+plan = trace_problem(src)
+out = []
+for params in [{}, {"block": 16}]:
+    cand = P.load_module(render(plan, {**DEFAULTS["scan"], **params}), f"c{len(out)}", sys.argv[2])
+    prob = P.load_module(src, f"p{len(out)}", sys.argv[2])
+    _, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
+    x = torch.rand(3, 50)
+    x[0, 3], x[1, 20], x[2, 49] = float("inf"), float("-inf"), float("inf")
+    with torch.no_grad():
+        got, want = new(x), ref(x)
+    out.append({"same": bool(torch.equal(got.isnan(), want.isnan())),
+                "close": bool(torch.allclose(got, want, equal_nan=True))})
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def test_an_exclusive_cumsum_is_finite_where_only_its_own_column_is_infinite(tmp_path):
+    """The exclusive sum at an infinite column is the sum before it, finite: a kernel that took
+    the inclusive sum less the column gave inf - inf = NaN there (the correctness gate's
+    infinities case rejected it). It reads the row one column back instead."""
+    got = run_child(_INFINITE, PROBLEMS["exclusive"], str(tmp_path))
+    assert got == [{"same": True, "close": True}] * 2, got

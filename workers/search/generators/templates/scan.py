@@ -38,7 +38,13 @@ def _scan_kernel(plan: Plan) -> str:
     ``part`` [M, S]. ``PHASE`` 2: the carry starts from the totals of the segments before this
     one (after it, reversed), combined in order (deterministic: no atomics), then the
     segment is scanned and stored. ``PHASE`` 0: a whole row, as one program walks it."""
-    em = _Emitter(plan, "tl.load({ptr} + toff, mask=mask, other=0.0)", "")
+
+    def shifted(node, ptr, k, sh):
+        # An exclusive scan reads its input one column back (zero before the row's start).
+        inside = f"mask & (cols + {sh} >= 0) & (cols + {sh} < N)"
+        return f"tl.load({ptr} + toff + ({sh}) * K, mask={inside}, other=0.0)"
+
+    em = _Emitter(plan, "tl.load({ptr} + toff, mask=mask, other=0.0)", "", shifted=shifted)
     (scan,) = [n for n in plan.nodes if n.kind == "scan"]
     op, reverse = scan.op, bool(scan.attrs["reverse"])
     ident, comb = _IDENTITY[op], _COMBINE[op]
@@ -81,10 +87,7 @@ def _scan_kernel(plan: Plan) -> str:
             inner += [
                 f"part = tl.where(mask, {x}, {ident})",
                 f"part = tl.{op}(part, axis=1{rev})",
-                f"v{node.id} = part {comb} carry"
-                # Exclusive (each column the sum of those before it): the inclusive sum less
-                # the column itself; the carry stays inclusive.
-                + (f" - tl.where(mask, {x}, 0.0)" if node.attrs.get("exclusive") else ""),
+                f"v{node.id} = part {comb} carry",
                 f"carry = carry {comb} tl.sum(tl.where(lane == {end_lane}, part, 0.0), axis=1)"
                 "[:, None]",
             ]
