@@ -92,10 +92,10 @@ def _set_bound(plan: Plan, ref: tuple, frac: Fraction, off: int) -> None:
 def _slice_offsets(source: str, plan: Plan) -> None:
     """Slices are traced as fractions of the row (``chunk(2)`` splits at N/2 at every width);
     a bound that is a number of columns from either end (``x[..., 1:]``, ``narrow(-1, 0, n -
-    1)``, a roll by one) is a different fraction at other widths. Traced again with every size
-    constant doubled and tripled, each bound's column is fitted as ``a·N + c`` (``a`` a
-    fraction, ``c`` whole columns) and the plan keeps that; a bound that is neither (it moves
-    otherwise with the sizes) is refused in words."""
+    1)``, a shift by one column through ``cat``) is a different fraction at other widths.
+    Traced again with every size constant doubled and tripled, each bound's column is fitted
+    as ``a·N + c`` (``a`` a fraction, ``c`` whole columns) and the plan keeps that; a bound
+    that is neither (it moves otherwise with the sizes) is refused in words."""
     ns = load_problem(source)
     sizes = _size_constants(ns)
     # Tuple shapes too (``input_shape = (32768,)``), each element scaled.
