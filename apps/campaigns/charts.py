@@ -10,6 +10,8 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 
+from apps.campaigns.constants import Baseline
+
 # The search graph: one group per way a node ended (key, legend label, marker symbol), each in
 # the funnel's colour for it. Rejected nodes share a symbol and their colour says the gate.
 GRAPH_GROUPS = [
@@ -567,7 +569,7 @@ def latency_series(cases: list[dict]) -> list[dict]:
         runs = [("candidate", timing)] + [
             (name, t)
             for name, t in sorted((case.get("baselines") or {}).items())
-            if t and name != "best"
+            if t and name != Baseline.BEST
         ]
         series.append(
             {

@@ -7,6 +7,7 @@ with nothing to show is `None`; the page says why instead.
 from typing import TYPE_CHECKING
 
 from apps.campaigns import charts
+from apps.campaigns.constants import Baseline
 
 if TYPE_CHECKING:  # the selector module composes the page from these figures: no cycle
     from apps.campaigns.insight import Insight, Parameter, Trial
@@ -364,4 +365,4 @@ def insight_figures(insight: "Insight", *, baseline: str) -> dict:
 
 def _peer(baseline: str) -> str:
     """What a campaign's speedups are over, in an axis title."""
-    return "the best peer per case" if baseline == "best" else baseline
+    return "the best peer per case" if baseline == Baseline.BEST else baseline

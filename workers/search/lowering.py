@@ -886,13 +886,13 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if isinstance(src, Narrow):  # zeros as wide as a slice (a cat's padding column)
                 self.env[n] = Narrow(src.frac, lambda f, c=const: c)
                 return
-            shape = tuple(a[0].meta["val"].shape)
-            width = self.row_shape[-1] if self.row_shape else 0
-            if shape and shape[:-1] == tuple(self.row_shape[:-1]) and shape[-1] == 1 < width:
+            shape, rows = tuple(a[0].meta["val"].shape), tuple(self.row_shape or ())
+            if rows and shape and shape[:-1] == rows[:-1] and shape[-1] == 1 < rows[-1]:
                 # One column of each row (``x[..., :1]``, ``x.select(-1, 0).unsqueeze(-1)``).
-                self.env[n] = Narrow(Fraction(1, width), lambda f, c=const: c)
+                self.env[n] = Narrow(Fraction(1, rows[-1]), lambda f, c=const: c)
                 return
-            if not isinstance(self.env.get(a[0]), str) or not _broadcasts(shape, self.row_shape):
+            fits = bool(rows) and (shape == rows or _broadcasts(shape, rows))
+            if not isinstance(self.env.get(a[0]), str) or not fits:
                 self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
             self.env[n] = const
             return
@@ -1602,10 +1602,3 @@ def _shape_only(n: torch.fx.Node) -> bool:
     if not n.users:
         return False
     return all(u.target in _LIKE or (u.target in _VIEW_OPS and _shape_only(u)) for u in n.users)
-
-
-def _broadcasts(shape: tuple, rows: tuple | None) -> bool:
-    """Whether a value of ``shape`` broadcasts to the rows' shape."""
-    if rows is None or len(shape) > len(rows):
-        return False
-    return all(s in (1, r) for s, r in zip(reversed(shape), reversed(rows), strict=False))

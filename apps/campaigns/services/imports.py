@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.campaigns.constants import CampaignStatus, Outcome
+from apps.campaigns.constants import Baseline, CampaignStatus, Outcome
 from apps.campaigns.models import Campaign, Edge, Node, Problem
 from apps.campaigns.services.evaluations import node_record_report
 from apps.campaigns.services.problems import problem_create
@@ -104,6 +104,6 @@ def _imported_name(problem: str, config: dict) -> str:
     (``rms-norm on cuda vs compile (imported)``), so two imports of one problem read apart."""
     baseline = config.get("baseline") or "eager"
     versus = "" if baseline == "eager" else f" vs {baseline}"
-    if baseline == "best":
+    if baseline == Baseline.BEST:
         versus = " vs the best peer"
     return f"{problem} on {config.get('platform')}{versus} (imported)"
