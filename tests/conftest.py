@@ -46,6 +46,15 @@ def embedded_redis():
         stop_embedded_redis(settings.DATA_DIR)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def flush_outlasts_deadlocks():
+    """The flush between transactional tests retries when PostgreSQL picks it as a deadlock's
+    victim (the workers and server of the last test can still be writing)."""
+    from tests.support.flush import retry_flush_on_deadlock
+
+    retry_flush_on_deadlock()
+
+
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
