@@ -23,6 +23,7 @@ import math
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -197,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--timeout-s", type=float, default=360.0, help="per problem, then SIGTERM")
     parser.add_argument("--tune", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--jobs", type=int, default=1,
+        help="problems searched at once (the device lock still takes their timed runs in turn)",
+    )  # fmt: skip
     parser.add_argument("--render", nargs="+", metavar="JSON", help="print the tables only")
     args = parser.parse_args(argv)
     if args.render:
@@ -206,11 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out and at least one problem, or --render")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     runs = []
-    for name in args.problems:
-        runs.append(run_problem(name, args))
-        r = runs[-1]
-        print(f"{name}: exit {r['returncode']} in {r['wall_s']} s\n{r['tail']}", flush=True)
-        (Path(args.out) / "runs.json").write_text(json.dumps(runs, indent=1))
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(run_problem, name, args): name for name in args.problems}
+        for future in as_completed(futures):
+            r = future.result()
+            runs.append(r)
+            head = f"{r['problem']}: exit {r['returncode']} in {r['wall_s']} s"
+            print(f"{head}\n{r['tail']}", flush=True)
+            (Path(args.out) / "runs.json").write_text(json.dumps(runs, indent=1))
     done = [r["json"] for r in runs if Path(r["json"]).exists()]
     if done:
         print(render(done))
