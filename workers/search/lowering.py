@@ -63,6 +63,7 @@ class Total:
     op: str  # sum, mean, max, min
     arg: int  # the per-row value
     ndim: int  # the output's rank (0, or the kept dimensions' ones)
+    scale: tuple | None = None  # ("mul" or "div", a number's node): applied to the fold
 
 
 _VIEW_OPS = {
@@ -580,7 +581,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             raise NoTemplate("rows along a middle dimension of a reshaped tensor")
         plan.extra["output_kinds"] = []
         if totals:
-            plan.extra["totals"] = {str(j): [v.op, v.ndim] for j, v in totals.items()}
+            plan.extra["totals"] = {
+                str(j): [v.op, v.ndim, *(v.scale or ())] for j, v in totals.items()
+            }
         for j, (o, shape) in enumerate(zip(plan.outputs, shapes, strict=True)):
             node = plan.nodes[o]
             if j in totals:
@@ -825,6 +828,13 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     raise NoTemplate("a product over every row of a per-row value")
                 self.env[n] = Total(op, self.arg(a[0]), len(n.meta["val"].shape))
                 return
+            if self._whole_of_rows(n, dims):
+                # KL divergence's sum over everything after a log-softmax of each row: each
+                # row's own reduction, then the fold over every row.
+                op = _REDUCE_OPS[t]
+                row = self.reduce(op, self.arg(a[0]))
+                self.env[n] = Total(op, row, len(n.meta["val"].shape))
+                return
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
             return
@@ -931,6 +941,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if b is not None:
                 y = self.pw("add", y, self.arg(b))
             self.env[n] = (y, mean, rstd)
+            return
+        if t in _PW_SIMPLE and (scaled := self._scaled_total(n, _PW_SIMPLE[t])) is not None:
+            self.env[n] = scaled
             return
         if t in _PW_SIMPLE:
             if any(self._deferred(x) for x in a) and t is not aten.where.self:
@@ -1097,6 +1110,42 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 "over every row only"
             )
         return True
+
+    def _scaled_total(self, n: torch.fx.Node, op: str) -> Total | None:
+        """A reduction over every row times or over a number (KL divergence's ``batchmean``: the
+        sum over everything by the batch size): the fold applies it to its result, as torch
+        does (a sum of no rows over a batch of 0 is NaN). A number computed from the sizes
+        becomes one the wrapper computes at run time, as any other constant does."""
+        if op not in ("mul", "div") or len(n.args) != 2:
+            return None
+        x, k = n.args
+        if op == "mul" and not isinstance(x, torch.fx.Node):
+            x, k = k, x  # a number times the total
+        total = self.env.get(x) if isinstance(x, torch.fx.Node) else None
+        if not isinstance(total, Total) or isinstance(k, bool) or not isinstance(k, int | float):
+            return None
+        if total.scale is not None:
+            raise NoTemplate(f"arithmetic on a scaled reduction over every row ({x.name})")
+        return Total(total.op, total.arg, total.ndim, (op, self.const(float(k))))
+
+    def _whole_of_rows(self, n: torch.fx.Node, dims) -> bool:
+        """Whether this reduction runs over every element of a row-shaped value once the rows
+        already reduce over their own dimension: the same as each row's reduction folded over
+        the rows (a mean of equal-length rows' means is the mean)."""
+        shape = tuple(n.args[0].meta["val"].shape)
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        every = not dims or sorted(d % max(len(shape), 1) for d in dims) == list(range(len(shape)))
+        plain = not (self.full or self.flat_view or self.reshaped)
+        return (
+            every
+            and len(shape) > 1
+            and shape == tuple(self.row_shape)
+            and plain
+            and self.red_dim is not None
+            and self.red_set is None
+            and self.merge_from is None
+            and _REDUCE_OPS[n.target] in ("sum", "mean", "max", "min")
+        )
 
     def _logsumexp(self, x: int) -> int:
         """log(sum(exp(x))) as torch computes it: shifted by the row's maximum, taken as 0 where

@@ -12,7 +12,9 @@ slice is not copied); the output is ``[batch, heads, q_len, head_dim]`` in the q
 
 Parameters: ``block_m`` (rows per program, shrunk to the rows there are), ``block_n`` (keys
 per step), ``warps``, ``stages``; the same three prefixed ``decode_`` for calls whose rows fit
-one 16-row tile (a decode step: its launch is tuned apart from prefill's); ``split`` (0: as
+one 16-row tile (a decode step: its launch is tuned apart from prefill's; in float32 its
+products run on the FMA units over the rows there are, not a padded tensor-core tile, as
+exact float32 asks); ``split`` (0: as
 many parts as fill the GPU twice over) and, for a causal mask whose diagonal the trace could
 not tell, ``causal_align``. Blocks of keys every row of a program sees run without masks; the
 softmax runs in base 2 with log2(e) folded into the scale.
@@ -29,7 +31,8 @@ _KERNELS = """
 @triton.jit
 def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, svt, d, dmask,
                         scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                        CAUSAL: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                        CAUSAL: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                        FMA: tl.constexpr):
     # One block of keys with the online softmax, in base 2 (scale carries log2(e)).
     n = start + tl.arange(0, BLOCK_N)
     if MASKED:
@@ -45,7 +48,10 @@ def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, s
                     other=0.0)
     if UPCAST:
         k = k.to(tl.float32)
-    s = tl.dot(q, k, input_precision=PRECISION) * scale
+    if FMA:  # a few rows in float32: products and sums in registers, no padded tile
+        s = tl.sum(q[:, :, None] * k[None, :, :], 1) * scale
+    else:
+        s = tl.dot(q, k, input_precision=PRECISION) * scale
     if MASKED:
         keep = nmask[None, :]
         if CAUSAL:
@@ -61,7 +67,10 @@ def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, s
         v = v.to(tl.float32)
     else:
         pv = p.to(v.dtype)
-    acc = acc * alpha[:, None] + tl.dot(pv, v, input_precision=PRECISION)
+    if FMA:
+        acc = acc * alpha[:, None] + tl.sum(pv[:, :, None] * v[None, :, :], 1)
+    else:
+        acc = acc * alpha[:, None] + tl.dot(pv, v, input_precision=PRECISION)
     return acc, l_i, m_new
 
 
@@ -71,7 +80,8 @@ def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
                   HKV, TQ, TK, OFF, CHUNK, scale,
                   GROUPS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                  SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                  SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                  FMA: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     pid_s = tl.program_id(2)
@@ -108,12 +118,12 @@ def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
         acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
                                             skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
                                             MASKED=False, CAUSAL=CAUSAL, PRECISION=PRECISION,
-                                            UPCAST=UPCAST)
+                                            UPCAST=UPCAST, FMA=FMA)
     for start in range(whole, hi, BLOCK_N):
         acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
                                             skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
                                             MASKED=True, CAUSAL=CAUSAL, PRECISION=PRECISION,
-                                            UPCAST=UPCAST)
+                                            UPCAST=UPCAST, FMA=FMA)
     if SPLIT == 1:
         o_off = b * sob + head * soh + t.to(tl.int64) * sot
         out = acc / l_i[:, None]
@@ -208,10 +218,16 @@ class ModelNew(nn.Module):
         # Rows of one 16-row tile (a decode step) and wider blocks (prefill) launch apart.
         narrow = rows <= 16
         pre = "decode_" if narrow else ""
+        # A decode step in float32: tensor cores would multiply in TF32, so exact products run
+        # on the FMA units; there they need no 16-row tile, only the rows there are.
+        fma = narrow and qq.dtype == torch.float32
         block_m = 16 if narrow else max(16, min(p["block_m"], triton.next_power_of_2(rows)))
+        block_m = triton.next_power_of_2(rows) if fma else block_m
         block_n = max(16, min(p[pre + "block_n"], triton.next_power_of_2(TK)))
         block_d = max(16, triton.next_power_of_2(D))
         warps, stages = p[pre + "warps"], p[pre + "stages"]
+        while fma and block_m * block_d * block_n > 64 * 32 * warps and block_n > 8:
+            block_n //= 2  # the [rows, head dim, keys] products held at once
         # Wide heads (a head dim of 1024): smaller tiles until the accumulator and the scores fit
         # the registers, fewer stages until the tiles fit shared memory.
         while block_m * (block_n + block_d) > 8192 * warps and block_n > 16:
@@ -250,7 +266,7 @@ class ModelNew(nn.Module):
                             HKV, TQ, TK, off, chunk, scale,
                             GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_M=block_m,
                             BLOCK_N=block_n, CAUSAL=_CAUSAL, SPLIT=split, PRECISION=precision,
-                            UPCAST=upcast, num_warps=warps, num_stages=stages)
+                            UPCAST=upcast, FMA=fma, num_warps=warps, num_stages=stages)
         if split > 1:
             block_r = max(16, min(64, triton.next_power_of_2(rows)))
             _ke_attention_combine[(triton.cdiv(rows, block_r), B * HKV)](

@@ -19,6 +19,7 @@ from workers.search.generators.templates.common import (
     _Emitter,
     _header,
     _kernel,
+    _literal,
     _np2,
     _pow2,
     _reduce_expr,
@@ -650,7 +651,7 @@ def _row_segmented(plan: Plan) -> str:
 # same on every run (atomics across programs would not be).
 _FOLD_OPS = ["sum", "mean", "max", "min"]
 _KE_FOLD = """@triton.jit
-def _ke_fold(x_ptr, out_ptr, M, OP: tl.constexpr, BLOCK: tl.constexpr):
+def _ke_fold(x_ptr, out_ptr, M, S, OP: tl.constexpr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     if OP == 2:
         acc = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -674,17 +675,32 @@ def _ke_fold(x_ptr, out_ptr, M, OP: tl.constexpr, BLOCK: tl.constexpr):
         total = tl.sum(acc, axis=0)
     if OP == 1:
         total = total / M  # a mean of no rows is NaN, as torch says
+    if SCALE == 1:  # the reference's number applied to the total (a batchmean's batch size)
+        total = total * S
+    elif SCALE == 2:
+        total = total / S
     tl.store(out_ptr, total)
 
 
-def _ke_fold_out(parts, M, op, dtype, shape):
-    \"\"\"The fold of the M per-row values in ``parts`` (op: sum, mean, max, min), as dtype.\"\"\"
+def _ke_fold_out(parts, M, op, dtype, shape, scale=0, s=1.0):
+    \"\"\"The fold of the M per-row values in ``parts`` (op: sum, mean, max, min), then times
+    (scale 1) or over (scale 2) the number ``s``, as dtype.\"\"\"
     total = torch.empty((), dtype=torch.float32, device=parts.device)
-    _ke_fold[(1,)](parts, total, M, OP=op, BLOCK=1024)
+    _ke_fold[(1,)](parts, total, M, float(s), OP=op, SCALE=scale, BLOCK=1024)
     return total.to(dtype).reshape(shape)
 
 
 """
+
+
+def _fold_scale(plan: Plan, total: list, refs: list) -> str:
+    """The fold's arguments for the number a total is multiplied or divided by: a literal, or
+    the wrapper's own copy of a number computed from the sizes."""
+    if len(total) < 4:
+        return ""
+    op, node = total[2], plan.nodes[total[3]]
+    number = _literal(node.value) if node.kind == "const" else f"in{refs.index(node.attrs['ref'])}"
+    return f", {1 if op == 'mul' else 2}, {number}"
 
 
 def _table_literal(table: dict | None) -> str:
@@ -758,7 +774,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     totals = plan.extra.get("totals", {})
     ret = ", ".join(
         f"_ke_fold_out(out{j}, M, {_FOLD_OPS.index(totals[str(j)][0])}, odt, "
-        f"{(1,) * totals[str(j)][1]})"
+        f"{(1,) * totals[str(j)][1]}{_fold_scale(plan, totals[str(j)], refs)})"
         if str(j) in totals
         else f"out{j}"
         for j in range(len(plan.outputs))
