@@ -43,7 +43,9 @@ def run_problem(name: str, args) -> dict:
         "--no-progress", "--json", str(out),
     ]  # fmt: skip
     peer = PEERS / f"{name}.py"
-    if peer.exists() and importlib.util.find_spec("liger_kernel") is not None:
+    # The search runs from the repository root: a wheel unpacked there imports too.
+    liger = (REPO_ROOT / "liger_kernel").is_dir() or importlib.util.find_spec("liger_kernel")
+    if peer.exists() and liger:
         cmd += ["--incumbent", str(peer)]
     if not args.tune:
         cmd.append("--no-tune")
