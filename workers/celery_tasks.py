@@ -63,7 +63,9 @@ def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict
     return {"node_id": node_id, "verdict": report["verdict"], "failed_gate": report["failed_gate"]}
 
 
-@shared_task(name=BASELINE_TASK, acks_late=True, soft_time_limit=840)
+# The baseline's own limit (four evaluations' under max-autotune: workers.evaluate) and then
+# the tuner's (workers.search.tuning), in one task.
+@shared_task(name=BASELINE_TASK, acks_late=True, soft_time_limit=1320)
 def baseline_problem(campaign_id: int, request: dict, tune: dict | None = None) -> dict:
     """Time the reference (and incumbent) once per campaign, then, where ``tune`` asks for it,
     run the per-case tuner on this GPU host (``workers.search.tuning``); send both to the

@@ -140,11 +140,14 @@ def test_every_gate_of_real_h200_reports_round_trips_and_reads_typed():
 
 def test_the_real_h200_baselines_round_trip_and_read_typed():
     baselines = _demo_baselines()
-    assert len(baselines) >= 3
+    assert len([b for b in baselines if b["status"] == C.PASSED]) >= 3
     for plain in baselines:
         parsed = BaselineReport.from_dict(plain)
         assert parsed.to_dict() == plain
         assert json.loads(parsed.to_json()) == plain
+        if parsed.status == C.FAILED:  # GQA attention's timed out (its candidates did not)
+            assert parsed.reason and not parsed.cases
+            continue
         assert parsed.cases and all(isinstance(c, BaselineCase) for c in parsed.cases)
         for case, written in zip(parsed.cases, plain["cases"], strict=True):
             assert list(case.to_dict()) == list(written), "the same layout, in the same order"
