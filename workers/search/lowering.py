@@ -178,7 +178,51 @@ _PW_SIMPLE = {
     aten.le.Scalar: "le",
     aten.le.Tensor: "le",
     aten.xlogy.Tensor: "xlogy",
+    aten.eq.Scalar: "eq",
+    aten.eq.Tensor: "eq",
+    aten.ne.Scalar: "ne",
+    aten.ne.Tensor: "ne",
+    aten.bitwise_and.Tensor: "and",
+    aten.bitwise_or.Tensor: "or",
+    aten.bitwise_xor.Tensor: "xor",
+    aten.bitwise_not.default: "not",
+    aten.isnan.default: "isnan",
+    aten.floor.default: "floor",
+    aten.ceil.default: "ceil",
+    aten.trunc.default: "trunc",
+    aten.round.default: "round",
+    aten.round.decimals: "round",
+    aten.log10.default: "log10",
+    aten.erfc.default: "erfc",
+    aten.erfinv.default: "erfinv",
+    aten.tan.default: "tan",
+    aten.sinh.default: "sinh",
+    aten.cosh.default: "cosh",
+    aten.asinh.default: "asinh",
+    aten.acosh.default: "acosh",
+    aten.atanh.default: "atanh",
+    aten.atan.default: "atan",
+    aten.asin.default: "asin",
+    aten.acos.default: "acos",
+    aten.atan2.default: "atan2",
+    aten.hypot.default: "hypot",
+    aten.fmod.Scalar: "fmod",
+    aten.fmod.Tensor: "fmod",
+    aten.remainder.Scalar: "remainder",
+    aten.remainder.Tensor: "remainder",
+    aten.fmax.default: "fmax",
+    aten.fmin.default: "fmin",
+    aten.copysign.Tensor: "copysign",
+    aten.copysign.Scalar: "copysign",
+    aten.signbit.default: "signbit",
+    aten.heaviside.default: "heaviside",
+    aten.special_xlog1py.default: "xlog1py",
+    aten.pow.Scalar: "pow_base",
+    aten.clamp.Tensor: "clamp",
+    aten.nan_to_num.default: "nan_to_num",
 }
+# Special functions no template writes (said in one line rather than as an unknown op).
+_SPECIAL = {"lgamma", "digamma", "polygamma", "i0", "special_i0e", "special_i1", "mvlgamma"}
 
 
 class _Lowerer(SlicesMixin, ScanMixin):
@@ -887,6 +931,19 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if t == aten.scalar_tensor.default:  # a number made a 0-d tensor (an eps)
             self.env[n] = self.const(a[0])
             return
+        if t in (aten.new_full.default, aten.full.default):  # lerp's weight as a tensor
+            size = tuple(a[1] if t == aten.new_full.default else a[0])
+            fill = a[2] if t == aten.new_full.default else a[1]
+            rows = tuple(self.row_shape or ())
+            dtype = n.meta["val"].dtype
+            fits = math.prod(size) == 1 or size == rows or _broadcasts(size, rows)
+            if not fits or not dtype.is_floating_point:
+                raise NoTemplate(
+                    f"a tensor made in the forward ({t}, shape {list(size)}, {dtype}) that is "
+                    f"not a number over the rows' shape {list(rows)}"
+                )
+            self.env[n] = self.const(fill)
+            return
         if t in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
             if (kw.get("dtype") or a[0].meta["val"].dtype) != a[0].meta["val"].dtype:
                 raise NoTemplate(f"{t} of another dtype than its input's")
@@ -956,6 +1013,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
             return
         name = getattr(t, "__name__", str(t))
+        if name.split(".")[0] in _SPECIAL:
+            raise NoTemplate(f"the reference uses {name}, a special function no template writes")
         if "convolution" in name or "conv" in name:
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
@@ -1374,8 +1433,56 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if op == "softplus":
             beta, threshold = (list(a[1:]) + [1.0, 20.0])[:2]
             return self.pw("softplus", self.arg(a[0]), self.const(beta), self.const(threshold))
+        if op in ("and", "or", "xor", "not") and n.meta["val"].dtype != torch.bool:
+            raise NoTemplate(f"bitwise {op} of integers (templates compute in floating point)")
+        if op == "round" and kw.get("decimals", a[1] if len(a) > 1 else 0):
+            decimals = int(kw.get("decimals", a[1] if len(a) > 1 else 0))
+            how = "round_mul" if decimals >= 0 else "round_div"
+            return self.pw(how, self.arg(a[0]), self.const(10.0 ** abs(decimals)))
+        if op == "round":
+            return self.pw("round", self.arg(a[0]))
+        if op == "pow_base" and (not isinstance(a[0], int | float) or a[0] < 0):
+            raise NoTemplate("a negative number (or a tensor) raised to a tensor's power")
+        if op == "nan_to_num":
+            return self._nan_to_num(n)
         args = [self.arg(x) for x in a]
         return self.pw(op, *args)
+
+    def _nan_to_num(self, n: torch.fx.Node) -> int:
+        """``nan_to_num``: NaN, +inf and -inf replaced; the infinities by the largest finite
+        values of the dtype where no bound is given, which the wrapper reads off an input of
+        that dtype at run time (one candidate serves float32 and bfloat16 cases)."""
+        a, kw = n.args, n.kwargs
+        names = ("nan", "posinf", "neginf")
+        given = [kw.get(k, a[i + 1] if len(a) > i + 1 else None) for i, k in enumerate(names)]
+        dtype = n.meta["val"].dtype
+        same = [
+            p
+            for p in self.gm.graph.nodes
+            if p.op == "placeholder"
+            and isinstance(p.meta.get("val"), torch.Tensor)
+            and p.meta["val"].dtype == dtype
+            and p in self.env
+            and isinstance(self.env[p], int)
+        ]
+
+        def largest(sign: float) -> int:
+            if not same:  # a dtype no input has: its bound as the trace knows it
+                return self.const(sign * torch.finfo(dtype).max)
+            ref = self.nodes[self.env[same[0]]].attrs["ref"]
+            big = self.new(
+                "input", attrs={"ref": f"torch.finfo({ref}.dtype).max", "role": "scalar"}
+            )
+            return big if sign > 0 else self.pw("neg", big)
+
+        x = self.arg(a[0])
+        nan = self.const(0.0 if given[0] is None else given[0])
+        pos = largest(1.0) if given[1] is None else self.const(given[1])
+        neg = largest(-1.0) if given[2] is None else self.const(given[2])
+        inf = self.const(float("inf"))
+        out = self.pw("where", self.pw("eq", x, self.pw("neg", inf)), neg, x)
+        out = self.pw("where", self.pw("eq", x, inf), pos, out)
+        return self.pw("where", self.pw("isnan", x), nan, out)
 
     # -- matmul family
     def _lower_matmul(self, placeholders, calls) -> Plan:

@@ -175,7 +175,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
                 return functional_call(model, params, args)
 
             with _composites_as_reductions():
-                gm = make_fx(call)(state, *inputs)
+                gm = make_fx(call, decomposition_table=_pointwise_decompositions())(state, *inputs)
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
@@ -334,6 +334,27 @@ def _per_channel(out, weight, bias):
     if bias is not None:
         out = out + bias.view(along_channels)
     return out
+
+
+# Pointwise functions ATen writes as other pointwise ops, the way PyTorch's own reference
+# decompositions write them (so the candidate computes what torch computes: lerp's two forms
+# around a weight of 0.5, logaddexp's care of infinities). Only those whose result does not
+# depend on the dtype the trace runs in: ``nan_to_num``'s default bounds are the dtype's own
+# largest values, which a decomposition would bake in as float32's (the lowering writes it).
+# (Those whose decompositions write ``prims`` ops, hypot, fmax, copysign, isnan and others,
+# the lowering writes itself.)
+_DECOMPOSED = (
+    "lerp", "logaddexp", "logaddexp2", "addcmul", "addcdiv", "celu", "threshold",
+    "hardshrink", "softshrink", "logit", "sinc", "frac", "sgn", "_prelu_kernel",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isinf",
+)  # fmt: skip
+
+
+def _pointwise_decompositions() -> dict:
+    import torch
+    from torch._decomp import get_decompositions
+
+    return get_decompositions([getattr(torch.ops.aten, name) for name in _DECOMPOSED])
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from workers.search.generators.templates.math_ops import MATH_EXPR, helpers
 from workers.search.trace import IRNode, NoTemplate, Plan
 
 
@@ -14,6 +15,10 @@ def _literal(value: float) -> str:
     if value in (float("inf"), float("-inf")):
         return ("-" if value < 0 else "") + 'float("inf")'
     return f"({float(value)!r})"
+
+
+# torch's maximum, minimum, clamp and relu keep a NaN; Triton's drop it unless told.
+_NAN = "tl.PropagateNan.ALL"
 
 
 def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
@@ -27,16 +32,13 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
         "neg": lambda: f"-{x}",
         "exp": lambda: f"tl.exp({x})",
         "exp2": lambda: f"tl.exp2({x})",
-        "expm1": lambda: f"tl.exp({x}) - 1.0",
         "log": lambda: f"tl.log({x})",
         "log2": lambda: f"tl.log2({x})",
-        "log1p": lambda: f"tl.log(1.0 + {x})",
         "sqrt": lambda: f"tl.sqrt({x})",
         "rsqrt": lambda: f"tl.rsqrt({x})",
         "abs": lambda: f"tl.abs({x})",
         "sigmoid": lambda: f"tl.sigmoid({x})",
-        "tanh": lambda: f"2.0 * tl.sigmoid(2.0 * {x}) - 1.0",
-        "relu": lambda: f"tl.maximum({x}, 0.0)",
+        "relu": lambda: f"tl.maximum({x}, 0.0, propagate_nan={_NAN})",
         "silu": lambda: f"{x} * tl.sigmoid({x})",
         "gelu": lambda: f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))",
         # 0.5 * (1 + tanh(z)) == sigmoid(2 z)
@@ -47,8 +49,8 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
         "sin": lambda: f"tl.sin({x})",
         "cos": lambda: f"tl.cos({x})",
         "reciprocal": lambda: f"1.0 / {x}",
-        "maximum": lambda: f"tl.maximum({a[0]}, {a[1]})",
-        "minimum": lambda: f"tl.minimum({a[0]}, {a[1]})",
+        "maximum": lambda: f"tl.maximum({a[0]}, {a[1]}, propagate_nan={_NAN})",
+        "minimum": lambda: f"tl.minimum({a[0]}, {a[1]}, propagate_nan={_NAN})",
         "leaky_relu": lambda: f"tl.where({x} > 0.0, {x}, {x} * {a[1]})",
         "elu": lambda: (
             f"tl.where({x} > 0.0, {a[2]} * {x}, {a[2]} * {a[1]} * (tl.exp({x} * {a[3]}) - 1.0))"
@@ -56,8 +58,11 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
         "softplus": lambda: (
             f"tl.where({x} * {a[1]} > {a[2]}, {x}, tl.log(1.0 + tl.exp({x} * {a[1]})) / {a[1]})"
         ),
-        "hardsigmoid": lambda: f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
-        "hardswish": lambda: f"{x} * tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
+        "hardsigmoid": lambda: (
+            f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0, propagate_nan={_NAN}), 1.0, "
+            f"propagate_nan={_NAN})"
+        ),
+        "hardswish": lambda: f"{x} * tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",  # x: NaN
         "mish": lambda: (
             f"{x} * (2.0 * tl.sigmoid(2.0 * tl.where({x} > 20.0, {x}, "
             f"tl.log(1.0 + tl.exp({x})))) - 1.0)"
@@ -86,6 +91,8 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
             if e in powers:
                 return powers[e]
         return f"tl.exp2({a[1]} * tl.log2({x}))"
+    if op in MATH_EXPR:
+        return MATH_EXPR[op](a)
     if op not in table:
         raise NoTemplate(f"no Triton expression for pointwise op {op}")
     return table[op]()
@@ -240,6 +247,9 @@ def _header(plan: Plan, params: dict) -> str:
     imports = [line for line in lines if line.startswith(("import ", "from "))]
     constants = [line for line in lines if line not in imports]
     blocks = ["\n".join(HEADER_IMPORTS), "\n".join(imports), "\n".join(constants)]
+    # Math the Triton language has no call for (atan, erfinv, ...), when the plan uses it.
+    used = {n.op for n in getattr(plan, "nodes", None) or () if n.kind == "pw"}
+    blocks.append(helpers(used).rstrip("\n"))
     return (
         f'"""KernelEvolve template candidate ({plan.family}).\n\n'
         f"Operator (traced): {plan.summary}\n"
