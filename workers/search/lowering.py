@@ -944,23 +944,34 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 )
             self.env[n] = self.const(fill)
             return
-        if t in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
-            if (kw.get("dtype") or a[0].meta["val"].dtype) != a[0].meta["val"].dtype:
+        if t == aten.empty_like.default:  # memory nothing reads until a fill writes it
+            self.env[n] = f"uninitialized memory ({n.name}) read before anything writes it"
+            return
+        if t in (
+            aten.zeros_like.default,
+            aten.ones_like.default,
+            aten.full_like.default,
+            aten.fill.Scalar,
+        ):
+            like = a[0]
+            if t == aten.fill.Scalar and getattr(like, "target", None) == aten.empty_like.default:
+                like = like.args[0]  # an empty_like written whole: only its shape is read
+            if (kw.get("dtype") or like.meta["val"].dtype) != like.meta["val"].dtype:
                 raise NoTemplate(f"{t} of another dtype than its input's")
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             const = self.const(a[1] if value is None else value)
-            src = self.env.get(a[0]) if isinstance(a[0], torch.fx.Node) else None
+            src = self.env.get(like) if isinstance(like, torch.fx.Node) else None
             if isinstance(src, Narrow):  # zeros as wide as a slice (a cat's padding column)
                 self.env[n] = Narrow(src.frac, lambda f, c=const: c)
                 return
-            shape, rows = tuple(a[0].meta["val"].shape), tuple(self.row_shape or ())
+            shape, rows = tuple(like.meta["val"].shape), tuple(self.row_shape or ())
             if rows and shape and shape[:-1] == rows[:-1] and shape[-1] == 1 < rows[-1]:
                 # One column of each row (``x[..., :1]``, ``x.select(-1, 0).unsqueeze(-1)``).
                 self.env[n] = Narrow(Fraction(1, rows[-1]), lambda f, c=const: c)
                 return
             fits = bool(rows) and (shape == rows or _broadcasts(shape, rows))
-            if not isinstance(self.env.get(a[0]), str) or not fits:
-                self.arg(a[0])  # of the rows' shape (or of a value the rows broadcast)
+            if not isinstance(self.env.get(like), str) or not fits:
+                self.arg(like)  # of the rows' shape (or of a value the rows broadcast)
             self.env[n] = const
             return
         if t in (aten.tril.default, aten.triu.default):

@@ -176,6 +176,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
 
             with _composites_as_reductions():
                 gm = make_fx(call, decomposition_table=_pointwise_decompositions())(state, *inputs)
+            _functional_in_place(gm)
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
@@ -350,6 +351,35 @@ _DECOMPOSED = (
 )  # fmt: skip
 
 
+def _functional_in_place(gm) -> None:
+    """In-place ops on values the forward made (``sqrt_`` of a product of norms, ``fill_`` of an
+    ``empty_like``, as ``F.cosine_embedding_loss`` writes them) become their functional forms
+    where nothing reads the old value afterwards: each node then says what its value is. One on
+    an input (or on a view of one), or on a value read again after it changes, is left as it
+    is (and refused in words)."""
+    import torch
+
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for n in list(gm.graph.nodes):
+        t = n.target
+        if n.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+            continue
+        name = t.overloadpacket.__name__
+        if not name.endswith("_") or name.startswith("_") or not n.args:
+            continue
+        packet = getattr(torch.ops.aten, name[:-1], None)
+        functional = getattr(packet, t._overloadname, None) if packet is not None else None
+        root = n.args[0]
+        while isinstance(root, torch.fx.Node) and getattr(root.target, "is_view", False):
+            root = root.args[0]  # a view of a value is that value's memory
+        if functional is None or not isinstance(root, torch.fx.Node) or root.op != "call_function":
+            continue
+        if any(order[u] > order[n] for u in n.args[0].users if u is not n):
+            continue
+        n.target = functional
+    gm.recompile()
+
+
 def _pointwise_decompositions() -> dict:
     import torch
     from torch._decomp import get_decompositions
@@ -405,7 +435,10 @@ def _composites_as_reductions():
         out = (x - mean) * torch.rsqrt(var + eps)
         return _per_channel(out, weight, bias)
 
-    originals = (torch.matmul, torch.mm, torch.Tensor.__matmul__, torch.Tensor.matmul)
+    originals = (
+        torch.matmul, torch.mm, torch.bmm, torch.Tensor.__matmul__, torch.Tensor.matmul,
+        torch.Tensor.bmm, torch.einsum,
+    )  # fmt: skip
 
     def product(fallback):
         def call(a, b, *args, **kwargs):
@@ -415,14 +448,23 @@ def _composites_as_reductions():
 
         return call
 
+    def einsum(equation, *operands):
+        return _einsum_product(equation, operands, originals[-1])
+
     F.instance_norm, F.group_norm, F.batch_norm = instance_norm, group_norm, batch_norm
-    torch.matmul, torch.mm = product(originals[0]), product(originals[1])
-    torch.Tensor.__matmul__, torch.Tensor.matmul = product(originals[2]), product(originals[3])
+    torch.matmul, torch.mm, torch.bmm = (product(f) for f in originals[:3])
+    torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.bmm = (
+        product(f) for f in originals[3:6]
+    )
+    torch.einsum = einsum
     try:
         yield
     finally:
         F.instance_norm, F.group_norm, F.batch_norm = original, original_group, original_batch
-        torch.matmul, torch.mm, torch.Tensor.__matmul__, torch.Tensor.matmul = originals
+        (
+            torch.matmul, torch.mm, torch.bmm, torch.Tensor.__matmul__, torch.Tensor.matmul,
+            torch.Tensor.bmm, torch.einsum,
+        ) = originals  # fmt: skip
 
 
 def _vector_product(a, b, fallback):
@@ -431,9 +473,43 @@ def _vector_product(a, b, fallback):
     4): (M, K) @ (K, 1) is each row of A times B, summed along the row. Anything else is the
     product it was (a vector times a matrix too: the rows would run down B's columns, with
     the vector along them, which the row lowering does not read)."""
-    if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0] > 1 and b.shape[1] == 1:
-        return (a * b.reshape(1, -1)).sum(dim=-1, keepdim=True)
+    if a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] == b.shape[-2] > 1 and b.shape[-1] == 1:
+        # batched too (a dot of two vectors per head is [..., 1, K] @ [..., K, 1])
+        if a.shape[-2] == 1:  # [..., 1, K] @ [..., K, 1]: a dot per leading index
+            return (a.squeeze(-2) * b.squeeze(-1)).sum(dim=-1)[..., None, None]
+        row = b.reshape(*b.shape[:-2], 1, b.shape[-2])  # [..., K, 1] as [..., 1, K]
+        return (a * row).sum(dim=-1, keepdim=True)
     return fallback(a, b)
+
+
+def _einsum_product(equation: str, operands: tuple, fallback):
+    """``einsum`` of two operands that is not a matrix product (no letter of its own on each
+    side with one summed over, as ``ik,kj->ij`` has) is a broadcast product and a sum: a dot per
+    head ``bhd,bhd->bh``, a matrix times a vector ``bd,d->b``, an outer product ``bi,bj->bij``.
+    Written so, the trace sees the reduction it is; anything else is the einsum it was."""
+    ops = operands[0] if len(operands) == 1 and isinstance(operands[0], list | tuple) else operands
+    eq = equation.replace(" ", "")
+    if len(ops) != 2 or "..." in eq or "->" not in eq:
+        return fallback(equation, *operands)
+    lhs, out = eq.split("->")
+    sa, sb = lhs.split(",") if lhs.count(",") == 1 else ("", "")
+    a, b = ops
+    plain = all(len(set(s)) == len(s) == t.dim() for s, t in ((sa, a), (sb, b)))
+    summed = (set(sa) | set(sb)) - set(out)
+    gemm = bool(set(sa) - set(sb)) and bool(set(sb) - set(sa)) and bool(summed & set(sa) & set(sb))
+    if not sa or not plain or gemm or len(set(out)) != len(out) or set(out) - set(sa + sb):
+        return fallback(equation, *operands)
+    order = list(out) + [c for c in dict.fromkeys(sa + sb) if c not in out]
+
+    def spread(t, letters):  # its dimensions in ``order``, size 1 where it has no such letter
+        t = t.permute([letters.index(c) for c in order if c in letters])
+        for i, c in enumerate(order):
+            if c not in letters:
+                t = t.unsqueeze(i)
+        return t
+
+    product = spread(a, sa) * spread(b, sb)
+    return product.sum(dim=tuple(range(len(out), len(order)))) if summed else product
 
 
 # ---------------------------------------------------------------------------- source copying

@@ -76,6 +76,16 @@ VECTOR_PRODUCTS = {
                       "reductions [sum]"),
     "matrix-vector-op": (_problem("(A @ B) * 2.0", "torch.randn(m, k), torch.randn(k, 1)"),
                          "reductions [sum]"),
+    # a dot per (batch, head) as einsum; a batched matrix times a vector
+    "einsum-dot": (_problem('torch.einsum("bmk,bmk->bm", A, B)',
+                            "torch.randn(b, m, k), torch.randn(b, m, k)"), "reductions [sum]"),
+    "bmm-vector": (_problem("torch.bmm(A, B)", "torch.randn(b, m, k), torch.randn(b, k, 1)"),
+                   "reductions [sum]"),
+    "einsum-matvec": (_problem('torch.einsum("mk,k->m", A, B)',
+                               "torch.randn(m, k), torch.randn(k)"), "reductions [sum]"),
+    # an in-place op on a value the forward made is the functional op
+    "in-place-norm": (_problem("(A * A).sum(-1).add_(1.0).sqrt_() * 2.0",
+                               "torch.randn(m, k), torch.randn(m, k)"), "reductions [sum]"),
 }  # fmt: skip
 
 
@@ -95,6 +105,8 @@ def test_a_matrix_times_a_vector_is_a_row_reduction(tmp_path):
     assert trace_problem(FORMS["a-transposed"][0]).family == "matmul"
     vm = _problem("torch.mm(A, B)", "torch.randn(1, k), torch.randn(k, n)")
     assert trace_problem(vm).family == "matmul"
+    gemm = _problem('torch.einsum("mk,kn->mn", A, B)', "torch.randn(m, k), torch.randn(k, n)")
+    assert trace_problem(gemm).family == "matmul"
 
 
 SPLIT_K = {
