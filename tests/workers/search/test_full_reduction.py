@@ -105,7 +105,8 @@ def test_a_reduction_over_the_whole_tensor_is_a_correct_row_candidate(name, resu
     "forward, match",
     [
         ("return x.sum() + x.sum(-1).mean()", "over the whole tensor and over a dimension"),
-        ("return x.sum(-1).sum() + x.sum()", "over the whole tensor and over a dimension"),
+        # the total of the rows' sums and the sum of every element: two folds, added
+        ("return x.sum(-1).sum() + x.sum()", "arithmetic on a reduction over every row"),
         ("return x.view(-1, 4).sum(-1)", "a view that changes the row layout"),
     ],
 )

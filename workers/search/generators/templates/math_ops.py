@@ -24,11 +24,11 @@ def _ke_log1p(x):
 
 @triton.jit
 def _ke_expm1(x):
-    # exp(x) - 1 without losing x where it is small (Kahan).
+    # exp(x) - 1 without losing x where it is small (Kahan); above, no cancellation.
     u = tl.exp(x)
     d = u - 1.0
     small = tl.where(u == 1.0, x, d * (x / tl.log(u)))
-    return tl.where((u == float("inf")) | (d == -1.0), d, small)
+    return tl.where(tl.abs(x) < 0.5, small, d)
 
 
 @triton.jit
@@ -118,6 +118,16 @@ def _ke_hypot(x, y):
 
 
 @triton.jit
+def _ke_fmod(x, y):
+    # C's fmod (the dividend's sign), exact: libdevice's on a GPU (Triton's float % there is
+    # x - trunc(x / y) * y, off by y where the quotient rounds); numpy's fmod when interpreted.
+    if _KE_INTERPRETED:
+        return x % y
+    else:
+        return _ke_libdevice.fmod(x, y)
+
+
+@triton.jit
 def _ke_round(x):
     # Half to even, as torch.round: x - floor(x) is exact below 2^23, where floats stop
     # having fractions.
@@ -135,6 +145,14 @@ _HELPERS = {
 }
 _HELPERS = {name: "@triton.jit\n" + src for name, src in _HELPERS.items()}
 _NEEDS = {"_ke_atan2": ("_ke_atan",)}
+# Module-level lines a helper reads (the interpreter has no libdevice: its calls return None).
+_PREAMBLE = {
+    "_ke_fmod": (
+        "import os as _ke_os\n\n"
+        "from triton.language.extra import libdevice as _ke_libdevice\n\n"
+        '_KE_INTERPRETED = tl.constexpr(_ke_os.environ.get("TRITON_INTERPRET", "0") == "1")\n'
+    )
+}
 
 
 def _signbit(y: str) -> str:
@@ -157,7 +175,7 @@ def _asinh(x: str) -> str:
 
 
 def _remainder(x: str, y: str) -> str:
-    r = f"({x} % {y})"
+    r = f"_ke_fmod({x}, {y})"
     return f"tl.where(({r} != 0.0) & (({r} < 0.0) != ({y} < 0.0)), {r} + {y}, {r})"
 
 
@@ -200,7 +218,7 @@ MATH_EXPR = {
     "asin": lambda a: f"_ke_atan({a[0]} / tl.sqrt((1.0 - {a[0]}) * (1.0 + {a[0]})))",
     "acos": lambda a: f"2.0 * _ke_atan(tl.sqrt((1.0 - {a[0]}) / (1.0 + {a[0]})))",
     "hypot": lambda a: f"_ke_hypot({a[0]}, {a[1]})",
-    "fmod": lambda a: f"{a[0]} % {a[1]}",  # C's fmod (the dividend's sign): Triton's float %
+    "fmod": lambda a: f"_ke_fmod({a[0]}, {a[1]})",
     "remainder": lambda a: _remainder(a[0], a[1]),  # Python's: the divisor's sign
     "fmax": lambda a: _fmax(a[0], a[1], "maximum"),
     "fmin": lambda a: _fmax(a[0], a[1], "minimum"),
@@ -232,4 +250,5 @@ def helpers(ops) -> str:
             calls |= {name for name in _HELPERS if name + "(" in text}
     for name in list(calls):
         calls |= set(_NEEDS.get(name, ()))
-    return "".join(_HELPERS[name] + "\n\n" for name in _HELPERS if name in calls)
+    preamble = "".join(_PREAMBLE[name] + "\n\n" for name in _PREAMBLE if name in calls)
+    return preamble + "".join(_HELPERS[name] + "\n\n" for name in _HELPERS if name in calls)
