@@ -274,8 +274,22 @@ def get_inputs():
     [
         (TRIPLET, [{}, {"batch_size": 1, "dim": 300}], "then the mean of a per-row value"),
         (ROW_SUMS_MAX, [{}, {"rows": 70, "cols": 3}], "then the max of a per-row value"),
+        # a number applied to the fold (a loss weight; KL divergence's batchmean)
+        (
+            TRIPLET.replace(
+                "return self.loss(anchor, positive, negative)",
+                "return self.loss(anchor, positive, negative) * 2.0",
+            ),
+            [{}, {"batch_size": 1, "dim": 300}],
+            "then the mean of a per-row value",
+        ),
+        (
+            ROW_SUMS_MAX.replace("return (x * x)", "return -0.5 * (x * x)"),
+            [{}, {"rows": 70, "cols": 3}],
+            "then the max of a per-row value",
+        ),
     ],
-    ids=["triplet-margin-loss", "max-of-row-sums"],
+    ids=["triplet-margin-loss", "max-of-row-sums", "weighted-loss", "negated-max"],
 )
 def test_a_per_row_value_folded_over_every_row(source, sizes, says, tmp_path):
     """A triplet margin loss (the mean over the batch of per-row distances) and the largest row
@@ -293,7 +307,7 @@ def test_a_per_row_value_folded_over_every_row(source, sizes, says, tmp_path):
 def test_arithmetic_after_folding_over_rows_is_refused_in_one_line():
     scaled = TRIPLET.replace(
         "return self.loss(anchor, positive, negative)",
-        "return self.loss(anchor, positive, negative) * 2.0",
+        "return self.loss(anchor, positive, negative) + 1.0",
     )
     with pytest.raises(NoTemplate, match=r"arithmetic on a reduction over every row"):
         trace_problem(scaled)
