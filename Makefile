@@ -19,8 +19,7 @@ setup: $(STAMP)
 
 run: setup
 	$(PY) manage.py migrate --no-input
-	$(PY) manage.py seed_demo
-	$(PY) -m kernelevolve_site.launcher --demo-traffic
+	$(PY) -m kernelevolve_site.launcher --seed-demo --demo-traffic
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -1,8 +1,10 @@
 """`make run`'s foreground process: the web server and a local worker, stopped together.
 
-Starts the embedded Redis when REDIS_URL is unset, then uvicorn (ASGI: pages, API, websockets)
-with several worker processes, and one Celery worker consuming every queue this machine can
-serve. Ctrl-C (or SIGTERM) stops the children and the embedded Redis it started.
+Starts the embedded Redis when REDIS_URL is unset, loads the demo data if asked (it sends live
+events and queues the demo campaigns' steps, so Redis must answer first), then uvicorn (ASGI:
+pages, API, websockets) with several worker processes, and one Celery worker consuming every
+queue this machine can serve. Ctrl-C (or SIGTERM) stops the children and the embedded Redis it
+started.
 """
 
 import argparse
@@ -57,6 +59,11 @@ def main() -> int:
         help="also replay demo traffic into interpret registry regions (make run does)",
     )
     parser.add_argument(
+        "--seed-demo",
+        action="store_true",
+        help="load the demo data (manage.py seed_demo) once Redis answers (make run does)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=default_web_workers(),
@@ -76,10 +83,19 @@ def main() -> int:
         env["REDIS_URL"] = embedded_redis_url(data_dir)
         print(f"embedded Redis at {env['REDIS_URL']} (data in {data_dir})", flush=True)
     try:
+        if args.seed_demo:
+            seed_demo(env)
         return _run(args, env)
     finally:
         if started_redis and stop_embedded_redis(data_dir):
             print("embedded Redis stopped.", flush=True)
+
+
+def seed_demo(env: dict[str, str]) -> None:
+    """``manage.py seed_demo`` with this launcher's Redis (run before it, a fresh machine's
+    ``make run`` stopped there: importing a demo search sends a live event, and nothing
+    answered on the embedded Redis's port yet)."""
+    subprocess.run([sys.executable, "manage.py", "seed_demo"], cwd=ROOT, env=env, check=True)
 
 
 def _run(args: argparse.Namespace, env: dict[str, str]) -> int:

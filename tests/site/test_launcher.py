@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kernelevolve_site import launcher
 
 
@@ -56,3 +58,39 @@ def test_stopping_kills_what_a_child_left_behind(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _fake_launch(monkeypatch, tmp_path, seed_fails=False):
+    """main() with Redis, seeding and the children replaced by recorders."""
+    calls = []
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("KERNELEVOLVE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(launcher, "ensure_embedded_redis", lambda d: calls.append("redis") or True)
+    monkeypatch.setattr(launcher, "stop_embedded_redis", lambda d: calls.append("stop") or True)
+    monkeypatch.setattr(launcher, "embedded_redis_url", lambda d: "redis://127.0.0.1:1/0")
+
+    def run(cmd, cwd, env, check):
+        calls.append(("seed", cmd[-1], env.get("REDIS_URL")))
+        if seed_fails:
+            raise subprocess.CalledProcessError(1, cmd)
+
+    monkeypatch.setattr(launcher.subprocess, "run", run)
+    monkeypatch.setattr(launcher, "_run", lambda args, env: calls.append("children") or 0)
+    monkeypatch.setattr(sys, "argv", ["launcher", "--seed-demo", "--workers", "2"])
+    return calls
+
+
+def test_make_run_seeds_the_demo_once_redis_answers(monkeypatch, tmp_path):
+    """A fresh machine's `make run` stopped at seed_demo: importing a demo search sends a live
+    event, and the embedded Redis was not started yet. The launcher seeds after starting it,
+    with its URL, before the web and the worker."""
+    calls = _fake_launch(monkeypatch, tmp_path)
+    assert launcher.main() == 0
+    assert calls == ["redis", ("seed", "seed_demo", "redis://127.0.0.1:1/0"), "children", "stop"]
+
+
+def test_a_failed_seed_stops_the_redis_it_started(monkeypatch, tmp_path):
+    calls = _fake_launch(monkeypatch, tmp_path, seed_fails=True)
+    with pytest.raises(subprocess.CalledProcessError):
+        launcher.main()
+    assert calls == ["redis", ("seed", "seed_demo", "redis://127.0.0.1:1/0"), "stop"]
