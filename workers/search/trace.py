@@ -355,8 +355,8 @@ def _functional_in_place(gm) -> None:
     """In-place ops on values the forward made (``sqrt_`` of a product of norms, ``fill_`` of an
     ``empty_like``, as ``F.cosine_embedding_loss`` writes them) become their functional forms
     where nothing reads the old value afterwards: each node then says what its value is. One on
-    an input (or on a view of one), or on a value read again after it changes, is left as it
-    is (and refused in words)."""
+    an input, on a view, or on a value read again after it changes, is left as it is (and
+    refused in words)."""
     import torch
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -370,9 +370,11 @@ def _functional_in_place(gm) -> None:
         packet = getattr(torch.ops.aten, name[:-1], None)
         functional = getattr(packet, t._overloadname, None) if packet is not None else None
         root = n.args[0]
-        while isinstance(root, torch.fx.Node) and getattr(root.target, "is_view", False):
-            root = root.args[0]  # a view of a value is that value's memory
+        # Not on a view (writing a slice changes the value it views, which others may read),
+        # nor on an input.
         if functional is None or not isinstance(root, torch.fx.Node) or root.op != "call_function":
+            continue
+        if getattr(root.target, "is_view", False):
             continue
         if any(order[u] > order[n] for u in n.args[0].users if u is not n):
             continue

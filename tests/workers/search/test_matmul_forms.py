@@ -107,6 +107,12 @@ def test_a_matrix_times_a_vector_is_a_row_reduction(tmp_path):
     assert trace_problem(vm).family == "matmul"
     gemm = _problem('torch.einsum("mk,kn->mn", A, B)', "torch.randn(m, k), torch.randn(k, n)")
     assert trace_problem(gemm).family == "matmul"
+    # writing into a slice changes the value it views: left in place, and refused
+    sliced = _problem("A", "torch.randn(m, k), torch.randn(m, k)").replace(
+        "        return A", "        y = A * 2\n        y[:, :3].zero_()\n        return y"
+    )
+    with pytest.raises(NoTemplate, match="zero_"):
+        trace_problem(sliced)
 
 
 SPLIT_K = {
