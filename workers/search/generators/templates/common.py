@@ -62,7 +62,8 @@ def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
             f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0, propagate_nan={_NAN}), 1.0, "
             f"propagate_nan={_NAN})"
         ),
-        "hardswish": lambda: f"{x} * tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",  # x: NaN
+        # (a NaN stays NaN: x times the clamp)
+        "hardswish": lambda: f"{x} * tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
         "mish": lambda: (
             f"{x} * (2.0 * tl.sigmoid(2.0 * tl.where({x} > 20.0, {x}, "
             f"tl.log(1.0 + tl.exp({x})))) - 1.0)"
