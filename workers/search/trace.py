@@ -369,16 +369,15 @@ def _functional_in_place(gm) -> None:
             continue
         packet = getattr(torch.ops.aten, name[:-1], None)
         functional = getattr(packet, t._overloadname, None) if packet is not None else None
-        root = n.args[0]
-        # Not on a view (writing a slice changes the value it views, which others may read),
-        # nor on an input.
-        if functional is None or not isinstance(root, torch.fx.Node) or root.op != "call_function":
+        written = n.args[0]
+        # Only a value the forward made, not an input, nor a view (writing a slice changes the
+        # value it views, which others may read), and nothing reads it afterwards.
+        if functional is None or not isinstance(written, torch.fx.Node):
             continue
-        if getattr(root.target, "is_view", False):
+        if written.op != "call_function" or getattr(written.target, "is_view", False):
             continue
-        if any(order[u] > order[n] for u in n.args[0].users if u is not n):
-            continue
-        n.target = functional
+        if all(order[u] < order[n] for u in written.users if u is not n):
+            n.target = functional
     gm.recompile()
 
 
@@ -476,10 +475,7 @@ def _vector_product(a, b, fallback):
     product it was (a vector times a matrix too: the rows would run down B's columns, with
     the vector along them, which the row lowering does not read)."""
     if a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] == b.shape[-2] > 1 and b.shape[-1] == 1:
-        # batched too (a dot of two vectors per head is [..., 1, K] @ [..., K, 1])
-        if a.shape[-2] == 1:  # [..., 1, K] @ [..., K, 1]: a dot per leading index
-            return (a.squeeze(-2) * b.squeeze(-1)).sum(dim=-1)[..., None, None]
-        row = b.reshape(*b.shape[:-2], 1, b.shape[-2])  # [..., K, 1] as [..., 1, K]
+        row = b.reshape(*b.shape[:-2], 1, b.shape[-2])  # [..., K, 1] as [..., 1, K], batched too
         return (a * row).sum(dim=-1, keepdim=True)
     return fallback(a, b)
 

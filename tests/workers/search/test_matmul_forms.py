@@ -81,6 +81,8 @@ VECTOR_PRODUCTS = {
                             "torch.randn(b, m, k), torch.randn(b, m, k)"), "reductions [sum]"),
     "bmm-vector": (_problem("torch.bmm(A, B)", "torch.randn(b, m, k), torch.randn(b, k, 1)"),
                    "reductions [sum]"),
+    "bmm-dot": (_problem("torch.bmm(A, B)", "torch.randn(b, 1, k), torch.randn(b, k, 1)"),
+                "reductions [sum]"),
     "einsum-matvec": (_problem('torch.einsum("mk,k->m", A, B)',
                                "torch.randn(m, k), torch.randn(k)"), "reductions [sum]"),
     # an in-place op on a value the forward made is the functional op

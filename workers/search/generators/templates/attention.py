@@ -14,10 +14,10 @@ Parameters: ``block_m`` (rows per program, shrunk to the rows there are), ``bloc
 per step), ``warps``, ``stages``; the same three prefixed ``decode_`` for calls whose rows fit
 one 16-row tile (a decode step: its launch is tuned apart from prefill's; in float32 its
 products run on the FMA units over the rows there are, not a padded tensor-core tile, as
-exact float32 asks); ``split`` (0: as
-many parts as fill the GPU twice over) and, for a causal mask whose diagonal the trace could
-not tell, ``causal_align``. Blocks of keys every row of a program sees run without masks; the
-softmax runs in base 2 with log2(e) folded into the scale.
+exact float32 asks); ``split`` (0: as many parts as fill the GPU twice over) and, for a
+causal mask whose diagonal the trace could not tell, ``causal_align``. Blocks of keys every
+row of a program sees run without masks; the softmax runs in base 2 with log2(e) folded into
+the scale.
 """
 
 from __future__ import annotations
@@ -221,8 +221,10 @@ class ModelNew(nn.Module):
         # A decode step in float32: tensor cores would multiply in TF32, so exact products run
         # on the FMA units; there they need no 16-row tile, only the rows there are.
         fma = narrow and qq.dtype == torch.float32
-        block_m = 16 if narrow else max(16, min(p["block_m"], triton.next_power_of_2(rows)))
-        block_m = triton.next_power_of_2(rows) if fma else block_m
+        if narrow:
+            block_m = triton.next_power_of_2(rows) if fma else 16
+        else:
+            block_m = max(16, min(p["block_m"], triton.next_power_of_2(rows)))
         block_n = max(16, min(p[pre + "block_n"], triton.next_power_of_2(TK)))
         block_d = max(16, triton.next_power_of_2(D))
         warps, stages = p[pre + "warps"], p[pre + "stages"]
