@@ -137,14 +137,12 @@ def _ke_round(x):
     r = tl.where(d > 0.5, f + 1.0, tl.where(d < 0.5, f, tl.where(even, f, f + 1.0)))
     return tl.where(tl.abs(x) >= 8388608.0, x, r)
 """
-# name -> its source; the helpers another one calls
+# name -> its source, in the order written (callees before their callers)
 _HELPERS = {
-    block.split("def ", 1)[1].split("(", 1)[0]: block.strip() + "\n"
+    block.split("def ", 1)[1].split("(", 1)[0]: "@triton.jit\n" + block.strip() + "\n"
     for block in _SOURCE.split("@triton.jit")
     if block.strip()
 }
-_HELPERS = {name: "@triton.jit\n" + src for name, src in _HELPERS.items()}
-_NEEDS = {"_ke_atan2": ("_ke_atan",)}
 # Module-level lines a helper reads (the interpreter has no libdevice: its calls return None).
 _PREAMBLE = {
     "_ke_fmod": (
@@ -248,7 +246,7 @@ def helpers(ops) -> str:
         if expr is not None:
             text = expr(["x", "y", "z"])
             calls |= {name for name in _HELPERS if name + "(" in text}
-    for name in list(calls):
-        calls |= set(_NEEDS.get(name, ()))
+    for name in list(calls):  # and the helpers those call (atan2 calls atan)
+        calls |= {o for o in _HELPERS if o != name and o + "(" in _HELPERS[name]}
     preamble = "".join(_PREAMBLE[name] + "\n\n" for name in _PREAMBLE if name in calls)
     return preamble + "".join(_HELPERS[name] + "\n\n" for name in _HELPERS if name in calls)
