@@ -17,7 +17,7 @@ from workers.boundary import BoundaryUnavailable
 from workers.contract.workload import Workload, WorkloadError, parse_workload
 from workers.fingerprint import harness_hash
 from workers.gates.fitness import fitness as fitness_gate
-from workers.gates.fitness import reconcile
+from workers.gates.fitness import recheck_skipped, reconcile
 from workers.gates.static import check_static
 from workers.report import (
     BaselineCase,
@@ -59,6 +59,9 @@ class EvaluationRequest:
     time_limit_s: float = C.DEFAULT_TIME_LIMIT_S
     # On cuda, an acceptance is re-measured in a fresh process and must agree ("unstable" if not).
     recheck: bool = True
+    # ... unless its speedup is at most this (a campaign's best so far): it cannot become the
+    # best, so its verdict stands on one process and says so (fitness["recheck"]["skipped"]).
+    recheck_above: float | None = None
 
 
 class EvaluatorUnavailable(RuntimeError):
@@ -373,7 +376,11 @@ class Evaluator:
             request.seed,
         )
         if fit["status"] == C.PASSED and request.recheck:
-            fit = self._recheck(run.child, request, run.workload, fit, run.deadline)
+            above = request.recheck_above
+            if above is not None and fit["fitness"]["speedup"] <= above:
+                fit = recheck_skipped(fit, above)
+            else:
+                fit = self._recheck(run.child, request, run.workload, fit, run.deadline)
         state["fitness"] = fit["fitness"]
         if fit["fitness"] and fit["fitness"]["review"]:
             state["flags"].append(

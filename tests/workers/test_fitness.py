@@ -84,3 +84,43 @@ def test_a_fresh_process_that_fails_the_gate_or_cannot_time_makes_it_unstable():
     assert "regresses" in out["reason"] and out["fitness"]["recheck"]["agrees"] is False
     none = reconcile(first, None, C.FRESH_PROCESS_FLOOR, "the child crashed")
     assert none["rule"] == C.RULE_UNSTABLE and "the child crashed" in none["reason"]
+
+
+def test_an_acceptance_below_the_campaigns_best_is_not_re_measured_and_says_so(monkeypatch):
+    """Throughput (issue 11): a fresh process per acceptance cost 12-20 s each on the H200,
+    while most acceptances of a long campaign cannot become its best. Those keep their
+    one-process verdict, marked; one that could become the best is still re-measured."""
+    import types
+
+    from workers import evaluate as E
+    from workers.search.evaluation_requests import evaluation_request
+    from workers.search.state import campaign_new
+
+    rechecked = []
+    ev = E.Evaluator()
+    monkeypatch.setattr(
+        ev, "_recheck", lambda child, request, workload, fit, deadline: rechecked.append(1) or fit
+    )
+
+    def run(best):
+        request = E.EvaluationRequest(
+            problem_source="", candidate_source="", platform="cuda", baseline="eager",
+            recheck_above=best,
+        )  # fmt: skip
+        state = {"cases": [types.SimpleNamespace(name="a", weight=1.0, kind=C.CASE_WORKLOAD)],
+                 "flags": []}  # fmt: skip
+        timed = {"cases": [_case("a", 1.0, 1.5)]}
+        r = E._Run(None, request, None, state, 0.0, timed=timed)
+        return ev._fitness(r)[0]
+
+    below = run(best=1.7)
+    assert below.status == C.PASSED and not rechecked
+    assert "not re-measured in a fresh process" in below.reason
+    assert "at most the campaign's best so far (1.700x)" in below.reason
+    above = run(best=1.2)
+    assert above.status == C.PASSED and rechecked == [1]
+    # The campaign asks with its best so far once it has one.
+    state = campaign_new(problem_source="x", platform="cuda")
+    assert "recheck_above" not in evaluation_request(state, "y")
+    state["best_history"].append({"node_id": "n3", "speedup": 1.42})
+    assert evaluation_request(state, "y")["recheck_above"] == 1.42

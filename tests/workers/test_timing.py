@@ -124,3 +124,38 @@ def test_fresh_processes_that_disagree_are_named():
     assert not result["same_verdict"]
     assert result["case_agreement"] == 0.0
     assert result["weighted"]["inside"] == [False, False]
+
+
+def test_settled_says_when_rounds_can_stop():
+    """Rounds stop when more would not change a verdict: intervals already narrower than a fresh
+    process's spread, or a judged baseline beating the candidate beyond the tolerance. A loss to
+    a baseline that does not judge (eager) never stops them."""
+    quiet = {"candidate": [1.0, 1.001, 0.999] * 5, "compile": [1.5, 1.5015, 1.4985] * 5}
+    assert T.settled(quiet) == "precise"
+    rng = random.Random(0)
+    noisy = {
+        "candidate": [rng.uniform(0.8, 1.2) for _ in range(15)],
+        "compile": [rng.uniform(0.8, 1.2) for _ in range(15)],
+    }
+    assert T.settled(noisy) is None
+    losing = {
+        "candidate": [rng.uniform(1.9, 2.1) for _ in range(15)],
+        "eager": [rng.uniform(0.9, 1.1) for _ in range(15)],
+        "compile": [rng.uniform(1.9, 2.1) * 3 for _ in range(15)],
+    }
+    assert T.settled(losing, judged=("compile",), stop_below=0.98) is None
+    assert T.settled(losing, judged=("eager",), stop_below=0.98) == "clear loss"
+
+
+def test_rounds_end_when_asked_after_the_minimum_then_in_steps():
+    gpu = FakeGPU({"candidate": 1.0, "compile": 1.5})
+    asked = []
+
+    def until(samples):
+        asked.append(len(samples["candidate"]))
+        return "precise" if len(asked) == 3 else None
+
+    samples = T.paired_rounds(
+        {n: gpu.measure(n) for n in gpu.true_ms}, 60, until=until, min_rounds=15, step=5
+    )
+    assert asked == [15, 20, 25] and len(samples["compile"]) == 25

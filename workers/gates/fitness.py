@@ -132,6 +132,19 @@ def fitness(
     }
 
 
+def recheck_skipped(first: dict, best: float) -> dict:
+    """The passing gate dict of an acceptance not re-measured in a fresh process: its speedup is
+    at most ``best`` (the campaign's best so far), so it cannot become the campaign's best and
+    nothing is promoted on it alone; the reason and ``fitness["recheck"]`` say so."""
+    why = (
+        f"{first['fitness']['speedup']:.3f}x is at most the campaign's best so far "
+        f"({best:.3f}x), so it cannot become the best"
+    )
+    fit = {**first["fitness"], "recheck": {"skipped": why}}
+    return {**first, "reason": f"{first['reason']}; not re-measured in a fresh process: {why}",
+            "fitness": fit}  # fmt: skip
+
+
 def reconcile(first: dict, second: dict | None, floor: float, why_missing: str = "") -> dict:
     """The fitness gate once a fresh process has timed an accepted candidate again.
 

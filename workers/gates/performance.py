@@ -40,7 +40,9 @@ from workers.gates.compile import import_candidate
 
 def method(mode: str) -> str:
     common = (
-        f"paired interleaved rounds ({C.MIN_ROUNDS}-{C.MAX_ROUNDS}, order rotated each round) "
+        f"paired interleaved rounds ({C.MIN_ROUNDS}-{C.MAX_ROUNDS}, order rotated each round; "
+        f"after {C.MIN_ROUNDS}, every {C.ROUND_STEP} until each speedup's interval is within "
+        f"+-{C.ROUND_PRECISION:.1%} or a loss is beyond doubt) "
         "after a steady-state warm-up; median, p10/p90 and a bootstrap "
         f"({C.BOOTSTRAP_RESAMPLES}) 95% CI; speedups from the per-round ratios"
     )
@@ -55,7 +57,10 @@ def method(mode: str) -> str:
     )
     if mode == C.SERVING_EAGER:
         return f"eager: {device} plus host overhead per call (tight loop, host clock); {common}"
-    return f"graph: {device}; host overhead per call recorded beside it; {common}"
+    return (
+        f"graph: {device}; host overhead per call recorded beside it (first {C.HOST_SAMPLES} "
+        f"rounds); {common}"
+    )
 
 
 def summarize(samples_ms: list[float], seed: int = 0) -> dict:
@@ -249,6 +254,8 @@ class Side:
             with torch.no_grad():
                 device = self._event_ms(C.HOST_LOOP_CALLS)
         self.device_ms.append(device)
+        if self.mode != C.SERVING_EAGER and len(self.host_ms) >= C.HOST_SAMPLES:
+            return device  # graph mode: host overhead is recorded beside, not deciding
         host = self._host_ms()
         self.host_ms.append(host)
         return device + host if self.mode == C.SERVING_EAGER else device
@@ -282,9 +289,15 @@ def time_sides(
     lock_fd: int | None = None,
     locks: list | None = None,
     lock_wait_s: float = C.DEVICE_LOCK_WAIT_S,
+    *,
+    judged: tuple[str, ...] = (),
+    stop_below: float | None = None,
 ) -> tuple[dict, dict]:
     """Measure every side in paired rounds: ({name: timing}, {baseline: paired speedup}).
 
+    Rounds go on from ``C.MIN_ROUNDS`` until every paired interval is narrow or the candidate
+    loses beyond doubt to one of ``judged`` (``timing.settled``), at most the rounds that give
+    the slowest side ~``C.TARGET_CASE_MS``; each paired speedup says why they stopped.
     The rounds hold the device lock (``workers.device_lock``); compiling and warming up do not.
     What the lock cost is appended to ``locks``."""
     for side in sides.values():
@@ -299,12 +312,26 @@ def time_sides(
             s.device_ms.clear()
             s.host_ms.clear()
         rounds = int(min(C.MAX_ROUNDS, max(C.MIN_ROUNDS, C.TARGET_CASE_MS / max(slowest, 1e-3))))
-        samples = T.paired_rounds({name: side.sample for name, side in sides.items()}, rounds)
+        why: list[str] = []
+
+        def until(so_far: dict[str, list[float]]) -> str | None:
+            reason = T.settled(so_far, judged=judged, stop_below=stop_below)
+            if reason:
+                why.append(reason)
+            return reason
+
+        samples = T.paired_rounds(
+            {name: side.sample for name, side in sides.items()},
+            rounds,
+            until=until,
+            min_rounds=C.MIN_ROUNDS,
+        )
     if locks is not None:
         locks.append(lock)
     timings = {name: sides[name].summary(samples[name], seed) for name in sides}
+    stopped = why[0] if why else f"at most {rounds} rounds"
     paired = {
-        name: T.paired_speedup(samples[name], samples["candidate"], seed=seed)
+        name: {**T.paired_speedup(samples[name], samples["candidate"], seed=seed), "stop": stopped}
         for name in sides
         if name != "candidate" and "candidate" in sides
     }
@@ -504,7 +531,7 @@ def run(job, args: dict) -> dict:
         )
         try:
             lock = (job.state.lock_fd, locks, job.state.lock_wait_s)
-            timings, paired = time_sides(sides, seed, *lock)
+            timings, paired = time_sides(sides, seed, *lock, **_judged(args))
         except NotCapturable as exc:
             return {
                 "status": C.FAILED,
@@ -569,6 +596,17 @@ def run(job, args: dict) -> dict:
         "cases": records,
         "evidence": evidence,
     }
+
+
+def _judged(args: dict) -> dict:
+    """What may end a case's rounds as a clear loss: the judged baseline (with ``best``, any
+    peer, since the best peer is the one the candidate does worst against) below
+    ``args["stop_below"]``."""
+    below = args.get("stop_below")
+    if below is None:
+        return {}
+    judged = C.PEERS if args.get("baseline") == C.BASELINE_BEST else (args.get("baseline"),)
+    return {"judged": tuple(judged), "stop_below": float(below)}
 
 
 def _lock_evidence(locks: list[dict]) -> dict:

@@ -4,6 +4,8 @@
   rotating each round, so that drift (clocks, other tenants, thermal) hits every side alike;
 - ``paired_speedup``: a baseline's speedup over the candidate from those rounds: the median of
   the per-round ratios, with a bootstrap interval that resamples whole rounds;
+- ``settled``: when the rounds may stop early (every interval already narrow, or a loss beyond
+  doubt), so a case costs the rounds its noise needs, not always the most;
 - ``steady_state``: warm a probe until consecutive windows agree, so timing starts at steady
   clocks;
 - ``agreement``: whether measurements from other processes land inside the first one's interval.
@@ -20,16 +22,61 @@ import numpy as np
 from workers import constants as C
 
 
-def paired_rounds(measure: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
-    """``rounds`` rounds; in each, every side is measured once, the order rotated by one each
-    round (a, b, c / b, c, a / c, a, b ...) so no side is always first after an idle gap."""
+def paired_rounds(
+    measure: dict[str, Callable[[], float]],
+    rounds: int,
+    *,
+    until: Callable[[dict[str, list[float]]], str | None] | None = None,
+    min_rounds: int | None = None,
+    step: int = C.ROUND_STEP,
+) -> dict[str, list[float]]:
+    """Up to ``rounds`` rounds; in each, every side is measured once, the order rotated by one
+    each round (a, b, c / b, c, a / c, a, b ...) so no side is always first after an idle gap.
+
+    With ``until``: after ``min_rounds`` and then every ``step`` rounds it is asked about the
+    samples so far, and the rounds end when it gives a reason (:func:`settled`)."""
     names = list(measure)
     out: dict[str, list[float]] = {name: [] for name in names}
+    check = rounds if until is None or min_rounds is None else min(min_rounds, rounds)
     for r in range(rounds):
         k = r % len(names)
         for name in names[k:] + names[:k]:
             out[name].append(float(measure[name]()))
+        if until is not None and r + 1 == check:
+            if until(out):
+                break
+            check += step
     return out
+
+
+def settled(
+    samples: dict[str, list[float]],
+    *,
+    precision: float = C.ROUND_PRECISION,
+    judged: tuple[str, ...] = (),
+    stop_below: float | None = None,
+    candidate: str = "candidate",
+    resamples: int = 200,
+) -> str | None:
+    """Why paired rounds may stop now, or None to go on.
+
+    ``"clear loss"``: the candidate's speedup over one of ``judged`` lies wholly below
+    ``stop_below`` (the fitness gate rejects it whatever more rounds say). ``"precise"``: every
+    baseline's speedup interval lies within ``precision`` (relative) of its centre; more rounds
+    would narrow what a fresh process's spread (``C.FRESH_PROCESS_FLOOR``) widens anyway."""
+    if candidate not in samples:
+        return None
+    cand = samples[candidate]
+    worst = 0.0
+    for name, base in samples.items():
+        if name == candidate:
+            continue
+        low, high = paired_speedup(base, cand, resamples=resamples)["ci95"]
+        if stop_below is not None and name in judged and high < stop_below:
+            return "clear loss"
+        mid = (low * high) ** 0.5 if low > 0 and high > 0 else max(abs(low + high) / 2, 1e-12)
+        worst = max(worst, (high - low) / 2 / mid)
+    return "precise" if worst <= precision else None
 
 
 def paired_speedup(

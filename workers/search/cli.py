@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit-s", type=float, default=120.0)
     parser.add_argument("--json", dest="json_out", help="write the campaign JSON here")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--fresh-start",
+        action="store_true",
+        help="with --platform cuda: measure the baseline and tune again even where a start kept "
+        "for this problem, workload and host could be reused (KERNELEVOLVE_START_CACHE, else "
+        "<KERNELEVOLVE_DATA_DIR>/start-cache or ~/.cache/kernelevolve/start; a day at most)",
+    )
     tuning = parser.add_mutually_exclusive_group()
     tuning.add_argument(
         "--no-tune",
@@ -161,6 +168,7 @@ def _raise_interrupt(signum, frame) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workers.search.engine import campaign_new, campaign_summary, run_campaign
+    from workers.search.start_cache import StartCache
 
     try:
         source, workload, name = _inputs(args)
@@ -198,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
     try:
-        run_campaign(state, progress=progress, jobs=max(1, args.jobs))
+        starts = None if args.fresh_start else StartCache()
+        run_campaign(state, progress=progress, jobs=max(1, args.jobs), starts=starts)
     except ValueError as exc:  # e.g. the llm generator without its URL
         print(f"search: {exc}", file=sys.stderr)
         return 2

@@ -204,8 +204,13 @@ def run_campaign(
     generators: dict | None = None,
     progress: Callable[[dict, dict], None] | None = None,
     jobs: int = 1,
+    starts=None,
 ) -> dict:
     """Run (or resume) a whole campaign in this process with an ``Evaluator``; return state.
+
+    ``starts`` (a :class:`~workers.search.start_cache.StartCache`): a cuda campaign reuses the
+    baseline and the tuner's answer kept there for the same problem, workload and host, and
+    keeps its own when it measures them (:func:`_start`).
 
     ``progress(state, event)`` is called after each recorded node and at the end. ``jobs`` > 1
     evaluates a round's candidates that many at a time, each in its own evaluator (its own
@@ -226,11 +231,7 @@ def run_campaign(
     try:
         while (step := engine.step(state)).action != STEP_FINISHED:
             if step.action == STEP_BASELINE:
-                base = ev.baseline(ev_mod.EvaluationRequest(**baseline_request(state)))
-                # The GPU host that timed the baseline tunes too, before the first round.
-                tuned = run_tuner(req) if (req := tune_request(state)) else None
-                base_d = base.to_dict() if hasattr(base, "to_dict") else base
-                engine.record_baseline(state, base_d, tuned=tuned)
+                _start(engine, ev, ev_mod, state, starts)
                 continue
             node_ids = step.node_ids
             if step.action == STEP_WAIT:
@@ -249,6 +250,38 @@ def run_campaign(
     if progress:
         progress(state, {"event": "finished", "outcome": state["outcome"]})
     return state
+
+
+def _start(engine, ev, ev_mod, state, starts) -> None:
+    """The campaign's fixed start: the baseline, and the tuner's answer from the same GPU host.
+    Kept ones are reused where ``starts`` has them for this key and host (charged nothing;
+    ``state["start_reused"]`` says from when); else both are measured here and kept."""
+    request = ev_mod.EvaluationRequest(**baseline_request(state))
+    key = None
+    if starts is not None and request.platform == "cuda":
+        from workers.search.start_cache import start_key
+
+        key = start_key(state)
+        live = (ev.child(request.platform).hello or {}).get("fingerprint")
+        kept, why = starts.get(key, live)
+        state["start_reused"] = None
+        if kept is not None:
+            engine.record_baseline(state, kept["baseline"], tuned=kept.get("tuned"))
+            state["start_reused"] = {
+                "saved_at": kept["saved_at"],
+                "device_s": state["baseline_device_s"],
+                "note": why,
+            }
+            state["baseline_device_s"] = 0.0
+            return
+        state["start_note"] = why
+    base = ev.baseline(request)
+    # The GPU host that timed the baseline tunes too, before the first round.
+    tuned = run_tuner(req) if (req := tune_request(state)) else None
+    base_d = base.to_dict() if hasattr(base, "to_dict") else base
+    engine.record_baseline(state, base_d, tuned=tuned)
+    if key is not None:
+        starts.put(key, base_d, tuned)
 
 
 def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:

@@ -19,6 +19,11 @@ def evaluation_request(state: dict, candidate_source: str) -> dict:
     kw = {**engine_request_defaults(state["config"]), "candidate_source": candidate_source}
     if state.get("baseline") is not None:
         kw["baseline_times"] = baseline_times(state["baseline"])
+    best = (state.get("best_history") or [None])[-1]
+    if best and best.get("speedup") is not None:
+        # An acceptance at most as fast as the best so far cannot become the best: it is not
+        # re-measured in a fresh process (the evaluator says so in its fitness).
+        kw["recheck_above"] = float(best["speedup"])
     return kw
 
 

@@ -89,6 +89,10 @@ def campaign_summary(
         "first_accepted": state["first_accepted"],
         "candidates_evaluated": evaluated,
         "candidates_per_device_minute": evaluated / device_min if device_min > 0 else None,
+        # The device is held for the whole campaign on a GPU host: evaluations per minute of
+        # it, the start and parallel evaluations counted once (device_s adds each one's time).
+        "candidates_per_wall_minute": evaluated / (wall / 60.0) if wall > 0 else None,
+        "start_reused": state.get("start_reused"),
         "wall_s": wall,
         "device_s": fun["device_s_total"],
         "generators": state["generator_fit"],

@@ -1,0 +1,133 @@
+"""A campaign's fixed start, paid once per problem, workload and GPU host (issue 11, throughput).
+
+Before its first round a GPU campaign times the reference beside its peers (the baseline) and
+runs the per-case tuner: 90-190 s of device time on the catalog's problems, against a few
+seconds per candidate. A user who runs the search again on the same problem and workload (more
+candidates, another seed, after a generator change) gets the same answer from both: the baseline
+is shown, not judged by (every candidate is timed again beside the peers in its own paired
+rounds), and the tuner's table is a seed that the gates check like any other.
+
+So the start is kept here, as one JSON file per key, and reused when:
+
+- the key matches: a hash of what the baseline and the tuner depend on (problem and incumbent
+  source, workload, platform, baseline, whether it tunes; not the seed, budget or trials);
+- the host matches: the live sandbox child's fingerprint agrees with the kept one on what
+  changes timings (device, driver, CUDA, torch, Triton, Python, the harness hash);
+- it is young enough (``max_age_s``, a day by default) and it passed.
+
+A reused start costs the campaign no device time and says so (``state["start_reused"]``:
+when and where it was measured). Nothing from a failed baseline is kept. The file is data the
+worker wrote, read back with the same checks as a fresh answer (``tuning.checked``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from workers import constants as C
+from workers.search.evaluation_requests import engine_request_defaults
+
+# What must agree between the kept fingerprint and the live one.
+HOST_KEYS = (
+    "platform",
+    "device",
+    "compute_capability",
+    "driver",
+    "cuda",
+    "torch",
+    "triton",
+    "python",
+    "harness_hash",
+)
+DEFAULT_MAX_AGE_S = 24 * 3600.0
+VERSION = 1
+
+
+def default_root() -> Path:
+    """``KERNELEVOLVE_START_CACHE``, else ``<KERNELEVOLVE_DATA_DIR>/start-cache``, else the
+    user's cache folder."""
+    explicit = os.environ.get("KERNELEVOLVE_START_CACHE")
+    if explicit:
+        return Path(explicit)
+    data = os.environ.get("KERNELEVOLVE_DATA_DIR")
+    if data:
+        return Path(data) / "start-cache"
+    return Path(os.path.expanduser("~/.cache/kernelevolve/start"))
+
+
+# What a campaign's config may change without changing its start: the candidates' correctness
+# trials and tolerance, the seed of the inputs' values (the references' time does not depend on
+# them), the candidates' time limit.
+NOT_IN_KEY = ("trials", "seed", "regression_tolerance", "time_limit_s")
+
+
+def start_key(state: dict) -> str:
+    """The hash of everything the baseline and the tuner's answer depend on in the config."""
+    cfg = state["config"]
+    parts = {k: v for k, v in engine_request_defaults(cfg).items() if k not in NOT_IN_KEY}
+    parts["tune"] = cfg.get("tune") is not False
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def host_differs(kept: dict | None, live: dict | None) -> list[str]:
+    """The fingerprint fields that differ between the kept start and the live host."""
+    kept, live = kept or {}, live or {}
+    return [k for k in HOST_KEYS if kept.get(k) != live.get(k)]
+
+
+class StartCache:
+    """A folder of kept campaign starts (see the module docstring)."""
+
+    def __init__(self, root: str | Path | None = None, max_age_s: float = DEFAULT_MAX_AGE_S):
+        self.root = Path(root) if root is not None else default_root()
+        self.max_age_s = float(max_age_s)
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def get(self, key: str, live_fingerprint: dict | None) -> tuple[dict | None, str]:
+        """``(kept, why)``: the kept start ``{"baseline", "tuned", "saved_at"}`` when it may be
+        reused, else None and a line saying why not."""
+        path = self._path(key)
+        try:
+            kept = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None, "no kept start for this problem and workload"
+        except (OSError, ValueError) as exc:
+            return None, f"the kept start is unreadable ({type(exc).__name__})"
+        if not isinstance(kept, dict) or kept.get("version") != VERSION:
+            return None, "the kept start is from another version"
+        baseline = kept.get("baseline")
+        if not isinstance(baseline, dict) or baseline.get("status") != C.PASSED:
+            return None, "the kept start has no passed baseline"
+        age = time.time() - float(kept.get("saved_at") or 0.0)
+        if not 0 <= age <= self.max_age_s:
+            return (
+                None,
+                f"the kept start is {age / 3600:.1f} h old (at most {self.max_age_s / 3600:.1f} h)",
+            )
+        differs = host_differs(baseline.get("fingerprint"), live_fingerprint)
+        if differs:
+            return None, f"the kept start was measured elsewhere ({', '.join(differs)} differ)"
+        return kept, f"kept start from {age:.0f} s ago, same host"
+
+    def put(self, key: str, baseline: dict, tuned: dict | None) -> bool:
+        """Keep a passed baseline and the tuner's answer (atomically); False if not kept."""
+        if baseline.get("status") != C.PASSED:
+            return False
+        record = {"version": VERSION, "saved_at": time.time(), "baseline": baseline, "tuned": tuned}
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                json.dump(record, fh)
+            os.replace(tmp, self._path(key))
+        except OSError:
+            return False
+        return True
