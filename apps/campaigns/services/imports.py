@@ -55,7 +55,12 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         funnel=summary["funnel"],
         candidates_evaluated=summary.get("candidates_evaluated") or 0,
         device_seconds=summary.get("device_s") or 0.0,
-        engine_state={"imported": True, "fingerprint": summary.get("fingerprint")},
+        engine_state={
+            "imported": True,
+            "fingerprint": summary.get("fingerprint"),
+            # The baseline and tuner came from a start kept on the same GPU host (not charged).
+            "start_reused": summary.get("start_reused"),
+        },
         created_by=created_by,
         started_at=timezone.now(),
         finished_at=timezone.now(),

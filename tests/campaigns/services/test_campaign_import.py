@@ -76,3 +76,22 @@ def test_a_search_against_the_best_peer_names_each_cases_peer(client, users):
     cases = campaign.best_node.report["cases"]
     runs = {r["name"] for c in latency_series(cases) for r in c["runs"]}
     assert runs == {"candidate", "eager", "compile", "max-autotune", "incumbent"}
+
+
+def test_a_search_that_reused_its_start_says_so_and_why_most_acceptances_were_not_rechecked(
+    client, users
+):
+    """The session-29 throughput run (issue 11): a second softmax search on the same H200 reused
+    the first one's baseline and tuner. The campaign page says the start was reused and was not
+    charged; an acceptance below the best so far says it was not re-measured in a fresh
+    process, and the best says a fresh process agrees."""
+    summary = json.loads((DEMO / "h200-throughput-softmax.json").read_text())
+    campaign = campaign_import(summary=summary)
+    assert campaign.funnel["baseline_device_s"] == 0.0
+    client.force_login(users["engineer"])
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="campaign-start-reused"' in page and "not charged to this campaign" in page
+    reasons = {n.key: n.reason for n in campaign.nodes.filter(status="accepted")}
+    assert "a fresh process agrees" in reasons[campaign.best_node.key]
+    skipped = [k for k, r in reasons.items() if "not re-measured in a fresh process" in r]
+    assert skipped and campaign.best_node.key not in skipped
