@@ -22,17 +22,21 @@ from workers.contract.tasks import (
     RECORD_RECHECK_TASK,
     RECORD_TASK,
 )
-from workers.search.tuning import run_tuner
+from workers.search.start_cache import StartCache, kept_or_measured
 
 _evaluator_holder: list = []
+
+
+def _coerced(data: dict) -> dict:
+    if "aot_target" in data:  # JSON turns the tuple into a list
+        data = {**data, "aot_target": tuple(data["aot_target"])}
+    return data
 
 
 def _request(data: dict):
     from workers.evaluate import EvaluationRequest
 
-    if "aot_target" in data:  # JSON turns the tuple into a list
-        data = {**data, "aot_target": tuple(data["aot_target"])}
-    return EvaluationRequest(**data)
+    return EvaluationRequest(**_coerced(data))
 
 
 def _evaluator():
@@ -68,10 +72,10 @@ def evaluate_candidate(node_id: int, evaluation_key: str, request: dict) -> dict
 @shared_task(name=BASELINE_TASK, acks_late=True, soft_time_limit=1320)
 def baseline_problem(campaign_id: int, request: dict, tune: dict | None = None) -> dict:
     """Time the reference (and incumbent) once per campaign, then, where ``tune`` asks for it,
-    run the per-case tuner on this GPU host (``workers.search.tuning``); send both to the
-    control queue."""
-    report = _evaluator().baseline(_request(request)).to_dict()
-    tuned = run_tuner(tune) if tune else None
+    run the per-case tuner on this GPU host (``workers.search.tuning``), or reuse both as kept
+    on this host (``workers.search.start_cache``); send them to the control queue."""
+    # A start kept on this host for the same problem and workload is reused (start_cache).
+    report, tuned = kept_or_measured(StartCache(), _evaluator(), _coerced(request), tune)
     current_app.send_task(
         RECORD_BASELINE_TASK, args=[campaign_id, report, tuned], queue=CONTROL_QUEUE
     )

@@ -18,8 +18,9 @@ outcome, or propose a round); every driver asks it and does what it says::
     engine = SearchEngine.from_state(state, retrieve=my_retrieval)  # store=... to keep the graph
     while (step := engine.step(state)).action != STEP_FINISHED:
         if step.action == STEP_BASELINE:                        # cuda: time the reference once
-            tuned = run_tuner(req) if (req := tune_request(state)) else None  # same GPU host
-            engine.record_baseline(state, baseline(baseline_request(state)).to_dict(), tuned=tuned)
+            # and tune on the same GPU host; a start kept there is reused (start_cache)
+            base, tuned = kept_or_measured(starts, ev, baseline_request(state), tune_request(state))
+            engine.record_baseline(state, base, tuned=tuned)
         for node_id in step.node_ids:                           # STEP_EVALUATE: new nodes
             req = engine.request_kwargs(state, node_id)         # -> EvaluationRequest(**req)
             ...evaluate elsewhere (STEP_WAIT until every report is recorded)...
@@ -80,7 +81,7 @@ from workers.search.state import (
     seed_add,
 )
 from workers.search.stopping import StopMixin
-from workers.search.tuning import run_tuner, tune_request
+from workers.search.tuning import tune_request
 
 Retrieve = Callable[[dict], list[dict]]
 
@@ -231,7 +232,7 @@ def run_campaign(
     try:
         while (step := engine.step(state)).action != STEP_FINISHED:
             if step.action == STEP_BASELINE:
-                _start(engine, ev, ev_mod, state, starts)
+                _start(engine, ev, state, starts)
                 continue
             node_ids = step.node_ids
             if step.action == STEP_WAIT:
@@ -252,36 +253,13 @@ def run_campaign(
     return state
 
 
-def _start(engine, ev, ev_mod, state, starts) -> None:
-    """The campaign's fixed start: the baseline, and the tuner's answer from the same GPU host.
-    Kept ones are reused where ``starts`` has them for this key and host (charged nothing;
-    ``state["start_reused"]`` says from when); else both are measured here and kept."""
-    request = ev_mod.EvaluationRequest(**baseline_request(state))
-    key = None
-    if starts is not None and request.platform == "cuda":
-        from workers.search.start_cache import start_key
+def _start(engine, ev, state, starts) -> None:
+    """The campaign's fixed start: the baseline, and the tuner's answer from the same GPU host
+    (kept ones reused where ``starts`` has them: ``start_cache.kept_or_measured``)."""
+    from workers.search.start_cache import kept_or_measured
 
-        key = start_key(state)
-        live = (ev.child(request.platform).hello or {}).get("fingerprint")
-        kept, why = starts.get(key, live)
-        state["start_reused"] = None
-        if kept is not None:
-            engine.record_baseline(state, kept["baseline"], tuned=kept.get("tuned"))
-            state["start_reused"] = {
-                "saved_at": kept["saved_at"],
-                "device_s": state["baseline_device_s"],
-                "note": why,
-            }
-            state["baseline_device_s"] = 0.0
-            return
-        state["start_note"] = why
-    base = ev.baseline(request)
-    # The GPU host that timed the baseline tunes too, before the first round.
-    tuned = run_tuner(req) if (req := tune_request(state)) else None
-    base_d = base.to_dict() if hasattr(base, "to_dict") else base
-    engine.record_baseline(state, base_d, tuned=tuned)
-    if key is not None:
-        starts.put(key, base_d, tuned)
+    baseline, tuned = kept_or_measured(starts, ev, baseline_request(state), tune_request(state))
+    engine.record_baseline(state, baseline, tuned=tuned)
 
 
 def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:

@@ -47,6 +47,11 @@ class RecordMixin:
             state["tuned"] = checked(tuned) if not tuned.get("skipped") else None
             if state["tuned"] is not None:
                 state["baseline_device_s"] += state["tuned"].get("wall_s") or 0.0
+        # A start kept from an earlier campaign on the same GPU host (workers.search.
+        # start_cache): shown with what it cost then, charged nothing now.
+        state["start_reused"] = baseline.get("reused")
+        if state["start_reused"]:
+            state["baseline_device_s"] = 0.0
 
     def record(self, state: dict, node_id: str, report: dict) -> bool:
         """Store one evaluation report (``EvaluationReport.to_dict()``) on its node.

@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 from workers import constants as C
-from workers.search.evaluation_requests import engine_request_defaults
 
 # What must agree between the kept fingerprint and the live one.
 HOST_KEYS = (
@@ -66,11 +65,11 @@ def default_root() -> Path:
 NOT_IN_KEY = ("trials", "seed", "regression_tolerance", "time_limit_s")
 
 
-def start_key(state: dict) -> str:
-    """The hash of everything the baseline and the tuner's answer depend on in the config."""
-    cfg = state["config"]
-    parts = {k: v for k, v in engine_request_defaults(cfg).items() if k not in NOT_IN_KEY}
-    parts["tune"] = cfg.get("tune") is not False
+def start_key(request: dict, tune: bool) -> str:
+    """The hash of everything the baseline (``request``: a campaign's ``baseline_request``) and
+    the tuner's answer depend on."""
+    parts = {k: v for k, v in request.items() if k not in NOT_IN_KEY}
+    parts["tune"] = bool(tune)
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -131,3 +130,38 @@ class StartCache:
         except OSError:
             return False
         return True
+
+
+def kept_or_measured(
+    starts: StartCache | None, evaluator, request: dict, tune: dict | None
+) -> tuple[dict, dict | None]:
+    """A campaign's start on this GPU host: ``(baseline report, tuner answer)``, kept ones where
+    ``starts`` has them for this key and host, else measured here (``evaluator.baseline``, then
+    the tuner where ``tune`` asks) and kept. A reused baseline carries ``reused`` (when, what it
+    cost then, why it applies); one measured here ``start_note`` (why nothing was reused). The
+    standalone CLI and the GPU worker's baseline task both start campaigns through this."""
+    from workers.evaluate import EvaluationRequest
+    from workers.search.tuning import run_tuner
+
+    req = EvaluationRequest(**request)
+    key, note = None, None
+    if starts is not None and req.platform == C.PLATFORM_CUDA:
+        key = start_key(request, tune is not None)
+        live = (evaluator.child(req.platform).hello or {}).get("fingerprint")
+        kept, note = starts.get(key, live)
+        if kept is not None:
+            baseline = dict(kept["baseline"])
+            tuned = kept.get("tuned")
+            cost = float(baseline.get("device_s") or 0.0)
+            if isinstance(tuned, dict) and tuned.get("ok"):
+                cost += float(tuned.get("wall_s") or 0.0)
+            baseline["reused"] = {"saved_at": kept["saved_at"], "device_s": cost, "note": note}
+            return baseline, tuned
+    report = evaluator.baseline(req)
+    baseline = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    tuned = run_tuner(tune) if tune else None
+    if key is not None:
+        starts.put(key, baseline, tuned)
+    if note:
+        baseline["start_note"] = note
+    return baseline, tuned

@@ -10,9 +10,8 @@ import time
 import types
 
 from workers import constants as C
-from workers import evaluate as ev_mod
 from workers.search import engine as engine_mod
-from workers.search.engine import SearchEngine, campaign_new
+from workers.search.engine import SearchEngine, baseline_request, campaign_new
 from workers.search.start_cache import StartCache, start_key
 
 SOURCE = """
@@ -69,7 +68,7 @@ def _campaign(**overrides):
 
 def _start(cache, ev, **overrides):
     engine, state = _campaign(**overrides)
-    engine_mod._start(engine, ev, ev_mod, state, cache)
+    engine_mod._start(engine, ev, state, cache)
     return state
 
 
@@ -80,7 +79,8 @@ def test_the_second_campaign_on_the_same_problem_reuses_the_start_and_is_charged
     ev = FakeEvaluator(HOST)
     first = _start(cache, ev)
     assert ev.baselines == 1 and first["baseline_device_s"] == 42.0
-    assert first["start_reused"] is None and "no kept start" in first["start_note"]
+    assert first["start_reused"] is None
+    assert "no kept start" in first["baseline"]["start_note"]
     second = _start(cache, ev, seed=7, max_candidates=80)  # another search, same start
     assert ev.baselines == 1, "the baseline was not timed again"
     assert second["baseline_device_s"] == 0.0
@@ -94,19 +94,19 @@ def test_another_host_workload_or_age_measures_again(tmp_path):
     _start(cache, FakeEvaluator(HOST))
     other_torch = FakeEvaluator({**HOST, "torch": "2.13.0"})
     state = _start(cache, other_torch)
-    assert other_torch.baselines == 1 and "torch differ" in state["start_note"]
+    assert other_torch.baselines == 1 and "torch differ" in state["baseline"]["start_note"]
     ev = FakeEvaluator({**HOST, "torch": "2.13.0"})
     _start(cache, ev, workload={"cases": [{"name": "b", "weight": 1.0, "overrides": {}}]})
     assert ev.baselines == 1, "another workload is another key"
     # A day later the kept start is stale.
     _, state = _campaign()
-    path = tmp_path / f"{start_key(state)}.json"
+    path = tmp_path / f"{start_key(baseline_request(state), False)}.json"
     kept = json.loads(path.read_text())
     kept["saved_at"] = time.time() - 2 * 24 * 3600
     path.write_text(json.dumps(kept))
     ev = FakeEvaluator({**HOST, "torch": "2.13.0"})
     state = _start(cache, ev)
-    assert ev.baselines == 1 and "h old" in state["start_note"]
+    assert ev.baselines == 1 and "h old" in state["baseline"]["start_note"]
 
 
 def test_a_failed_baseline_or_a_broken_file_is_never_reused(tmp_path):
@@ -116,11 +116,11 @@ def test_a_failed_baseline_or_a_broken_file_is_never_reused(tmp_path):
     ev = FakeEvaluator(HOST)
     state = _start(cache, ev)
     assert ev.baselines == 1 and state["start_reused"] is None
-    path = tmp_path / f"{start_key(state)}.json"
+    path = tmp_path / f"{start_key(baseline_request(state), False)}.json"
     path.write_text("{not json")
     ev = FakeEvaluator(HOST)
     state = _start(cache, ev)
-    assert ev.baselines == 1 and "unreadable" in state["start_note"]
+    assert ev.baselines == 1 and "unreadable" in state["baseline"]["start_note"]
 
 
 def test_an_interpret_campaign_never_touches_the_cache(tmp_path):
