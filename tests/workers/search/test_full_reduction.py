@@ -154,3 +154,34 @@ def test_empty_inputs_give_the_reductions_identity(forward, tmp_path):
     got_by_shape = run_child(_EMPTY, _problem(forward, "torch.randn(4, 5)"), str(tmp_path))
     for shape, (got, want) in got_by_shape.items():
         assert json.dumps(got) == json.dumps(want), (shape, got, want)
+
+
+_LONG_ROW = r"""
+import json, sys, torch
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+src, folder = sys.argv[1], sys.argv[2]
+plan = trace_problem(src)
+# A candidate forced to one pass (KernelBench 94 on the H200 drew one): its one row is every
+# element, 2^21 of them, past Triton's largest tile (2^20).
+p = {**DEFAULTS["row"], "strategy": "one_pass", "max_one_pass": 16384, "tile": 8192}
+cand = P.load_module(render(plan, p), "c_long", folder)
+prob = P.load_module(src, "p_long", folder)
+_, ref, new = P.make_models(prob, cand, {}, torch.float32, 0, "cpu", None)
+x = P.make_inputs(prob, {}, torch.float32, 0, "cpu")
+got, want = new(*x), ref(*x)
+print("RESULTS" + json.dumps({"err": float((got - want).abs().max() / want.abs())}))
+"""
+
+
+def test_a_one_pass_candidate_on_a_row_past_the_largest_tile_runs_as_auto(tmp_path):
+    """On the H200 a row candidate forced to one pass failed to compile on KernelBench 94 (MSE
+    over 2048 x 2048): its tile was the whole 4M-element row, past Triton's limit of 2^20
+    elements ("numel exceeds triton maximum tensor numel"). Such a row now takes the policy of
+    "auto" (split into segments or looped), and the candidate is correct."""
+    src = _problem("return torch.mean((x - y) ** 2)",
+                   "torch.randn(1024, 2048), torch.randn(1024, 2048)")  # fmt: skip
+    out = run_child(_LONG_ROW, src, str(tmp_path))
+    assert out["err"] < 1e-5, out

@@ -33,6 +33,9 @@ from workers.search.trace import NoTemplate, Plan
 
 
 _ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC", "I32"]
+# Triton's largest tile (TRITON_MAX_TENSOR_NUMEL): a "one_pass" candidate on a longer row (a
+# whole-tensor loss of 4M elements) cannot compile, and takes the policy of "auto" there.
+ONE_PASS_NUMEL = 1 << 20
 
 _KE_FLAT = """@triton.jit
 def _ke_flat(x, I32: tl.constexpr):
@@ -878,6 +881,9 @@ def _ke_groups(model, traced):
 def _ke_policy(M, N):
     p = _PARAMS
     full = {_pow2("max(N, 1)")}
+    if p["strategy"] == "one_pass" and full > {ONE_PASS_NUMEL}:
+        # A row past Triton's largest tile cannot be held in one: as "auto" would.
+        p = {{**p, "strategy": "auto"}}
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
@@ -978,6 +984,8 @@ def row_policy(
     """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer);
     ``segmentable`` / ``has_tile``: the graph's (see ``_SEGMENTS``)."""
     full = _np2(max(n, 1))
+    if p["strategy"] == "one_pass" and full > ONE_PASS_NUMEL:
+        p = {**p, "strategy": "auto"}
     one_pass = p["strategy"] == "one_pass" or (
         p["strategy"] == "auto" and full <= p["max_one_pass"]
     )
