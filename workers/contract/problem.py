@@ -186,6 +186,12 @@ def scale_for_interpreter(module, overrides: dict, cap: int = C.INTERPRET_MAX_EL
     return used, {"orig": orig, "used": {k: used[k] for k in orig}}
 
 
+def tail_size(v: int) -> int:
+    """The tail case's size for a size ``v`` of 4 or more: the power of two below it, plus one
+    (a width no block divides); smaller sizes stay."""
+    return (1 << int(math.log2(v - 1))) + 1 if v >= 4 else v
+
+
 def edge_cases(module, base: dict) -> list[dict]:
     """Edge cases derived from a base case: tail sizes, an empty dimension, non-contiguous
     inputs, large magnitudes, infinities. Each is ``{name, overrides, transform}``."""
@@ -194,8 +200,7 @@ def edge_cases(module, base: dict) -> list[dict]:
     tail = {}
     for k, v in sizes.items():
         if v >= 4:
-            p = 1 << (int(math.log2(v - 1)))
-            tail[k] = p + 1
+            tail[k] = tail_size(v)
     if tail and any(tail[k] != sizes[k] for k in tail):
         cases.append({"name": C.EDGE_TAIL, "overrides": {**base, **tail}, "transform": None})
     try:

@@ -80,13 +80,17 @@ def _bound(plan: Plan, ref: tuple) -> tuple[Fraction, int]:
     return Fraction(p, q), off
 
 
-def _set_bound(plan: Plan, ref: tuple, frac: Fraction, off: int) -> None:
+def _set_bound(plan: Plan, ref: tuple, frac: Fraction, off: int, up: int = 0) -> None:
+    """Keep a bound as column ``(p·N + up) // q + off``; ``up`` only on a kernel's shifts and
+    column tests (a narrow output or a scan prefix at a width that does not divide is refused
+    by torch itself)."""
     if ref[0] == "narrow":
         plan.extra["narrow_outputs"][ref[1]][1:] = [frac.numerator, frac.denominator, off]
     elif ref[0] == "scan_prefix":
         plan.extra["scan_prefix"] = [frac.numerator, frac.denominator, off]
     else:
-        ref[0].attrs[ref[1]] = [frac.numerator, frac.denominator, off]
+        bound = [frac.numerator, frac.denominator, off]
+        ref[0].attrs[ref[1]] = bound + [up] if up else bound
 
 
 def _slice_offsets(source: str, plan: Plan) -> None:
@@ -95,20 +99,25 @@ def _slice_offsets(source: str, plan: Plan) -> None:
     1)``, a shift by one column through ``cat``) is a different fraction at other widths.
     Traced again with every size constant doubled and tripled, each bound's column is fitted
     as ``a·N + c`` (``a`` a fraction, ``c`` whole columns) and the plan keeps that; a bound
-    that is neither (it moves otherwise with the sizes) is refused in words."""
+    that is neither (it moves otherwise with the sizes) is refused in words. Where ``a·N`` is
+    not whole (an odd row), how it rounds is read off the tail case's sizes (``_rounding``)."""
+    fits = _column_fits(source, plan)
+    if fits is None:
+        return
+    refs = _bound_refs(plan)
+    ups = _rounding(source, plan, refs, fits)
+    for ref, (frac, off), up in zip(refs, fits, ups, strict=True):
+        _set_bound(plan, ref, frac, off, up)
+
+
+def _column_fits(source: str, plan: Plan) -> list[tuple[Fraction, int]] | None:
+    """Each bound as ``(a, c)``: column ``a·N + c`` at every width (see ``_slice_offsets``), or
+    None where the problem has no sizes to move."""
     ns = load_problem(source)
     sizes = _size_constants(ns)
-    # Tuple shapes too (``input_shape = (32768,)``), each element scaled.
-    shapes = {
-        k: v
-        for k, v in ns.items()
-        if not k.startswith("_")
-        and isinstance(v, tuple)
-        and v
-        and all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in v)
-    }
+    shapes = _shape_constants(ns)  # tuple shapes too, each element scaled
     if not sizes and not shapes:
-        return
+        return None
     refs = _bound_refs(plan)
     traced = [plan]
     for k in (2, 3):
@@ -116,10 +125,11 @@ def _slice_offsets(source: str, plan: Plan) -> None:
         scaled.update({name: tuple(k * e for e in v) for name, v in shapes.items()})
         again = _trace_moved(source, scaled)
         if again is None:
-            return  # it traces only at its own sizes: nothing moves there
+            return None  # it traces only at its own sizes: nothing moves there
         traced.append(again[0])
         if k == 2 and _slice_bounds(again[0]) == _slice_bounds(plan):
-            return  # fractions of the row (the common case): one more trace is enough
+            # Fractions of the row (the common case): one more trace is enough.
+            return [_bound(plan, ref) for ref in refs]
     widths = [p.extra.get("row_width") for p in traced]
     lists = [[_bound(p, r) for r in _bound_refs(p)] for p in traced]
     fits = None
@@ -130,8 +140,57 @@ def _slice_offsets(source: str, plan: Plan) -> None:
             "a slice bound that is neither a fraction of the row nor a number of columns from "
             "either end of it; templates slice at a·N + c columns"
         )
-    for ref, (frac, off) in zip(refs, fits, strict=True):
-        _set_bound(plan, ref, frac, off)
+    return fits
+
+
+def _tail_sizes(source: str) -> dict:
+    """The sizes of the correctness gate's tail case (``contract.problem.edge_cases``: each
+    size of 4 or more becomes a power of two plus one): a row width that does not divide."""
+    from workers.contract.problem import tail_size
+
+    ns = load_problem(source)
+    out: dict = {k: tail_size(v) for k, v in _size_constants(ns).items()}
+    out.update({k: tuple(tail_size(e) for e in v) for k, v in _shape_constants(ns).items()})
+    return out
+
+
+def _shape_constants(ns: dict) -> dict:
+    """The problem's tuple-of-sizes module constants (``input_shape = (32768,)``)."""
+    return {
+        k: v
+        for k, v in ns.items()
+        if not k.startswith("_")
+        and isinstance(v, tuple)
+        and v
+        and all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in v)
+    }
+
+
+def _rounding(source: str, plan: Plan, refs: list, fits: list) -> list[int]:
+    """How each bound rounds where ``a·N`` is not whole: ``up`` in ``(p·N + up) // q``. A
+    ``chunk(2)`` of 9 columns splits at 5 (``(N + 1) // 2``), ``x[..., : N // 2]`` at 4. Read
+    off one more trace at the tail case's sizes; a bound that matches no rounding there is
+    refused in words."""
+    ups = [0] * len(refs)
+    if all(frac.denominator == 1 for frac, _ in fits):
+        return ups
+    again = _trace_moved(source, _tail_sizes(source))
+    width = again[0].extra.get("row_width") if again else None
+    tail_refs = _bound_refs(again[0]) if again else []
+    if not width or len(tail_refs) != len(refs):
+        return ups  # not traceable there: the gate's tail case says what happens
+    for i, ((frac, off), tail_ref) in enumerate(zip(fits, tail_refs, strict=True)):
+        got, got_off = _bound(again[0], tail_ref)
+        col = got * width + got_off
+        p, q = frac.numerator, frac.denominator
+        match = [up for up in range(q) if (p * width + up) // q + off == col]
+        if not match:
+            raise NoTemplate(
+                f"a slice bound at column {col} of {width} is neither {frac}·N rounded down nor "
+                "up; templates slice at a·N + c columns"
+            )
+        ups[i] = match[0]
+    return ups
 
 
 def _fit(widths: list[int], bounds: list[tuple[Fraction, int]]) -> tuple[Fraction, int] | None:

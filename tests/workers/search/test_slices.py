@@ -90,7 +90,16 @@ def get_inputs():
 @pytest.mark.parametrize(
     "source, sizes",
     [
-        (ROPE, [{}, {"head_dim": 128, "tokens": 3}, {"head_dim": 40, "heads": 1}]),
+        (
+            ROPE,
+            [
+                {},
+                {"head_dim": 128, "tokens": 3},
+                {"head_dim": 40, "heads": 1},
+                {"head_dim": 33},
+                {"head_dim": 9, "tokens": 1},
+            ],
+        ),
         (PIECES, [{}, {"width": 64, "rows": 3}]),
         (GLU, [{}, {"hidden": 100, "tokens": 1}, {"hidden": 1}]),
     ],

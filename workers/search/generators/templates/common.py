@@ -179,11 +179,18 @@ class _Emitter:
         return sorted(seen)
 
 
-def _frac(p: int, q: int, off: int = 0) -> str:
-    """A fraction of the row length ``N``, plus a number of columns, as a kernel expression."""
-    if not off:
-        return f"(N * {int(p)} // {int(q)})"
-    return f"(N * {int(p)} // {int(q)} + {int(off)})"
+def _frac(p: int, q: int, off: int = 0, up: int = 0) -> str:
+    """``(p·N + up) // q + off`` columns (``N`` the row length; ``up`` > 0: a ``chunk`` of a
+    row that does not divide rounds up), floored as in Python, as a kernel expression.
+    Triton's ``//`` truncates toward zero, so a negative fraction is written as minus the
+    ceiling of a numerator that is never negative."""
+    p, q, off, up = int(p), int(q), int(off), int(up)
+    if p < 0:
+        rest = q - 1 - up
+        n = f"-((N * {-p}{f' + {rest}' if rest else ''}) // {q})"
+    else:
+        n = f"((N * {p}{f' + {up}' if up else ''}) // {q})"
+    return f"({n} + {off})" if off else n
 
 
 # The combine of a product reduction (Triton has no tl.prod): included by a family's source
