@@ -1612,11 +1612,13 @@ class _Lowerer(SlicesMixin, ScanMixin):
     def _lower_cross_entropy(self, placeholders, calls) -> Plan:
         ph_ref = dict(zip(placeholders, self.refs, strict=True))
         core = [n for n in calls if n.target is not operator.getitem]
-        if [n.target for n in core] != [aten._log_softmax.default, aten.nll_loss_forward.default]:
-            raise NoTemplate(
-                "nll_loss with extra ops (label smoothing, weights, casts) is not covered"
-            )
-        lsm, nll = core
+        if [n.target for n in core[:2]] != [
+            aten._log_softmax.default,
+            aten.nll_loss_forward.default,
+        ]:
+            raise NoTemplate("nll_loss with extra ops (weights, casts) is not covered")
+        lsm, nll = core[:2]
+        smoothing = _label_smoothing(core[2:], lsm, nll) if core[2:] else 0.0
         x, dim = lsm.args[0], lsm.args[1]
         if x not in ph_ref or x.meta["val"].ndim != 2 or dim % 2 != 1:
             raise NoTemplate("cross-entropy template covers 2-d logits [tokens, classes] only")
@@ -1629,12 +1631,64 @@ class _Lowerer(SlicesMixin, ScanMixin):
             target=ph_ref[target],
             reduction={0: "none", 1: "mean", 2: "sum"}[int(reduction)],
             ignore_index=int(ignore_index),
+            label_smoothing=smoothing,
         )
+        smoothed = f", label_smoothing={smoothing:g}" if smoothing else ""
         plan.summary = (
             f"cross-entropy of {ph_ref[x]} against {ph_ref[target]} "
-            f"(reduction={plan.extra['reduction']}, ignore_index={ignore_index})"
+            f"(reduction={plan.extra['reduction']}, ignore_index={ignore_index}{smoothed})"
         )
         return plan
+
+
+# What F.cross_entropy(..., label_smoothing=e) adds after the log-softmax and the nll_loss, for
+# each reduction: the mean over classes of -log p, zero on ignored rows, reduced as the loss is,
+# scaled by e / C, added to (1 - e) times the nll loss.
+_SMOOTHING_OPS = {
+    aten.sum.dim_IntList, aten.neg.default, aten.eq.Scalar, aten.masked_fill.Scalar,
+    aten.masked_fill_.Scalar, aten.bitwise_not.default, aten.sum.default, aten.div.Tensor,
+    aten.mul.Scalar, aten.add.Tensor,
+}  # fmt: skip
+
+
+def _label_smoothing(tail: list, lsm: torch.fx.Node, nll: torch.fx.Node) -> float:
+    """The ``e`` of ``F.cross_entropy(..., label_smoothing=e)`` from the ops after the loss,
+    or NoTemplate saying what else is there. The loss is ``(1 - e)·nll + (e / C)·smooth`` (the
+    last op); the two factors must agree on ``e`` for the ``C`` classes of the logits."""
+    others = sorted({str(n.target) for n in tail if n.target not in _SMOOTHING_OPS})
+    if others:
+        raise NoTemplate(f"nll_loss with extra ops ({', '.join(others)}) is not covered")
+    last = tail[-1]
+    sums = [n for n in tail if n.target == aten.sum.dim_IntList]
+    scaled = [n for n in tail if n.target == aten.mul.Scalar]
+    if (
+        last.target != aten.add.Tensor
+        or len(sums) != 1
+        or sums[0].args[0] is not lsm
+        or len(scaled) != 2
+        or set(last.args) != set(scaled)
+    ):
+        raise NoTemplate("nll_loss with extra ops other than label smoothing is not covered")
+    on_nll = [n for n in scaled if _reads_loss(n.args[0], nll)]
+    if len(on_nll) != 1:
+        raise NoTemplate("nll_loss with extra ops other than label smoothing is not covered")
+    keep = float(on_nll[0].args[1])
+    (other,) = [n for n in scaled if n is not on_nll[0]]
+    classes = int(lsm.meta["val"].shape[-1])
+    eps = 1.0 - keep
+    if not 0.0 < eps <= 1.0 or abs(float(other.args[1]) * classes - eps) > 1e-6 * max(1, eps):
+        raise NoTemplate("nll_loss with extra ops other than label smoothing is not covered")
+    return eps
+
+
+def _reads_loss(node, nll: torch.fx.Node) -> bool:
+    """Whether ``node`` is the nll_loss's value (its first output)."""
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.target is operator.getitem
+        and node.args[0] is nll
+        and node.args[1] == 0
+    )
 
 
 def _broadcasts(shape: tuple, row_shape: tuple) -> bool:

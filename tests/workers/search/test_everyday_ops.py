@@ -229,3 +229,41 @@ def test_a_reduction_over_an_outer_broadcast_is_refused_in_one_line():
     summed = OUTER.replace(" * self.w.view(1, -1, 1)", ".sum(dim=-1)")
     with pytest.raises(NoTemplate, match="wider than every input"):
         trace_problem(summed)
+
+
+def _smoothed(reduction: str, ignore: str = "") -> str:
+    return (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "tokens = 37\nclasses = 50\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x, t):\n"
+        f"        return F.cross_entropy(x, t, label_smoothing=0.1, reduction={reduction!r}"
+        f"{ignore})\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(tokens, classes) * 3.0, torch.randint(0, classes, (tokens,))]"
+        "\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+
+
+def test_cross_entropy_with_label_smoothing_is_the_cross_entropy_kernel_with_its_term(tmp_path):
+    """``F.cross_entropy(..., label_smoothing=e)``, every training recipe's loss, was refused
+    ("nll_loss with extra ops"). Its extra ops are the mean over classes of -log p, scaled by
+    e / C and added to (1 - e) times the loss: the cross-entropy kernel adds the row's sum of
+    logits. Right for each reduction, with ignored rows, at other sizes, online and in two
+    passes over the classes."""
+    problems = {
+        "mean": _smoothed("mean"),
+        "sum": _smoothed("sum"),
+        "none": _smoothed("none"),
+        # target 0 ignored: about 1 row in 50 carries no loss and is not counted in the mean
+        "mean-ignore": _smoothed("mean", ", ignore_index=0"),
+    }
+    sizes = {name: [{}, {"tokens": 5, "classes": 3000}] for name in problems}
+    variants = [{"strategy": "online", "block_v": 64}, {"strategy": "two_pass", "block_v": 1024}]
+    results = check_rendered(problems, variants, sizes, str(tmp_path))
+    for name, result in results.items():
+        assert result["family"] == "cross_entropy", (name, result)
+        assert "label_smoothing=0.1" in result["summary"], result["summary"]
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+    with pytest.raises(NoTemplate, match="extra ops"):
+        trace_problem(_smoothed("mean").replace("reduction='mean')", "reduction='mean') * 2.0"))

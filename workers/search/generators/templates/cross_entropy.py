@@ -7,10 +7,11 @@ from workers.search.trace import Plan
 
 _CE_KERNELS = """@triton.jit
 def _ke_ce_rows(x_ptr, t_ptr, loss_ptr, valid_ptr, M, V, IGNORE: tl.constexpr,
-                BLOCK_V: tl.constexpr, ONLINE: tl.constexpr):
+                BLOCK_V: tl.constexpr, ONLINE: tl.constexpr, SMOOTH: tl.constexpr):
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * V
     offs = tl.arange(0, BLOCK_V)
+    total = 0.0  # the row's sum of logits, for label smoothing
     if ONLINE:
         m = -float("inf")
         s = 0.0
@@ -20,6 +21,8 @@ def _ke_ce_rows(x_ptr, t_ptr, loss_ptr, valid_ptr, M, V, IGNORE: tl.constexpr,
             m_new = tl.maximum(m, tl.max(x, axis=0))
             s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
             m = m_new
+            if SMOOTH > 0:
+                total += tl.sum(tl.where(cols < V, x, 0.0), axis=0)
     else:
         acc = tl.full([BLOCK_V], -float("inf"), tl.float32)
         for start in range(0, V, BLOCK_V):
@@ -32,12 +35,16 @@ def _ke_ce_rows(x_ptr, t_ptr, loss_ptr, valid_ptr, M, V, IGNORE: tl.constexpr,
             cols = start + offs
             x = tl.load(base + cols, mask=cols < V, other=-float("inf")).to(tl.float32)
             sacc += tl.exp(x - m)
+            if SMOOTH > 0:
+                total += tl.sum(tl.where(cols < V, x, 0.0), axis=0)
         s = tl.sum(sacc, axis=0)
     tgt = tl.load(t_ptr + row)
     valid = tgt != IGNORE
     safe = tl.where(valid, tgt, 0)
     xt = tl.load(base + safe).to(tl.float32)
-    loss = tl.where(valid, m + tl.log(s) - xt, 0.0)
+    lse = m + tl.log(s)
+    # label smoothing e: (1 - e)(lse - x_t) + e (lse - mean x) = lse - (1 - e) x_t - e mean x
+    loss = tl.where(valid, lse - (1.0 - SMOOTH) * xt - SMOOTH * (total / V), 0.0)
     tl.store(loss_ptr + row, loss)
     tl.store(valid_ptr + row, valid.to(tl.float32))
 
@@ -84,6 +91,7 @@ def _source_cross_entropy(plan: Plan, p: dict) -> str:
             block_v = min(p["block_v"], triton.next_power_of_2(max(V, 1)))
             _ke_ce_rows[(M,)](x2, t2, loss, valid, M, V, IGNORE={plan.extra["ignore_index"]},
                               BLOCK_V=block_v, ONLINE=p["strategy"] == "online",
+                              SMOOTH={float(plan.extra.get("label_smoothing") or 0.0)!r},
                               num_warps={warps})
 {finish}"""
     )
