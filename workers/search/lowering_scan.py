@@ -1,9 +1,10 @@
 """Cumulative scans along the rows' last dimension, for the lowering (issue 11: "cumulative
 sums" had no template).
 
-``torch.cumsum`` / ``torch.cumprod`` over the last dimension become a ``scan`` node (``op``
-cumsum or cumprod) between pointwise ops: the ``scan`` family's kernel walks each row in blocks,
-scans each block and carries the row's running total into the next. A reversed scan is the
+``torch.cumsum`` / ``cumprod`` / ``cummax`` / ``cummin`` (their values) / ``logcumsumexp``
+over the last dimension become a ``scan`` node (``op`` the scan) between pointwise ops: the
+``scan`` family's kernel walks each row in blocks, scans each block and carries the row's
+running total into the next. A reversed scan is the
 idiom ``x.flip(d).cumsum(d).flip(d)``: a flip is kept symbolic (:class:`Flipped`) until a scan
 reads it, and the flip of that scan's result undoes it. A boolean mask input (``cumsum(x *
 mask)``) is read as 0/1.
@@ -35,7 +36,15 @@ class Flipped:
 class ScanMixin:
     """The lowerer's handling of scans and flips (``self`` is a ``_Lowerer``)."""
 
-    SCAN_OPS = {aten.cumsum.default: "cumsum", aten.cumprod.default: "cumprod"}
+    SCAN_OPS = {
+        aten.cumsum.default: "cumsum",
+        aten.cumprod.default: "cumprod",
+        aten.cummax.default: "cummax",
+        aten.cummin.default: "cummin",
+        aten.logcumsumexp.default: "logcumsumexp",
+    }
+    # Scans that give (values, indices): the indices are a part no template computes.
+    WITH_INDICES = ("cummax", "cummin")
 
     def _scan_last(self, node: torch.fx.Node, dims) -> None:
         """Check the scan (or flip) runs along one dimension of a whole row, the same for every
@@ -73,15 +82,20 @@ class ScanMixin:
             self.env[n] = ScanPrefix(value.src.build(0), value.frac)
             return
         self._scan_last(n, n.args[1])
-        if not n.meta["val"].is_floating_point():
+        val = n.meta["val"]
+        if not (val[0] if isinstance(val, tuple) else val).is_floating_point():
             raise NoTemplate(f"{n.target} of integers (its result is not floating point)")
         if any(node.kind == "scan" for node in self.nodes):
             raise NoTemplate("two cumulative scans in one reference")
         value = self.env.get(n.args[0])
         reverse = isinstance(value, Flipped)
         x = value.id if reverse else self.arg(n.args[0])
-        scan = self.new("scan", op=self.SCAN_OPS[n.target], args=(x,), attrs={"reverse": reverse})
-        self.env[n] = Flipped(scan) if reverse else scan
+        op = self.SCAN_OPS[n.target]
+        scan = self.new("scan", op=op, args=(x,), attrs={"reverse": reverse})
+        value = Flipped(scan) if reverse else scan
+        if op in self.WITH_INDICES:  # (values, indices): the indices are refused if read
+            value = (value, f"the indices of {op} (only its values are covered)")
+        self.env[n] = value
 
     def _scan_plan(self, plan, outs, shapes):
         """The ``scan`` family's plan: pointwise ops around one scan, every output a whole row."""

@@ -49,6 +49,12 @@ PROBLEMS = {
     "exclusive_sliced": _problem(
         "torch.cat([torch.zeros_like(x[:, :1]), torch.cumsum(x[:, :-1], dim=-1)], -1) * 2.0"
     ),
+    # Running maxima and minima (their values) and a running log-sum-exp, from either end.
+    "cummax": _problem("torch.cummax(x - 0.5, dim=1).values * 2.0"),
+    "cummin_reversed": _problem("torch.cummin(x.flip(-1), dim=-1)[0].flip(-1)"),
+    "logcumsumexp": _problem(
+        "torch.logcumsumexp(x * 20.0 - 10.0, dim=-1)", "[torch.randn(rows, width)]"
+    ),
 }
 
 # {"block": 16}: few rows of several blocks, so the rows are cut into segments (two launches);
@@ -89,6 +95,9 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
         "cumprod along dimension 0 of 3, from the end of the row"
     )
     assert results["exclusive"]["summary"] == "exclusive cumsum along the last dimension"
+    assert results["cummin_reversed"]["summary"] == (
+        "cummin along the last dimension, from the end of the row"
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,6 +110,7 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
         ("torch.cumsum(x.flip(1), 1)", "a flip"),
         ("torch.cumsum(x[:, 1:], 1)", "other than its first columns"),
         ("torch.cumprod(x[:, :-1], 1)", "other than its first columns"),
+        ("torch.cummax(x, 1).indices * 1.0", "the indices of cummax"),
         (
             "torch.cat([torch.zeros_like(x[:, :2]), torch.cumsum(x[:, :-2], 1)], 1)",
             "other than all but its last column",
@@ -114,6 +124,7 @@ def test_the_summary_says_which_scan_and_from_which_end(results):
         "no-flip-back",
         "scan-of-a-suffix",
         "cumprod-of-a-prefix",
+        "cummax-indices",
         "two-columns-back",
     ],  # fmt: skip
 )
@@ -167,9 +178,11 @@ print("RESULTS" + json.dumps(out))
 
 
 def test_every_phase_of_the_scan_compiles_for_sm90(tmp_path):
-    """The segments' two launches and the whole-row one, for a sum, a product and a reversed
-    scan, through the GPU compiler (stricter than the interpreter about what a branch defines)."""
-    names = ("cumsum", "cumprod_of_pointwise", "reversed", "masked", "exclusive")
+    """The segments' two launches and the whole-row one, for a sum, a product, a reversed
+    scan and the scans through tl.associative_scan (a running max, a log-sum-exp), through the
+    GPU compiler (stricter than the interpreter about what a branch defines)."""
+    names = ("cumsum", "cumprod_of_pointwise", "reversed", "masked", "exclusive", "cummax",
+             "cummin_reversed", "logcumsumexp")  # fmt: skip
     got = run_child(_AOT, json.dumps({n: PROBLEMS[n] for n in names}), str(tmp_path),
                     interpret=False)  # fmt: skip
     assert sorted(got) == sorted(names)

@@ -1,8 +1,9 @@
-"""The ``scan`` family: a cumulative sum or product along the last dimension, with pointwise ops
-before and after it (``workers.search.lowering_scan``).
+"""The ``scan`` family: a cumulative sum, product, maximum, minimum or log-sum-exp along the last
+dimension, with pointwise ops before and after it (``workers.search.lowering_scan``).
 
 ROWS rows per program walk their row in BLOCK columns (from the far end for a reversed scan):
-each block is scanned in registers (``tl.cumsum`` / ``tl.cumprod``, in fp32) and offset by the
+each block is scanned in registers (``tl.cumsum`` / ``tl.cumprod``, the others with
+``tl.associative_scan`` and a combine function, in fp32) and combined with the
 row's running total so far, which the block's own total then extends. Lanes past the row hold
 the scan's identity, so the block's last lane (its first, reversed) is its total. Where there
 are too few rows to fill the device (128 rows of 32768: 0.52x of compile on the H200), each
@@ -26,8 +27,58 @@ from workers.search.generators.templates.common import (
 )
 from workers.search.ir import Plan
 
-_IDENTITY = {"cumsum": "0.0", "cumprod": "1.0"}
-_COMBINE = {"cumsum": "+", "cumprod": "*"}
+_IDENTITY = {
+    "cumsum": "0.0",
+    "cumprod": "1.0",
+    "cummax": "-float('inf')",
+    "cummin": "float('inf')",
+    "logcumsumexp": "-float('inf')",
+}
+# The jit combine function of a scan without its own tl.<op> (tl.associative_scan, tl.reduce).
+_COMBINE_FN = {"cummax": "_ke_max", "cummin": "_ke_min", "logcumsumexp": "_ke_lae"}
+_KE_COMBINES = """@triton.jit
+def _ke_max(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _ke_min(a, b):
+    return tl.minimum(a, b)
+
+
+@triton.jit
+def _ke_lae(a, b):
+    # log(exp(a) + exp(b)) = max + log(1 + exp(min - max)); where min - max is NaN (both -inf,
+    # both +inf) the answer is the max itself.
+    m = tl.maximum(a, b)
+    d = tl.minimum(a, b) - m
+    return tl.where(d == d, m + tl.log(1.0 + tl.exp(d)), m)
+
+
+"""
+
+
+def _combine(op: str, a: str, b: str) -> str:
+    """The scan's combine of two values, as a kernel expression."""
+    if op == "cumsum":
+        return f"{a} + {b}"
+    if op == "cumprod":
+        return f"{a} * {b}"
+    return f"{_COMBINE_FN[op]}({a}, {b})"
+
+
+def _total(op: str, x: str) -> str:
+    """The scan's combine over a block's columns (axis 1), kept as a column."""
+    if op in ("cumsum", "cumprod"):
+        return _reduce_expr("sum" if op == "cumsum" else "prod", x)
+    return f"tl.reduce({x}, 1, {_COMBINE_FN[op]})[:, None]"
+
+
+def _block_scan(op: str, x: str, reverse: bool) -> str:
+    rev = ", reverse=True" if reverse else ""
+    if op in ("cumsum", "cumprod"):
+        return f"tl.{op}({x}, axis=1{rev})"
+    return f"tl.associative_scan({x}, 1, {_COMBINE_FN[op]}{rev})"
 
 
 def _scan_kernel(plan: Plan) -> str:
@@ -47,8 +98,7 @@ def _scan_kernel(plan: Plan) -> str:
     em = _Emitter(plan, "tl.load({ptr} + toff, mask=mask, other=0.0)", "", shifted=shifted)
     (scan,) = [n for n in plan.nodes if n.kind == "scan"]
     op, reverse = scan.op, bool(scan.attrs["reverse"])
-    ident, comb = _IDENTITY[op], _COMBINE[op]
-    red = "sum" if op == "cumsum" else "prod"
+    ident = _IDENTITY[op]
     body = [
         "pid = tl.program_id(0)",
         "seg = tl.program_id(1)",
@@ -64,7 +114,7 @@ def _scan_kernel(plan: Plan) -> str:
         "    before = sidx > seg" if reverse else "    before = sidx < seg",
         "    prev = tl.load(part_ptr + rows * S + sidx, mask=rmask & before & (sidx < S),",
         f"                   other={ident})",
-        f"    carry = {_reduce_expr(red, 'prev')}",
+        f"    carry = {_total(op, 'prev')}",
         "for i in range(b0, b1):",
     ]
     start = "(b1 - 1 - (i - b0)) * BLOCK" if reverse else "i * BLOCK"
@@ -80,16 +130,14 @@ def _scan_kernel(plan: Plan) -> str:
     for node in plan.nodes:
         if node.kind == "scan":
             x = em.name(plan.nodes[node.args[0]])
-            rev = ", reverse=True" if reverse else ""
-            total = list(inner) + [
-                f"carry = carry {comb} {_reduce_expr(red, f'tl.where(mask, {x}, {ident})')}"
-            ]
+            block_total = _total(op, f"tl.where(mask, {x}, {ident})")
+            total = list(inner) + [f"carry = {_combine(op, 'carry', block_total)}"]
+            last = f"tl.sum(tl.where(lane == {end_lane}, part, 0.0), axis=1)[:, None]"
             inner += [
                 f"part = tl.where(mask, {x}, {ident})",
-                f"part = tl.{op}(part, axis=1{rev})",
-                f"v{node.id} = part {comb} carry",
-                f"carry = carry {comb} tl.sum(tl.where(lane == {end_lane}, part, 0.0), axis=1)"
-                "[:, None]",
+                f"part = {_block_scan(op, 'part', reverse)}",
+                f"v{node.id} = {_combine(op, 'part', 'carry')}",
+                f"carry = {_combine(op, 'carry', last)}",
             ]
             continue
         stmt = em.stmt(node)
@@ -141,6 +189,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
     return (
         _header(plan, p)
         + (_KE_MUL if any(n.op == "cumprod" for n in plan.nodes if n.kind == "scan") else "")
+        + (_KE_COMBINES if any(n.op in _COMBINE_FN for n in plan.nodes if n.kind == "scan") else "")
         + _scan_kernel(plan)
         + _SEGMENTS
         + _model_head(plan, p)
