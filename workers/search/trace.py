@@ -511,20 +511,50 @@ def _composites_as_reductions():
     def einsum(equation, *operands):
         return _einsum_product(equation, operands, originals[-1])
 
+    rolls = (torch.roll, torch.Tensor.roll)
+
+    def roll(fallback):
+        def call(x, shifts, dims=None):
+            return _roll_as_cat(x, shifts, dims, fallback)
+
+        return call
+
     F.instance_norm, F.group_norm, F.batch_norm = instance_norm, group_norm, batch_norm
     torch.matmul, torch.mm, torch.bmm = (product(f) for f in originals[:3])
     torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.bmm = (
         product(f) for f in originals[3:6]
     )
     torch.einsum = einsum
+    torch.roll, torch.Tensor.roll = (roll(f) for f in rolls)
     try:
         yield
     finally:
+        torch.roll, torch.Tensor.roll = rolls
         F.instance_norm, F.group_norm, F.batch_norm = original, original_group, original_batch
         (
             torch.matmul, torch.mm, torch.bmm, torch.Tensor.__matmul__, torch.Tensor.matmul,
             torch.Tensor.bmm, torch.einsum,
         ) = originals  # fmt: skip
+
+
+def _roll_as_cat(x, shifts, dims, fallback):
+    """``torch.roll`` of one dimension is the concatenation of its two slices: the last
+    ``s`` entries, then the rest (``s`` the shift modulo the size). Written so, the slices
+    lowering reads the columns where the roll puts them; anything else is the roll it was."""
+    import torch
+
+    shift, dim = shifts, dims
+    if isinstance(shifts, list | tuple):
+        shift = shifts[0] if len(shifts) == 1 else None
+    if isinstance(dims, list | tuple):
+        dim = dims[0] if len(dims) == 1 else None
+    if dim is None or not isinstance(shift, int) or not isinstance(x, torch.Tensor):
+        return fallback(x, shifts, dims)
+    n = x.shape[dim]
+    if not n or not shift % n:
+        return fallback(x, shifts, dims)
+    s = shift % n
+    return torch.cat((x.narrow(dim, n - s, s), x.narrow(dim, 0, n - s)), dim)
 
 
 def _vector_product(a, b, fallback):

@@ -172,6 +172,29 @@ def test_slices_a_number_of_columns_from_either_end_are_right_at_every_width(tmp
         assert all(isinstance(e, float) and e < 1e-5 for e in got[name]["errs"]), (name, got[name])
 
 
+ROLLS = {
+    "roll-one": "torch.roll(x, 1, -1) - x",
+    "roll-back-three": "x.roll(shifts=-3, dims=1) * 2.0",
+    "roll-half": "torch.roll(x, x.shape[-1] // 2, dims=-1) + 1.0",
+}
+
+
+def test_a_roll_along_the_row_is_its_two_slices_concatenated(tmp_path):
+    """``torch.roll`` was refused ("no template expresses roll"). Along one dimension it is the
+    last ``s`` entries and then the rest (written so while tracing), so the slices lowering reads
+    the columns where the roll puts them: right at other widths, odd ones too. A row narrower
+    than a fixed shift (a roll by 3 of 1 column is a roll by 0) is outside the a·N + c bounds:
+    the correctness gate's cases say so where a workload has such rows."""
+    problems = {k: COLUMNS.format(forward=f) for k, f in ROLLS.items()}
+    widths = [{}, {"width": 37, "rows": 3}, {"width": 200}, {"width": 5}]
+    variants = [{}, {"block": 16, "tiles": 1}]
+    got = check_rendered(problems, variants, dict.fromkeys(problems, widths), str(tmp_path))
+    for name in ROLLS:
+        assert "columns moved by slices" in got[name]["summary"], got[name]
+        assert len(got[name]["errs"]) == len(variants) * len(widths)
+        assert all(isinstance(e, float) and e < 1e-5 for e in got[name]["errs"]), (name, got[name])
+
+
 def test_a_slice_bound_that_is_no_line_in_the_width_is_refused_in_words():
     # Columns 1, 4 and 9 at widths 16, 32 and 48: not a·N + c, so no kernel slices right.
     forward = "x[..., : (x.shape[-1] // 16) ** 2]"
