@@ -58,6 +58,8 @@ def funnel(state: dict, store: GraphStore | None = None) -> dict:
         "device_s_total": device_total,
         "device_s_per_accepted": device_total / counts["accepted"] if counts["accepted"] else None,
         "duplicates_dropped": state.get("duplicates", 0),
+        # The baseline and tuner were a start kept on the same GPU host (start_cache).
+        "start_reused": state.get("start_reused"),
     }
 
 

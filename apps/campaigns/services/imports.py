@@ -52,15 +52,11 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
         else CampaignStatus.COMPLETED,
         outcome=summary["outcome"],
         outcome_reason=summary.get("message") or "",
-        funnel=summary["funnel"],
+        # A search whose baseline and tuner were a start kept on the same GPU host says so.
+        funnel={"start_reused": summary.get("start_reused"), **summary["funnel"]},
         candidates_evaluated=summary.get("candidates_evaluated") or 0,
         device_seconds=summary.get("device_s") or 0.0,
-        engine_state={
-            "imported": True,
-            "fingerprint": summary.get("fingerprint"),
-            # The baseline and tuner came from a start kept on the same GPU host (not charged).
-            "start_reused": summary.get("start_reused"),
-        },
+        engine_state={"imported": True, "fingerprint": summary.get("fingerprint")},
         created_by=created_by,
         started_at=timezone.now(),
         finished_at=timezone.now(),

@@ -328,6 +328,7 @@ def campaign_counters_from_rows(*, campaign: Campaign) -> None:
                 device_total / counts["accepted"] if counts["accepted"] else None
             ),
             "duplicates_dropped": state.get("duplicates", funnel.get("duplicates_dropped", 0)),
+            "start_reused": state.get("start_reused", funnel.get("start_reused")),
         }
     )
     campaign.funnel = funnel
