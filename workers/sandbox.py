@@ -235,7 +235,6 @@ class SandboxChild:
         self.proc: subprocess.Popen | None = None
         self.hello: dict | None = None
         self.starts = 0
-        self.last_restart: dict | None = None  # why the child last asked to be replaced
         self._pids: list[int] = []
 
     @property
@@ -499,9 +498,4 @@ class SandboxChild:
             )
         if reply.get("restart"):
             self.kill()  # the child reported itself tainted (patched modules, stray threads)
-            self.last_restart = {
-                "op": op,
-                "tainted": reply.get("tainted"),
-                "violations": reply.get("violations"),
-            }
         return reply
