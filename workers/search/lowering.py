@@ -845,14 +845,17 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 ok = True  # the rows' trailing dimensions flattened: the same layout
             elif cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
-                if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None:
+                # Only 1s inserted or dropped (``b.unsqueeze(-1)`` on its way to a batched
+                # dot): the same elements in the same order, not a change of the row layout.
+                ones = [d for d in shape if d != 1] == [d for d in self.row_shape if d != 1]
+                if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None and not ones:
                     # Fine only if every reduction runs over the whole tensor, or over the last
                     # dimension of this view when it splits the rows' dimensions into groups of
                     # contiguous elements (checked there and at the end): the elements are read
                     # as one flat array.
                     self.flat_view = True
                     self.chunk_view = self.chunk_view or _groups_of(shape, self.row_shape)
-                ok = ok and (shape[-1] == self.row_shape[-1] or self.flat_view)
+                ok = ok and (shape[-1] == self.row_shape[-1] or self.flat_view or ones)
                 self.reshaped = self.reshaped or shape != self.row_shape
             elif cat == "rowscalar":
                 ok = math.prod(shape) * self._n() == math.prod(self.row_shape)

@@ -179,3 +179,22 @@ def test_the_split_k_launches_compile_for_sm90(tmp_path):
     (the partial store under SPLIT, the epilogue otherwise, and the in-order reduction)."""
     got = run_child(_AOT, SPLIT_K["long-k-epilogue"], str(tmp_path), interpret=False)
     assert set(got) == {"split", "whole", "reduce"} and all(v > 1000 for v in got.values())
+
+
+def test_a_batched_dot_written_with_unsqueeze_is_a_row_reduction(tmp_path):
+    """``(a.unsqueeze(-2) @ b.unsqueeze(-1)).squeeze()``, a dot per row the way attention code
+    writes it, was refused ("a view that changes the row layout"): ``b.unsqueeze(-1)`` made its
+    last dimension 1 on the way. A view that only inserts or drops 1s keeps the row layout;
+    the product is each row of a times b, summed."""
+    src = (
+        "import torch\nimport torch.nn as nn\n\nbatch = 6\ndim = 40\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n"
+        "        return (a.unsqueeze(-2) @ b.unsqueeze(-1)).squeeze(-1).squeeze(-1)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch, dim), torch.randn(batch, dim)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    sizes = {"bdot": [{}, {"batch": 3, "dim": 300}]}
+    got = check_rendered({"bdot": src}, [{}, {"strategy": "looped", "block_n": 16}], sizes,
+                         str(tmp_path))["bdot"]  # fmt: skip
+    assert got["family"] == "row", got
+    assert all(isinstance(e, float) and e < 1e-4 for e in got["errs"]), got
