@@ -1679,7 +1679,7 @@ def _label_smoothing(tail: list, lsm: torch.fx.Node, nll: torch.fx.Node) -> floa
     (other,) = [n for n in scaled if n is not on_nll[0]]
     classes = int(lsm.meta["val"].shape[-1])
     eps = 1.0 - keep
-    if not 0.0 < eps <= 1.0 or abs(float(other.args[1]) * classes - eps) > 1e-6 * max(1, eps):
+    if not 0.0 < eps <= 1.0 or abs(float(other.args[1]) * classes - eps) > 1e-6:
         raise NoTemplate("nll_loss with extra ops other than label smoothing is not covered")
     return eps
 

@@ -117,8 +117,11 @@ class StartCache:
         return kept, f"kept start from {age:.0f} s ago, same host"
 
     def put(self, key: str, baseline: dict, tuned: dict | None) -> bool:
-        """Keep a passed baseline and the tuner's answer (atomically); False if not kept."""
+        """Keep a passed baseline and the tuner's answer (atomically); False if not kept. A
+        tuner that failed (a timeout, say) is not kept: the next campaign tunes again."""
         if baseline.get("status") != C.PASSED:
+            return False
+        if tuned is not None and not tuned.get("ok") and not tuned.get("skipped"):
             return False
         record = {"version": VERSION, "saved_at": time.time(), "baseline": baseline, "tuned": tuned}
         try:

@@ -128,3 +128,14 @@ def test_an_interpret_campaign_never_touches_the_cache(tmp_path):
     ev = FakeEvaluator({**HOST, "platform": "interpret"})
     _start(cache, ev, platform="interpret")
     assert not (tmp_path / "kept").exists()
+
+
+def test_a_start_whose_tuner_failed_is_not_kept(tmp_path):
+    """A tuner that timed out would otherwise leave every later campaign without its table."""
+    cache = StartCache(tmp_path)
+    _, state = _campaign()
+    request = baseline_request(state)
+    passed = FakeEvaluator(HOST).baseline(None)
+    assert not cache.put(start_key(request, True), passed, {"ok": False, "error": "timed out"})
+    assert cache.put(start_key(request, True), passed, {"ok": False, "skipped": True})
+    assert cache.get(start_key(request, True), HOST)[0] is not None
