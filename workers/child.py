@@ -207,6 +207,7 @@ def main(argv=None):
             return 0
         op, args = message["op"], message.get("args") or {}
         start = time.perf_counter()
+        held_before = device_lock.held_total()
         _cpu_budget(float(args.get("cpu_seconds", 600)))
         # Waiting for the device must not eat the whole op's limit (a time-out would read as
         # the candidate's fault): past this share it times anyway, and says so.
@@ -234,6 +235,7 @@ def main(argv=None):
             still_enforcing = policy.enforcing
             policy.enforcing = False
         reply["wall_s"] = time.perf_counter() - start
+        reply["held_s"] = device_lock.held_total() - held_before
         if not still_enforcing or instrument.policy_seal(policy) != policy_seal:
             # The hook is the second layer; the boundary held whatever was done meanwhile, but
             # this child no longer watches anything: say so and start a fresh one.

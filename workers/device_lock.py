@@ -60,6 +60,17 @@ def open_lock(path: str | None) -> int | None:
     return fd
 
 
+# Seconds this process has spent in ``held`` blocks, the lock taken or not (off, CPU): the time
+# its work had the device to itself. The sandbox child reports each operation's share as the
+# operation's device time; compiling and warming up, outside these blocks, overlap another
+# process's rounds on the same GPU and are counted as wall time only.
+HELD_S = 0.0
+
+
+def held_total() -> float:
+    return HELD_S
+
+
 @contextmanager
 def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
     """Hold the device while the block runs; yields a dict that says how long it waited.
@@ -68,7 +79,8 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
     lets go (a hung process) must not turn every later evaluation into a time-out."""
     info = {"waited_s": 0.0, "held": False}
     if fd is None:
-        yield info
+        with _counted():
+            yield info
         return
     start = time.monotonic()
     while True:
@@ -86,10 +98,21 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
             break
     info["waited_s"] = round(time.monotonic() - start, 3)
     try:
-        yield info
+        with _counted():
+            yield info
     finally:
         if info["held"]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except OSError:
                 pass
+
+
+@contextmanager
+def _counted():
+    global HELD_S
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        HELD_S += time.monotonic() - start

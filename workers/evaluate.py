@@ -189,7 +189,14 @@ class Evaluator:
         start = time.perf_counter()
         reply = child.call(op, args, remaining)
         wall = time.perf_counter() - start
+        # On cuda, the seconds the op held the device (its correctness runs and timed rounds,
+        # workers.device_lock); compiling and warming up overlap another evaluation's rounds.
+        # An op that did not answer may have held it throughout: all its wall time counts.
         device = wall if child.platform == C.PLATFORM_CUDA else 0.0
+        if device and isinstance(reply, dict):
+            held = reply.get("held_s")
+            if isinstance(held, int | float) and held >= 0:
+                device = min(float(held), wall)
 
         def failed(reason, rule, evidence):
             return ChildCall(None, GateResult(gate, C.FAILED, reason, rule, evidence, wall, device),

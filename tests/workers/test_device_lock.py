@@ -107,3 +107,19 @@ def test_a_confined_gpu_run_is_handed_the_lock_and_waits_for_its_holder(tmp_path
     cpu = run_confined("workers.device_lock_probe", {}, timeout_s=120, cpu_s=60,
                        memory_bytes=4 << 30)  # fmt: skip
     assert cpu["fd"] is None  # a CPU run gets no lock
+
+
+def test_device_time_is_the_time_held_not_the_wait_for_it(tmp_path):
+    """A candidate's device seconds count its turn on the GPU: the wait for another process's
+    rounds and what runs outside a held block (compiling, warming up) are wall time only."""
+    path = str(tmp_path / "gpu.lock")
+    proc = _holder(path, 0.6)
+    fd = device_lock.open_lock(path)
+    before = device_lock.held_total()
+    time.sleep(0.2)  # outside: not counted
+    with device_lock.held(fd, wait_s=30) as info:
+        time.sleep(0.3)
+    proc.wait(timeout=30)
+    counted = device_lock.held_total() - before
+    assert info["waited_s"] >= 0.2
+    assert 0.3 <= counted < 0.3 + 0.2
