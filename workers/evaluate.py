@@ -383,8 +383,10 @@ class Evaluator:
             request.seed,
         )
         if fit["status"] == C.PASSED and request.recheck:
+            # A new best needs its interval's lower bound above the best's speedup
+            # (recording._update_best), and a fresh process can only lower that bound.
             above = request.recheck_above
-            if above is not None and fit["fitness"]["speedup"] <= above:
+            if above is not None and fit["fitness"]["ci95"][0] <= above:
                 fit = recheck_skipped(fit, above)
             else:
                 fit = self._recheck(run.child, request, run.workload, fit, run.deadline)

@@ -133,12 +133,15 @@ def fitness(
 
 
 def recheck_skipped(first: dict, best: float) -> dict:
-    """The passing gate dict of an acceptance not re-measured in a fresh process: its speedup is
-    at most ``best`` (the campaign's best so far), so it cannot become the campaign's best and
-    nothing is promoted on it alone; the reason and ``fitness["recheck"]`` say so."""
+    """The passing gate dict of an acceptance not re-measured in a fresh process: its interval's
+    lower bound is at most ``best`` (the campaign's best so far), so it cannot become the
+    campaign's best (a new best must clear the old one beyond noise, and a fresh process only
+    lowers the bound) and nothing is promoted on it alone; the reason and
+    ``fitness["recheck"]`` say so."""
+    fit = first["fitness"]
     why = (
-        f"{first['fitness']['speedup']:.3f}x is at most the campaign's best so far "
-        f"({best:.3f}x), so it cannot become the best"
+        f"{fit['speedup']:.3f}x [{fit['ci95'][0]:.3f}, {fit['ci95'][1]:.3f}] does not clear the "
+        f"campaign's best so far ({best:.3f}x), so it cannot become the best"
     )
     fit = {**first["fitness"], "recheck": {"skipped": why}}
     return {**first, "reason": f"{first['reason']}; not re-measured in a fresh process: {why}",
