@@ -404,6 +404,7 @@ class Evaluator:
                 rule=fit["rule"],
                 evidence={"fitness": fit["fitness"]},
                 wall_s=fit["wall_s"],
+                device_s=fit.get("device_s", 0.0),
             )
         ]
 
@@ -411,6 +412,7 @@ class Evaluator:
         """Re-measure an acceptance in a fresh child process; ``fitness.reconcile`` says what
         stands (the verdict, when the fresh process passes the gate on its own; the lower of the
         two measurements). The first child is replaced, so the next evaluation starts fresh."""
+        start = time.perf_counter()
         self._end(child)
         child.kill()
         fresh = self.child(request.platform)
@@ -421,34 +423,42 @@ class Evaluator:
             "seed": request.seed,
         }
         common = {"candidate_source": request.candidate_source, "seed": request.seed + 1}
-        second = None
+        second, calls = None, []
         call = self._call(fresh, "load", args, deadline, C.GATE_FITNESS)
+        calls.append(call)
         failure = call.failure
         if failure is None:
-            compiled = self._call(
+            call = self._call(
                 fresh, "compile", {**common, "aot_target": None}, deadline, C.GATE_FITNESS
             )
-            failure = compiled.failure
-        if failure is None and compiled.result.get("status") == C.PASSED:
+            calls.append(call)
+            failure = call.failure
+        if failure is None and call.result.get("status") == C.PASSED:
             perf_args = {
                 **common,
                 "serving": workload.serving,
                 "baseline": request.baseline,
                 "incumbent_source": request.incumbent_source,
             }
-            timed = self._call(fresh, "performance", perf_args, deadline, C.GATE_FITNESS)
-            failure = timed.failure
-            if failure is None and timed.result.get("status") == C.PASSED:
+            call = self._call(fresh, "performance", perf_args, deadline, C.GATE_FITNESS)
+            calls.append(call)
+            failure = call.failure
+            if failure is None and call.result.get("status") == C.PASSED:
                 weights = {c.name: c.weight for c in workload.cases}
                 second = fitness_gate(
-                    timed.result["cases"],
+                    call.result["cases"],
                     weights,
                     request.baseline,
                     request.regression_tolerance,
                     request.seed,
                 )
         why = (failure.reason if failure else "it could not be timed again") if not second else ""
-        return reconcile(fit, second, C.FRESH_PROCESS_FLOOR, why)
+        out = reconcile(fit, second, C.FRESH_PROCESS_FLOOR, why)
+        # The fresh process is the fitness gate's cost: its start and compile on the wall, its
+        # timed rounds on the device as well.
+        out["wall_s"] = out.get("wall_s", 0.0) + time.perf_counter() - start
+        out["device_s"] = sum(c.device_s for c in calls)
+        return out
 
     def _finish(self, request, gates: list[GateResult], state, t0) -> EvaluationReport:
         problem: ProblemNotLoaded | None = state["problem"]
