@@ -219,12 +219,18 @@ def run_campaign(
     still takes the correctness and timing runs in turn. Reports are recorded in the round's
     order, whatever order they finish in, so a campaign's graph does not depend on ``jobs``.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from workers import evaluate as ev_mod
 
     engine = SearchEngine.from_state(state, retrieve=retrieve, generators=generators)
     own = evaluator is None
     ev = ev_mod.Evaluator() if own else evaluator
     extra = [ev_mod.Evaluator() for _ in range(max(0, int(jobs) - 1))]
+    # One pool for the whole campaign: a sandbox child dies with the thread that started it
+    # (bwrap's --die-with-parent is a per-thread parent-death signal), so a pool per round
+    # restarted every child each round (a new process and the peers' compile: 12-15 s each).
+    pool = ThreadPoolExecutor(max_workers=len(extra) + 1) if extra else None
     if own:
         ev.__enter__()
     for other in extra:
@@ -239,7 +245,7 @@ def run_campaign(
                 # A resumed campaign re-evaluates nodes left pending (evaluation is idempotent).
                 node_ids = tuple(n.id for n in engine.graph(state, full=False).pending())
             if extra and len(node_ids) > 1:
-                _evaluate_round(engine, [ev, *extra], ev_mod, state, node_ids, progress)
+                _evaluate_round(engine, [ev, *extra], pool, ev_mod, state, node_ids, progress)
                 continue
             for node_id in node_ids:
                 _evaluate_one(engine, ev, ev_mod, state, node_id, progress)
@@ -248,6 +254,8 @@ def run_campaign(
             ev.__exit__(None, None, None)
         for other in extra:
             other.__exit__(None, None, None)
+        if pool is not None:
+            pool.shutdown()
     if progress:
         progress(state, {"event": "finished", "outcome": state["outcome"]})
     return state
@@ -269,11 +277,10 @@ def _evaluate_one(engine, ev, ev_mod, state, node_id, progress) -> None:
         progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
 
 
-def _evaluate_round(engine, evaluators, ev_mod, state, node_ids, progress) -> None:
-    """A round's nodes on several evaluators at once (one thread each: the work is in their
-    sandbox children); recorded here, in the round's order."""
+def _evaluate_round(engine, evaluators, pool, ev_mod, state, node_ids, progress) -> None:
+    """A round's nodes on several evaluators at once (threads of the campaign's ``pool``: the
+    work is in their sandbox children); recorded here, in the round's order."""
     import queue
-    from concurrent.futures import ThreadPoolExecutor
 
     free: queue.Queue = queue.Queue()
     for ev in evaluators:
@@ -287,13 +294,12 @@ def _evaluate_round(engine, evaluators, ev_mod, state, node_ids, progress) -> No
             free.put(ev)
 
     requests = [(node_id, engine.request_kwargs(state, node_id)) for node_id in node_ids]
-    with ThreadPoolExecutor(max_workers=len(evaluators)) as pool:
-        futures = [(node_id, pool.submit(run, kwargs)) for node_id, kwargs in requests]
-        for node_id, future in futures:
-            report_d = future.result()
-            engine.record(state, node_id, report_d)
-            if progress:
-                progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
+    futures = [(node_id, pool.submit(run, kwargs)) for node_id, kwargs in requests]
+    for node_id, future in futures:
+        report_d = future.result()
+        engine.record(state, node_id, report_d)
+        if progress:
+            progress(state, {"event": "recorded", "node_id": node_id, "report": report_d})
 
 
 def _report(ev, ev_mod, kwargs: dict) -> dict:

@@ -94,3 +94,36 @@ def test_a_killed_search_leaves_what_it_evaluated(tmp_path):
     assert f"interrupted after {len(evaluated)} evaluated" in data["message"]
     assert f"] {evaluated[0]['id']} accepted" in stderr  # one line per candidate, not a bar
     assert entry.name in stdout
+
+
+def test_parallel_evaluations_keep_their_sandbox_children_across_rounds(monkeypatch):
+    """--jobs 2: each evaluator's child lives for the whole campaign. A pool of threads per
+    round let every child die with the thread that started it (the boundary's parent-death
+    signal is per thread): on the H200 each round's first candidates then paid a new process
+    and the peers' compile again (12-15 s of 1.5)."""
+    from workers import sandbox
+    from workers.search.engine import campaign_new, run_campaign
+
+    entry = catalog_get("gelu")
+    starts = []
+    original = sandbox.SandboxChild.start
+
+    def counted(self):
+        starts.append(self)
+        return original(self)
+
+    monkeypatch.setattr(sandbox.SandboxChild, "start", counted)
+    state = campaign_new(
+        problem_source=entry.problem_path.read_text(),
+        workload=entry.workload(smoke=True),
+        platform="interpret",
+        max_candidates=8,
+        branches=2,
+        children_per_branch=1,
+        seeds=2,
+        saturation_rounds=50,
+        trials=1,
+    )
+    run_campaign(state, jobs=2)
+    assert state["round"] >= 3
+    assert len(starts) == 2  # one child per evaluator, for every round
