@@ -81,9 +81,9 @@ def test_a_search_against_the_best_peer_names_each_cases_peer(client, users):
 def test_a_search_that_reused_its_start_says_so_and_why_most_acceptances_were_not_rechecked(
     client, users
 ):
-    """The session-29 throughput run (issue 11): a second softmax search on the same H200 reused
+    """The throughput demo run (issue 11): a second softmax search on the same H200 reused
     the first one's baseline and tuner. The campaign page says the start was reused and was not
-    charged; an acceptance below the best so far says it was not re-measured in a fresh
+    charged; an acceptance that cannot replace the best says it was not re-measured in a fresh
     process, and the best says a fresh process agrees."""
     summary = json.loads((DEMO / "h200-throughput-softmax.json").read_text())
     campaign = campaign_import(summary=summary)
