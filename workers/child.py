@@ -86,6 +86,7 @@ class Job:
         self.flops: dict[str, float] = {}
         self.bytes: dict[str, int] = {}
         self.launches: dict[str, dict] = {}  # every kernel launch recorded, by its signature
+        self.backend = C.BACKEND_TRITON  # the compile gate says which kernels it launched
 
 
 class ChildState:
@@ -99,6 +100,8 @@ class ChildState:
         self.tainted: list[str] = []
         self.lock_fd: int | None = None  # the device lock's descriptor (workers.device_lock)
         self.lock_wait_s = C.DEVICE_LOCK_WAIT_S  # per op: a share of the op's own time limit
+        self.cute = None  # workers.cute_dsl.CuteRecorder where the DSL is installed
+        self.cute_error: str | None = None  # why it could not be set up
 
 
 def _handle(state: ChildState, op: str, args: dict) -> dict:
@@ -178,7 +181,7 @@ def main(argv=None):
     import torch._dynamo  # noqa: F401 - it rebinds torch.manual_seed on import; do it before
     import triton  # noqa: F401 - the patch guard's snapshot and before any untrusted code
 
-    from workers import fingerprint, instrument
+    from workers import cute_dsl, fingerprint, instrument
 
     state = ChildState(opts.platform, opts.root, opts.home)
     state.lock_fd = opts.lock_fd
@@ -195,6 +198,14 @@ def main(argv=None):
     recorder = instrument.LaunchRecorder()
     recorder.install()
     state.recorder = recorder
+    if cute_dsl.available():
+        # The DSL's import runs ldconfig and fills its caches: before the audit hook and any
+        # untrusted code, and its compile replaced before the patch guard's snapshot.
+        try:
+            state.cute = cute_dsl.CuteRecorder()
+            state.cute.install()
+        except Exception as exc:  # noqa: BLE001 - a broken install: say so on use
+            state.cute, state.cute_error = None, cute_dsl.clean_error(exc)[:500]
     state.guard = instrument.PatchGuard()
     policy = instrument.AuditPolicy([opts.root, opts.home])
     instrument.install_audit_hook(policy)

@@ -48,6 +48,15 @@ def _driver_version() -> str | None:
         return None
 
 
+def _cute_dsl_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("nvidia-cutlass-dsl")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def collect(platform: str) -> dict:
     """Fingerprint of this process's environment (call it where torch is imported)."""
     import torch
@@ -65,6 +74,7 @@ def collect(platform: str) -> dict:
         "host": socket.gethostname(),
         "machine": _platform.machine(),
         "harness_hash": harness_hash(),
+        "cute_dsl": _cute_dsl_version(),  # the cute back end's compiler (None: not installed)
     }
     if platform == "cuda" and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)

@@ -255,6 +255,9 @@ class PatchGuard:
             "triton.testing.do_bench": (getattr(triton, "testing", None), "do_bench"),
             "triton.jit": (triton, "jit"),
         }
+        cute = sys.modules.get("cutlass.cute")  # the child imported it (workers.cute_dsl)
+        if cute is not None:
+            targets["cutlass.cute.compile"] = (cute, "compile")
         try:
             targets["torch.cuda.Event.elapsed_time"] = (torch.cuda.Event, "elapsed_time")
             targets["torch.cuda.Event.record"] = (torch.cuda.Event, "record")

@@ -12,14 +12,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import re
 import subprocess
 import time
 
 import torch
 
 from workers import constants as C
+from workers import cute_dsl
 from workers.contract import problem as P
+from workers.gates.artifacts import cap_ir as _cap
 from workers.instrument import TorchOpMode
 
 
@@ -114,10 +115,21 @@ def run(job, args: dict) -> dict:
     if not hasattr(job.candidate, "ModelNew"):
         return _fail(C.RULE_IMPORT, "candidate module defines no ModelNew")
     recorder.modules = {job.candidate.__name__}
+    cute = state.cute
+    if cute is not None:
+        # CuTe kernels compile for the device's architecture, or ahead of time for the named
+        # target where there is no GPU, and then only compile: nothing runs them there.
+        arch = _device_arch() if job.device == "cuda" else _target(args)[1]
+        cute.reset(arch=arch, folder=job.folder, compile_only=job.device != "cuda")
+    elif getattr(job.candidate, "BACKEND", C.BACKEND_TRITON) == C.BACKEND_CUTE:
+        why = state.cute_error or "nvidia-cutlass-dsl is not installed in this environment"
+        return _fail(C.RULE_BACKEND, f"the candidate's back end is cute, and {why}")
     per_case = {}
     workload_cases = [c for c in job.cases if c["kind"] == C.CASE_WORKLOAD]
     for case in workload_cases:
         recorder.launches = []
+        if cute is not None:
+            cute.launches = []
         try:
             _, _, model = P.make_models(
                 job.problem,
@@ -142,6 +154,8 @@ def run(job, args: dict) -> dict:
         )
         mode = TorchOpMode(recorder, poison_variant=0)
         recorder.active = True
+        if cute is not None:
+            cute.active = True
         try:
             with torch.no_grad(), mode:
                 model(*inputs)
@@ -150,14 +164,19 @@ def run(job, args: dict) -> dict:
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, SystemExit):
                 return _fail(C.RULE_EXIT, f"forward called sys.exit({exc.code})")
+            if isinstance(exc, cute_dsl.CompileFailed):
+                return _fail(C.RULE_CUTE_COMPILE, str(exc)[:1500], case=case["name"])
+            text = cute_dsl.clean_error(exc) if cute is not None else f"{type(exc).__name__}: {exc}"
             return _fail(
                 C.RULE_FORWARD_ERROR,
-                f"forward failed for case {case['name']}: {type(exc).__name__}: {str(exc)[:500]}",
+                f"forward failed for case {case['name']}: {text[:500]}",
                 case=case["name"],
             )
         finally:
             recorder.active = False
-        launches = list(recorder.launches)
+            if cute is not None:
+                cute.active = False
+        launches = list(recorder.launches) + (list(cute.launches) if cute is not None else [])
         per_case[case["name"]] = {
             "launches": len(launches),
             "kernels": sorted({launch["kernel"] for launch in launches}),
@@ -174,7 +193,8 @@ def run(job, args: dict) -> dict:
         if not launches:
             return _fail(
                 C.RULE_NO_LAUNCH,
-                f"forward launched no Triton kernel of the candidate in case {case['name']}",
+                f"forward launched no Triton or CuTe kernel of the candidate in case "
+                f"{case['name']}",
                 case=case["name"],
             )
         for launch in launches:
@@ -187,29 +207,36 @@ def run(job, args: dict) -> dict:
             C.RULE_THREAD, f"candidate left {state.guard.extra_threads()} thread(s) running"
         )
     run_s = time.perf_counter() - start
+    triton_launches = {k: v for k, v in job.launches.items() if v.get("backend") != "cute"}
+    cute_keys = [k for k in job.launches if k not in triton_launches]
+    job.backend = C.BACKEND_CUTE if cute_keys else C.BACKEND_TRITON
     if job.device == "cuda":
         artifacts = [
             _jit_artifact(launch, recorder.compiled.get(key))
-            for key, launch in job.launches.items()
+            for key, launch in triton_launches.items()
         ]
         mode_name = "jit"
     else:
         try:
-            artifacts = _aot_compile(job, args)
+            artifacts = _aot_compile(job, args, triton_launches) if triton_launches else []
         except BaseException as exc:  # noqa: BLE001
             return _fail(
                 C.RULE_AOT_FAILED,
-                f"ahead-of-time compile for {tuple(args.get('aot_target'))} failed: "
+                f"ahead-of-time compile for {tuple(_target(args))} failed: "
                 f"{type(exc).__name__}: {str(exc)[:800]}",
             )
         mode_name = "aot"
+    artifacts += [cute.artifacts[k] for k in cute_keys if k in cute.artifacts]
     kernels = sorted({a["kernel"] for a in artifacts})
+    backend = f" ({job.backend})" if job.backend != C.BACKEND_TRITON else ""
     return {
         "status": C.PASSED,
         "rule": None,
-        "reason": f"{mode_name}: {len(artifacts)} specialisation(s) of {', '.join(kernels)}",
+        "reason": f"{mode_name}{backend}: {len(artifacts)} specialisation(s) of "
+        f"{', '.join(kernels)}",
         "evidence": {
             "mode": mode_name,
+            "backend": job.backend,
             "cases": per_case,
             "artifacts": artifacts,
             "run_s": run_s,
@@ -217,10 +244,13 @@ def run(job, args: dict) -> dict:
     }
 
 
-def _cap(text: str) -> str:
-    if len(text) <= C.IR_CAP_CHARS:
-        return text
-    return text[: C.IR_CAP_CHARS] + f"\n... [{len(text) - C.IR_CAP_CHARS} chars not kept]"
+def _target(args: dict) -> list:
+    return list(args.get("aot_target") or C.DEFAULT_AOT_TARGET)
+
+
+def _device_arch() -> int:
+    major, minor = torch.cuda.get_device_capability()
+    return major * 10 + minor
 
 
 def _artifact(launch: dict, asm: dict, target) -> dict:
@@ -277,41 +307,6 @@ def _unwrap_jit(obj):
     return obj
 
 
-_PTXAS_PATTERNS = {
-    "registers": r"Used (\d+) registers",
-    "spill_stores": r"(\d+) bytes spill stores",
-    "spill_loads": r"(\d+) bytes spill loads",
-    "stack_bytes": r"(\d+) bytes stack frame",
-    "ptxas_smem_bytes": r"(\d+) bytes smem",
-}
-
-
-def ptxas_report(ptx: str, arch: int, folder: str) -> dict:
-    """Run ptxas -v on the PTX for ``sm_<arch>`` and parse its resource report."""
-    from triton.backends.nvidia import compiler as nv
-
-    try:
-        ptxas = nv.get_ptxas(arch).path
-    except TypeError:  # older Triton: get_ptxas() takes no arch
-        ptxas = nv.get_ptxas().path
-    path = os.path.join(folder, "kernel.ptx")
-    with open(path, "w") as fh:
-        fh.write(ptx)
-    suffix = "a" if arch >= 90 else ""
-    proc = subprocess.run(
-        [ptxas, "-v", f"--gpu-name=sm_{arch}{suffix}", path, "-o", os.path.join(folder, "k.cubin")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    log = (proc.stdout + proc.stderr)[-4000:]
-    report = {"ptxas_log": log, "ptxas_rc": proc.returncode}
-    for key, pattern in _PTXAS_PATTERNS.items():
-        m = re.search(pattern, log)
-        report[key] = int(m.group(1)) if m else None
-    return report
-
-
 _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _AOT_ENTRY = (
     "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
@@ -319,14 +314,14 @@ _AOT_ENTRY = (
 )
 
 
-def _aot_compile(job, args: dict) -> list[dict]:
+def _aot_compile(job, args: dict, launches: dict) -> list[dict]:
     import json
     import sys
 
-    target = list(args.get("aot_target") or C.DEFAULT_AOT_TARGET)
+    target = _target(args)
     payload = {
         "candidate_path": os.path.join(job.folder, f"{job.candidate.__name__}.py"),
-        "launches": list(job.launches.values()),
+        "launches": list(launches.values()),
         "target": target,
         "folder": job.folder,
         "writable": job.state.policy.roots,

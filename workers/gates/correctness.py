@@ -18,6 +18,7 @@ import time
 import torch
 
 from workers import constants as C
+from workers import cute_dsl
 from workers.contract import problem as P
 from workers.instrument import TorchOpMode, _sentinel
 
@@ -437,6 +438,16 @@ def check_case(job, case: dict, args: dict, index: int) -> dict:
 
 
 def run(job, args: dict) -> dict:
+    if job.backend == C.BACKEND_CUTE and job.device != "cuda":
+        # Nothing runs a CuTe kernel without a GPU (no interpreter): compiled, not verified.
+        return {
+            "status": C.FAILED,
+            "rule": C.RULE_NEEDS_GPU,
+            "reason": "a CuTe DSL kernel has no CPU interpreter: it compiled for "
+            f"{cute_dsl.arch_name(job.state.cute.arch)}, and its correctness and timing need "
+            "the cuda platform",
+            "cases": [],
+        }
     records = []
     failed = None
     for index, case in enumerate(job.cases):

@@ -48,8 +48,11 @@ STREAM_NAMES = frozenset({"Stream", "stream", "set_stream", "ExternalStream", "S
 DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__", "globals", "breakpoint"})
 # Modules whose attributes a candidate must not rebind (timers, torch, triton, builtins).
 PATCH_ROOTS = frozenset(
-    {"torch", "triton", "tl", "time", "timeit", "builtins", "math", "np", "numpy", "os", "sys"}
-)
+    {"torch", "triton", "tl", "time", "timeit", "builtins", "math", "np", "numpy", "os", "sys",
+     "cute", "cutlass"}
+)  # fmt: skip
+CUTE_KERNEL = frozenset({"cutlass.cute.kernel"})
+CUTE_JIT = frozenset({"cutlass.cute.jit"})
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class StaticResult:
     kernels: tuple[str, ...] = ()
     wall_s: float = 0.0
     evidence: dict = field(default_factory=dict)
+    backend: str = C.BACKEND_TRITON
 
     @property
     def rule(self) -> str | None:
@@ -78,7 +82,8 @@ class StaticResult:
     @property
     def reason(self) -> str:
         if not self.findings:
-            reason = f"{len(self.kernels)} Triton kernel(s): {', '.join(self.kernels)}"
+            label = "CuTe" if self.backend == C.BACKEND_CUTE else "Triton"
+            reason = f"{len(self.kernels)} {label} kernel(s): {', '.join(self.kernels)}"
             if self.warnings:
                 reason += f"; warning {_summary(self.warnings)}"
             return reason
@@ -141,6 +146,13 @@ class _Checker(ast.NodeVisitor):
         self.launched: set[str] = set()
         self.reference_ops = reference_ops
         self.in_jit = 0
+        # The cute back end (workers.cute_dsl): @cute.kernel functions, the @cute.jit
+        # functions that launch them, and the module's BACKEND declaration.
+        self.cute_kernels: set[str] = set()
+        self.cute_jits: set[str] = set()
+        self.cute_launched: set[str] = set()
+        self.in_cute = 0
+        self.backend: tuple[str, int] | None = None  # (declared value, line)
 
     def add(self, rule, node, message):
         self.findings.append(Finding(rule, getattr(node, "lineno", 0), message))
@@ -189,9 +201,21 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     # definitions ------------------------------------------------------------------------
+    def _decorator_module(self, dec) -> str:
+        dotted = _dotted(dec.func if isinstance(dec, ast.Call) else dec)
+        return self._module_of(dotted) if dotted else ""
+
     def visit_FunctionDef(self, node):
         is_jit = any(_is_triton_jit(d) for d in node.decorator_list)
-        if is_jit:
+        cute = {self._decorator_module(d) for d in node.decorator_list}
+        if cute & (CUTE_KERNEL | CUTE_JIT):
+            (self.cute_kernels if cute & CUTE_KERNEL else self.cute_jits).add(node.name)
+            self.in_jit += 1
+            self.in_cute += 1
+            self.generic_visit(node)
+            self.in_jit -= 1
+            self.in_cute -= 1
+        elif is_jit:
             self.jit_names.add(node.name)
             self.in_jit += 1
             self.generic_visit(node)
@@ -227,6 +251,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Assign(self, node):
         for t in node.targets:
             self._check_target(t, node)
+            if isinstance(t, ast.Name) and t.id == "BACKEND" and node.col_offset == 0:
+                value = node.value.value if isinstance(node.value, ast.Constant) else None
+                self.backend = (value, node.lineno)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node):
@@ -261,6 +288,13 @@ class _Checker(ast.NodeVisitor):
             name = _dotted(func.value)
             if name:
                 self.launched.add(name.split(".")[-1])
+        if (
+            self.in_cute
+            and isinstance(func, ast.Attribute)
+            and func.attr == "launch"
+            and isinstance(func.value, ast.Call)
+        ):
+            self.cute_launched.add(_dotted(func.value.func).split(".")[-1])
         dotted = _dotted(func)
         module = self._module_of(dotted) if dotted else ""
         last = dotted.rsplit(".", 1)[-1] if dotted else ""
@@ -277,6 +311,12 @@ class _Checker(ast.NodeVisitor):
             self.add(C.RULE_SIDE_STREAM, node, f"calls {dotted}(): work must stay on one stream")
         elif last in {"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process"}:
             self.add(C.RULE_THREAD, node, f"calls {dotted}()")
+        elif self.in_cute and module.split(".")[0] == "torch":
+            self.add(
+                C.RULE_TORCH_FALLBACK,
+                node,
+                f"calls {dotted}() inside a CuTe kernel or jit function: only the DSL runs there",
+            )
         elif not self.in_jit and dotted:
             self._check_torch_work(node, dotted, module, last)
         self.generic_visit(node)
@@ -320,7 +360,57 @@ def check_static(candidate_source: str, problem_source: str | None = None) -> St
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     if "ModelNew" not in classes:
         findings.insert(0, Finding(C.RULE_NO_MODEL_NEW, 0, "defines no class ModelNew"))
-    if not checker.jit_names:
+    backend, kernels = _kernel_findings(checker, findings)
+    return StaticResult(
+        passed=not findings,
+        findings=tuple(findings),
+        warnings=tuple(checker.warnings),
+        kernels=kernels,
+        wall_s=time.perf_counter() - start,
+        evidence={
+            "backend": backend,
+            "kernels": list(kernels),
+            "findings": [f.to_dict() for f in findings],
+            "warnings": [w.to_dict() for w in checker.warnings],
+        },
+        backend=backend,
+    )
+
+
+def _kernel_findings(checker: _Checker, findings: list) -> tuple[str, tuple[str, ...]]:
+    """The declared back end (``BACKEND``, Triton when absent) and its launched kernels; what
+    is missing or does not match becomes a finding."""
+    declared, line = checker.backend or (C.BACKEND_TRITON, 0)
+    if declared not in (C.BACKEND_TRITON, C.BACKEND_CUTE):
+        findings.append(
+            Finding(C.RULE_NO_KERNEL, line, f"BACKEND = {declared!r}: must be 'triton' or 'cute'")
+        )
+        return C.BACKEND_TRITON, ()
+    if declared == C.BACKEND_CUTE:
+        kernels = tuple(sorted(checker.cute_kernels & checker.cute_launched))
+        if not checker.cute_kernels:
+            findings.append(
+                Finding(C.RULE_NO_KERNEL, line, "declares BACKEND = 'cute' but no @cute.kernel")
+            )
+        elif not kernels or not checker.cute_jits:
+            findings.append(
+                Finding(
+                    C.RULE_KERNEL_NOT_LAUNCHED,
+                    0,
+                    f"no kernel(...).launch(...) of {', '.join(sorted(checker.cute_kernels))} "
+                    "in a @cute.jit function",
+                )
+            )
+        return C.BACKEND_CUTE, kernels
+    if checker.cute_kernels and not checker.jit_names:
+        findings.append(
+            Finding(
+                C.RULE_NO_KERNEL,
+                0,
+                'defines @cute.kernel functions: declare BACKEND = "cute" at module level',
+            )
+        )
+    elif not checker.jit_names:
         findings.append(Finding(C.RULE_NO_KERNEL, 0, "defines no @triton.jit kernel"))
     elif not (checker.jit_names & checker.launched):
         findings.append(
@@ -330,16 +420,4 @@ def check_static(candidate_source: str, problem_source: str | None = None) -> St
                 f"no kernel[grid](...) launch of {', '.join(sorted(checker.jit_names))}",
             )
         )
-    kernels = tuple(sorted(checker.jit_names & checker.launched))
-    return StaticResult(
-        passed=not findings,
-        findings=tuple(findings),
-        warnings=tuple(checker.warnings),
-        kernels=kernels,
-        wall_s=time.perf_counter() - start,
-        evidence={
-            "kernels": list(kernels),
-            "findings": [f.to_dict() for f in findings],
-            "warnings": [w.to_dict() for w in checker.warnings],
-        },
-    )
+    return C.BACKEND_TRITON, tuple(sorted(checker.jit_names & checker.launched))

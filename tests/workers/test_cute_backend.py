@@ -1,0 +1,89 @@
+"""The cute back end (issue 15): a CuTe DSL candidate goes through the same gates as a Triton
+one. Without a GPU it is checked statically and compiled ahead of time for sm_90a in the
+sandbox (PTX, cubin, ptxas's registers), then stops at correctness, saying why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workers import constants as C
+from workers.catalog import catalog_get
+from workers.evaluate import EvaluationRequest, Evaluator
+from workers.gates.static import check_static
+
+CANDIDATE = Path(__file__).parent / "fixtures" / "candidates" / "cute_rms_norm.py"
+
+
+@pytest.fixture(scope="module")
+def source() -> str:
+    return CANDIDATE.read_text()
+
+
+def test_the_static_gate_knows_cute_kernels_and_their_declaration(source):
+    ok = check_static(source)
+    assert ok.passed and ok.backend == C.BACKEND_CUTE
+    assert ok.reason == "1 CuTe kernel(s): _ke_rms_norm_kernel"
+    undeclared = check_static(source.replace('BACKEND = "cute"\n', ""))
+    assert not undeclared.passed and 'declare BACKEND = "cute"' in undeclared.reason
+    # torch inside the kernel would be a fallback hidden in the launch path
+    hidden = check_static(source.replace("acc = acc + v * v", "acc = acc + torch.square(v)"))
+    assert not hidden.passed and hidden.rule == C.RULE_TORCH_FALLBACK
+    assert "inside a CuTe kernel" in hidden.reason
+    # the gate's compile is not the candidate's to replace
+    patched = check_static(source + "\ncute.compile = lambda *a, **k: None\n")
+    assert not patched.passed and patched.rule == C.RULE_MONKEY_PATCH
+    unlaunched = check_static(source.replace(").launch(", ").prepare("))
+    assert not unlaunched.passed and unlaunched.rule == C.RULE_KERNEL_NOT_LAUNCHED
+
+
+def _evaluate(ev, src, target=C.DEFAULT_AOT_TARGET):
+    entry = catalog_get("rms_norm")
+    request = EvaluationRequest(
+        problem_source=entry.problem_path.read_text(),
+        candidate_source=src,
+        platform="interpret",
+        workload=entry.workload(smoke=True),
+        trials=1,
+        aot_target=tuple(target),
+    )
+    report = ev.evaluate(request)
+    return report, {g.name: g for g in report.gates}
+
+
+def test_a_cute_candidate_compiles_for_sm90a_here_and_says_correctness_needs_the_gpu(source):
+    barrier = "    cute.arch.cluster_arrive()\n    cute.arch.cluster_wait()\n"
+    cluster = source.replace(
+        "    cute.arch.sync_threads()\n", "    cute.arch.sync_threads()\n" + barrier
+    ).replace("block=(THREADS, 1, 1), stream", "block=(THREADS, 1, 1), cluster=(1, 1, 1), stream")
+    elsewhere = source.replace(
+        "cute.compile(_ke_rms_norm, *args)",
+        "cute.compile(_ke_rms_norm, *args, options='--gpu-arch sm_100a')",
+    )
+    with Evaluator() as ev:
+        report, gates = _evaluate(ev, source)
+        assert gates["static"].status == C.PASSED
+        compiled = gates["compile"]
+        assert compiled.status == C.PASSED and compiled.reason.startswith("aot (cute): ")
+        artifacts = compiled.evidence["artifacts"]
+        assert len(artifacts) == 2  # one per workload case (fp32 and bf16)
+        for art in artifacts:
+            assert art["backend"] == "cute" and art["arch"] == "sm_90a"
+            assert art["ptx_target"] == "sm_90a" and art["cubin_sm"] == 90
+            assert art["cubin_bytes"] > 0 and art["registers"] > 0
+            assert art["spill_stores"] == 0 and ".target sm_90a" in art["ir"]["ptx"]
+        assert report.verdict == C.REJECTED and gates["correctness"].rule == C.RULE_NEEDS_GPU
+        assert "need the cuda platform" in report.reason
+
+        # The architecture is the gate's, whatever the candidate asks for.
+        _, gates = _evaluate(ev, elsewhere)
+        assert {a["ptx_target"] for a in gates["compile"].evidence["artifacts"]} == {"sm_90a"}
+
+        # A Hopper feature compiles for Hopper and is refused, with NVVM's words, before it.
+        _, gates = _evaluate(ev, cluster)
+        assert gates["compile"].status == C.PASSED
+        _, gates = _evaluate(ev, cluster, ("cuda", 80, 32))
+        assert gates["compile"].status == C.FAILED
+        assert gates["compile"].rule == C.RULE_CUTE_COMPILE
+        assert "unsupported operation" in gates["compile"].reason
