@@ -39,6 +39,16 @@ _GATE_OPTIONS = {"--gpu-arch", "--dump-dir"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+_DECLARED = re.compile(r"""^BACKEND\s*=\s*["']([A-Za-z_]+)["']""", re.MULTILINE)
+
+
+def declared_backend(source: str) -> str:
+    """The back end a candidate's source declares (``BACKEND = "cute"``), Triton otherwise: what
+    the portal shows. The static gate checks that the declaration matches the kernels."""
+    m = _DECLARED.search(source or "")
+    return BACKEND_CUTE if m and m.group(1) == BACKEND_CUTE else BACKEND_TRITON
+
+
 def available() -> bool:
     """Whether the DSL is installed here (``nvidia-cutlass-dsl``, pinned in requirements)."""
     try:

@@ -349,7 +349,10 @@ def graph_figure(
 
 def _hover(n: dict, label: str) -> str:
     """Hover text of a node: its key, how it ended, its fitness, and the gate that stopped it."""
-    lines = [f"<b>{n['key']}</b> · {label}", f"round {n['round']} · {n['generator']}"]
+    origin = f"round {n['round']} · {n['generator']}"
+    if n.get("backend") == "cute":
+        origin += " · CuTe DSL"
+    lines = [f"<b>{n['key']}</b> · {label}", origin]
     lines.append(f"fitness {n['fitness']:.3f}×" if n.get("fitness") else "no timing")
     if n["status"] == "rejected" and n.get("failed_gate"):
         lines.append(f"failed gate: {n['failed_gate']}")

@@ -114,3 +114,10 @@ def eval_worker_command(queue: str) -> str:
 # How long the candidate page keeps a highlighted source or a diff (keyed by the texts, so they
 # never go stale; the limit only bounds what the cache holds).
 REVIEW_CACHE_S = 7 * 24 * 3600
+
+
+class Backend(models.TextChoices):
+    """The kernel language a candidate is written in (workers.cute_dsl)."""
+
+    TRITON = "triton", "Triton"
+    CUTE = "cute", "CuTe DSL"

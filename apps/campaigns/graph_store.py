@@ -15,6 +15,7 @@ from django.db.models import Count, Q, Sum
 
 from apps.campaigns.constants import UNSETTLED_NODE_STATUSES, NodeStatus
 from apps.campaigns.models import Campaign, Edge, Node
+from workers.cute_dsl import declared_backend
 from workers.search.graph import STATUS_ACCEPTED, STATUS_PENDING, STATUS_REJECTED, Graph
 from workers.search.graph import Node as GraphNode
 from workers.search.graph_store import GraphTotals
@@ -109,6 +110,7 @@ class RowGraphStore:
             generator=node.generator,
             params=node.params,
             source=node.source,
+            backend=declared_backend(node.source),
             source_hash=node.source_hash,
             note=node.note,
             island=node.island,

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.campaigns.constants import (
+    Backend,
     Baseline,
     CampaignStatus,
     EdgeKind,
@@ -134,6 +135,8 @@ class Node(models.Model):
     generator = models.CharField(max_length=50)
     params = models.JSONField(default=dict, blank=True)
     source = models.TextField()
+    # The kernel language its source declares (workers.cute_dsl.declared_backend).
+    backend = models.CharField(max_length=16, choices=Backend, default=Backend.TRITON)
     status = models.CharField(
         max_length=20, choices=NodeStatus, default=NodeStatus.PENDING, db_index=True
     )

@@ -31,7 +31,8 @@ def main() -> int:
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
 
-        from workers.gates.compile import _artifact, _unwrap_jit, ptxas_report
+        from workers.gates.artifacts import ptxas_report
+        from workers.gates.compile import _artifact, _unwrap_jit
 
         spec = importlib.util.spec_from_file_location("candidate_aot", job["candidate_path"])
         module = importlib.util.module_from_spec(spec)

@@ -11,7 +11,7 @@ from apps.campaigns import charts
 from apps.campaigns.models import Campaign, Edge, Node
 
 GRAPH_PAGE_SIZE = 1000
-NODE_FIELDS = ("id", "key", "round", "status", "failed_gate", "fitness", "generator")
+NODE_FIELDS = ("id", "key", "round", "status", "failed_gate", "fitness", "generator", "backend")
 NODE_TABLE_SIZE = 50
 
 

@@ -8,6 +8,7 @@ from apps.campaigns.constants import Baseline, CampaignStatus, Outcome
 from apps.campaigns.models import Campaign, Edge, Node, Problem
 from apps.campaigns.services.evaluations import node_record_report
 from apps.campaigns.services.problems import problem_create
+from workers.cute_dsl import declared_backend
 from workers.report import MalformedReport
 
 REQUIRED_KEYS = ("outcome", "funnel", "nodes", "edges", "config")
@@ -70,6 +71,7 @@ def campaign_import(*, summary: dict, created_by=None, name: str = "") -> Campai
             generator=data.get("generator", ""),
             params=data.get("params") or {},
             source=data.get("source", ""),
+            backend=declared_backend(data.get("source", "")),
             source_hash=data.get("source_hash") or "",
             note=data.get("note") or "",
             island=data.get("island") or 0,
