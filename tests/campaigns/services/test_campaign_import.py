@@ -95,3 +95,26 @@ def test_a_search_that_reused_its_start_says_so_and_why_most_acceptances_were_no
     assert "a fresh process agrees" in reasons[campaign.best_node.key]
     skipped = [k for k, r in reasons.items() if "not re-measured in a fresh process" in r]
     assert skipped and campaign.best_node.key not in skipped
+
+
+def test_a_cute_candidate_is_shown_as_one(client, users):
+    """Issue 15: a candidate written in CuTe DSL (its source declares ``BACKEND = "cute"``) is
+    recorded as such; its page and the graph's hover say so, the Triton ones say nothing new."""
+    summary = json.loads((DEMO / "h200-rms_norm.json").read_text())
+    cute = Path(__file__).resolve().parents[2] / "workers/fixtures/candidates/cute_rms_norm.py"
+    node = summary["nodes"][-1]
+    node["source"] = cute.read_text()
+    campaign = campaign_import(summary=summary)
+    backends = dict(campaign.nodes.values_list("key", "backend"))
+    assert backends.pop(node["id"]) == "cute" and set(backends.values()) == {"triton"}
+
+    client.force_login(users["engineer"])
+    html = client.get(f"/campaigns/{campaign.pk}/nodes/{node['id']}/").content.decode()
+    assert 'id="node-backend"' in html and ">CuTe DSL</span>" in html
+    other = next(iter(backends))
+    assert (
+        ">Triton</span>" in client.get(f"/campaigns/{campaign.pk}/nodes/{other}/").content.decode()
+    )
+    graph = client.get(f"/campaigns/{campaign.pk}/graph.json").json()
+    hovers = [t for trace in graph["figure"]["data"] for t in trace.get("text") or []]
+    assert sum("CuTe DSL" in h for h in hovers) == 1
