@@ -11,7 +11,7 @@ Hopper feature the back end is wanted for). For each it prints the PTX ``.versio
 lines, the PTX and cubin sizes, the SM the cubin's ELF header names, and the registers,
 barriers and spills that the DSL's built-in ptxas reports. Exit status 1 when a kernel does not
 compile or its PTX or cubin is for another architecture. Nothing here needs a GPU or libcuda:
-that is the point. Not part of the test suite (CI has no ``nvidia-cutlass-dsl``).
+that is the point. The gates' own tests are tests/workers/test_cute_backend.py.
 """
 
 from __future__ import annotations
