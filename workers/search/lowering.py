@@ -411,6 +411,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 aten.var.correction,
                 aten.var_mean.correction,
                 aten.std.correction,
+                aten.std_mean.correction,
                 aten.argmax.default,
                 aten.argmin.default,
                 aten._softmax.default,
@@ -907,8 +908,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
             self.env[n] = self.reduce(t.__name__.split(".")[0], self.arg(a[0]))
             return
-        if t == aten.std.correction:  # the square root of the variance below
-            self.env[n] = self.pw("sqrt", self._variance(n, t)[0])
+        if t in (aten.std.correction, aten.std_mean.correction):  # sqrt of the variance below
+            var, mean = self._variance(n, t)
+            std = self.pw("sqrt", var)
+            self.env[n] = (std, mean) if t == aten.std_mean.correction else std
             return
         if t == aten.log_sigmoid_forward.default:  # min(x, 0) - log1p(exp(-|x|)), and a buffer
             x = self.arg(a[0])

@@ -35,6 +35,15 @@ CASES = {
     "normalize-channels": (_problem("F.normalize(x, dim=1) + y", X4, NCHW), "dimension 1 of 4"),
     "normalize-last": (_problem("F.normalize(x, p=2.0, dim=-1) * y", X2, ROWS), "last dimension"),
     "std": (_problem("x.std(dim=-1, keepdim=True) + y", X2, ROWS), "reductions [mean, sum]"),
+    # standardising a row by its own statistics in one call (both outputs used)
+    "std-mean": (
+        _problem(
+            "(lambda s, m: (x - m) / (s + 1e-5) + y)(*torch.std_mean(x, dim=-1, keepdim=True))",
+            X2,
+            ROWS,
+        ),
+        "reductions [mean, sum]",
+    ),
     "log-sigmoid": (_problem("F.logsigmoid(x * 10.0) + y", X2, ROWS), "elementwise"),
     "prod-middle": (
         _problem("(1.0 + 0.01 * x).prod(dim=1, keepdim=True) * y", X4, NCHW),
