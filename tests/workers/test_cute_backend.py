@@ -87,3 +87,42 @@ def test_a_cute_candidate_compiles_for_sm90a_here_and_says_correctness_needs_the
         assert gates["compile"].status == C.FAILED
         assert gates["compile"].rule == C.RULE_CUTE_COMPILE
         assert "unsupported operation" in gates["compile"].reason
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "softmax"])
+def test_the_cute_row_template_compiles_vectorised_per_case_kernels(op):
+    """The CuTe row family: each case gets its own kernel, with 128-bit loads and stores where
+    the row allows (4 fp32 or 8 bf16 a vector), no spills, through every gate that runs without
+    a GPU."""
+    from workers.search.generators.templates import cute_row
+
+    source = cute_row.render(op, {"threads": 128, "max_per_thread": 32})
+    assert check_static(source).backend == C.BACKEND_CUTE
+    entry = catalog_get(op)
+    request = EvaluationRequest(
+        problem_source=entry.problem_path.read_text(),
+        candidate_source=source,
+        platform="interpret",
+        workload=entry.workload(smoke=True),
+        trials=1,
+    )
+    with Evaluator() as ev:
+        report = ev.evaluate(request)
+    gates = {g.name: g for g in report.gates}
+    assert gates["static"].status == C.PASSED and gates["compile"].status == C.PASSED
+    artifacts = gates["compile"].evidence["artifacts"]
+    assert len(artifacts) == len(entry.workload(smoke=True)["cases"])
+    for art in artifacts:
+        ptx = art["ir"]["ptx"]
+        assert "ld.global.v4" in ptx and "st.global.v4" in ptx, art["kernel"]
+        assert art["spill_stores"] == 0 and art["ptx_target"] == "sm_90a"
+    assert gates["correctness"].rule == C.RULE_NEEDS_GPU
+
+
+def test_the_cute_row_template_refuses_what_it_does_not_have():
+    from workers.search.generators.templates import cute_row
+
+    with pytest.raises(ValueError, match="no CuTe row template for 'gelu'"):
+        cute_row.render("gelu")
+    with pytest.raises(ValueError, match="threads=96"):
+        cute_row.render("softmax", {"threads": 96})
