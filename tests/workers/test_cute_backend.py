@@ -126,3 +126,39 @@ def test_the_cute_row_template_refuses_what_it_does_not_have():
         cute_row.render("gelu")
     with pytest.raises(ValueError, match="threads=96"):
         cute_row.render("softmax", {"threads": 96})
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "softmax"])
+def test_long_rows_take_a_cluster_of_ctas_that_reduce_through_distributed_shared_memory(
+    op, tmp_path, monkeypatch
+):
+    """Rows too long for one CTA's registers (32k bf16, 64k fp32 at 256 threads) are split over
+    a thread-block cluster that combines its partial sums through distributed shared memory
+    (Hopper's cluster barrier and mapa), still one read of the row; past the largest cluster the
+    row is read again with a loop that is not unrolled. Compiled here for sm_90a, in-process."""
+    import cutlass.cute as cute
+    import torch
+
+    from workers import cute_dsl
+    from workers.contract.problem import load_module
+    from workers.search.generators.templates import cute_row
+
+    recorder = cute_dsl.CuteRecorder()
+    monkeypatch.setattr(cute, "compile", cute_dsl._Compile(recorder, cute.compile))
+    recorder.reset(arch=90, folder=str(tmp_path), compile_only=True)
+    module = load_module(cute_row.render(op), f"cute_row_{op}", str(tmp_path))
+    plans, artifacts = {}, {}
+    for cols, dtype in ((32768, torch.bfloat16), (65536, torch.float32), (1 << 20, torch.float32)):
+        model = module.ModelNew(cols, 1e-6) if op == "rms_norm" else module.ModelNew()
+        before = set(recorder.artifacts)
+        model(torch.zeros(2, cols, dtype=dtype))
+        (key,) = set(recorder.artifacts) - before
+        plans[cols] = module._ke_plan(cols, dtype.itemsize, 2)
+        artifacts[cols] = recorder.artifacts[key]
+    assert plans[32768] == (8, 8, True, 2) and plans[65536] == (4, 16, True, 4)
+    assert plans[1 << 20][2:] == (False, 1)
+    for cols, art in artifacts.items():
+        ptx = art["ir"]["ptx"]
+        clustered = plans[cols][3] > 1
+        assert ("barrier.cluster.arrive" in ptx and "mapa" in ptx) == clustered, cols
+        assert "ld.global.v4" in ptx and art["spill_stores"] == 0 and art["cubin_sm"] == 90

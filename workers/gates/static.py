@@ -151,6 +151,8 @@ class _Checker(ast.NodeVisitor):
         self.cute_kernels: set[str] = set()
         self.cute_jits: set[str] = set()
         self.cute_launched: set[str] = set()
+        self.cute_called: set[str] = set()
+        self.cute_launch_seen = False
         self.in_cute = 0
         self.backend: tuple[str, int] | None = None  # (declared value, line)
 
@@ -288,13 +290,12 @@ class _Checker(ast.NodeVisitor):
             name = _dotted(func.value)
             if name:
                 self.launched.add(name.split(".")[-1])
-        if (
-            self.in_cute
-            and isinstance(func, ast.Attribute)
-            and func.attr == "launch"
-            and isinstance(func.value, ast.Call)
-        ):
-            self.cute_launched.add(_dotted(func.value.func).split(".")[-1])
+        if self.in_cute and isinstance(func, ast.Attribute) and func.attr == "launch":
+            self.cute_launch_seen = True
+            if isinstance(func.value, ast.Call):
+                self.cute_launched.add(_dotted(func.value.func).split(".")[-1])
+        if self.in_cute and isinstance(func, ast.Name):
+            self.cute_called.add(func.id)  # k = kernel(...); ...; k.launch(...)
         dotted = _dotted(func)
         module = self._module_of(dotted) if dotted else ""
         last = dotted.rsplit(".", 1)[-1] if dotted else ""
@@ -387,7 +388,10 @@ def _kernel_findings(checker: _Checker, findings: list) -> tuple[str, tuple[str,
         )
         return C.BACKEND_TRITON, ()
     if declared == C.BACKEND_CUTE:
-        kernels = tuple(sorted(checker.cute_kernels & checker.cute_launched))
+        launched = checker.cute_launched | (
+            checker.cute_called if checker.cute_launch_seen else set()
+        )
+        kernels = tuple(sorted(checker.cute_kernels & launched))
         if not checker.cute_kernels:
             findings.append(
                 Finding(C.RULE_NO_KERNEL, line, "declares BACKEND = 'cute' but no @cute.kernel")

@@ -1,14 +1,17 @@
 """Row kernels in CuTe DSL (the ``cute`` back end, issue 15): RMSNorm and softmax over the last
-dimension, one CTA per row.
+dimension, one CTA or one thread-block cluster per row.
 
 A candidate compiles one kernel per case shape (``cute.compile`` with the shape static), so the
 launch is chosen per case in Python (``_ke_plan``): the widest vector of 16 bytes or less that
 divides the row (128-bit ``ld.global.v4`` where the row allows it), ``threads`` per CTA, and
-either the whole row kept in registers between its reduction and its write (``registers``: one
-read of the row) or read twice (``looped``), the first past ``max_per_thread`` elements a
-thread. Partial vectors at the row's end are masked per vector (a row of 80 with 128 threads
-reads 20 vectors of 4). Cluster reductions for rows too long for one CTA are the next step
-(docs/cute_dsl.md).
+the fewest CTAs (1 to ``max_cluster``) whose registers hold the row at ``max_per_thread``
+elements a thread. Held in registers, the row is read once; a cluster's CTAs combine their
+partial sums through distributed shared memory (Hopper's cluster barrier, ``mapa`` and
+``ld.shared::cluster``), the way QuACK keeps long rows in one pass. A row longer than that is
+read again by a loop that is not unrolled (the looped softmax reads it three times). Partial
+vectors at the row's end are masked per vector (a row of 80 with 128 threads reads 20 vectors
+of 4). Names assigned in a dynamic loop are that loop's own (``j1``, ``v1``): the DSL carries
+a name assigned in a dynamic loop across it, so it must not be reused.
 
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
@@ -17,10 +20,14 @@ catalog problem's constructor). The compute core: no Django here.
 from __future__ import annotations
 
 OPS = ("rms_norm", "softmax")
-DEFAULTS = {"threads": 256, "max_per_thread": 64}
-SPACE = {"threads": [64, 128, 256, 512, 1024], "max_per_thread": [16, 32, 64, 128]}
+DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8}
+SPACE = {
+    "threads": [64, 128, 256, 512, 1024],
+    "max_per_thread": [16, 32, 64, 128],
+    "max_cluster": [1, 2, 4, 8],
+}
 
-_HEAD = '''"""{title} in CuTe DSL, one CTA per row (templates/cute_row.py)."""
+_HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
 
 import math
 import operator
@@ -30,154 +37,224 @@ import cutlass
 import cutlass.cute as cute
 import torch
 import torch.nn as nn
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.runtime import from_dlpack
+from cutlass.cutlass_dsl import T
 
 BACKEND = "cute"
 THREADS = {threads}
 MAX_PER_THREAD = {max_per_thread}
+MAX_CLUSTER = {max_cluster}
 
 
-def _ke_plan(n, itemsize):
-    """(vector width, vectors per thread, whether the row stays in registers) for a row of n."""
+def _ke_plan(n, itemsize, rows):
+    \"\"\"(vector width, vectors per thread, whether the row stays in registers, CTAs per row)
+    for ``rows`` rows of ``n``: the fewest CTAs (a thread-block cluster) that hold the row in
+    registers, else one CTA that reads it twice.\"\"\"
     vec = 16 // itemsize
     while vec > 1 and n % vec:
         vec //= 2
-    per = max(1, math.ceil(n // vec / THREADS))
-    return vec, per, per * vec <= MAX_PER_THREAD
+    nvec = n // vec
+    cluster = 1
+    while cluster <= MAX_CLUSTER and (cluster == 1 or rows <= 65535):
+        per = max(1, math.ceil(nvec / (THREADS * cluster)))
+        if per * vec <= MAX_PER_THREAD:
+            return vec, per, True, cluster
+        cluster *= 2
+    return vec, max(1, math.ceil(nvec / THREADS)), False, 1
 
 
 @cute.jit
-def _ke_block_reduce(value, op, smem, identity):
-    """``value`` combined over the CTA: a warp shuffle, then the warps' partials in shared
-    memory (every thread gets the result)."""
+def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr):
+    \"\"\"``value`` combined over the CTA (a warp shuffle, then the warps' partials in shared
+    memory) and, with a cluster, over its CTAs through distributed shared memory; every thread
+    gets the result.\"\"\"
     tidx, _, _ = cute.arch.thread_idx()
-    warps = cute.size(smem)
     value = cute.arch.warp_reduction(value, op)
     cute.arch.sync_threads()
     if tidx % 32 == 0:
         smem[tidx // 32] = value
     cute.arch.sync_threads()
     total = identity
-    for w in cutlass.range_constexpr(warps):
+    for w in cutlass.range_constexpr(THREADS // 32):
         total = op(total, smem[w])
+    if cutlass.const_expr(cluster > 1):
+        if tidx == 0:
+            cute.make_tensor(slot, cute.make_layout(1))[0] = total
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        total = identity
+        for r in cutlass.range_constexpr(cluster):
+            remote = cute.arch.map_dsmem_ptr(slot, r)
+            total = op(total, cutlass.Float32(llvm.load(T.f32(), remote.to_llvm_ptr())))
+        # every CTA has read every slot before any CTA writes its slot again (or exits)
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
     return total
-'''
 
-_RMS = """
+
+@cute.jit
+def _ke_where(cluster: cutlass.Constexpr):
+    \"\"\"(the row, this CTA's rank in its cluster) of one CTA or one cluster per row.\"\"\"
+    if cutlass.const_expr(cluster > 1):
+        cta, row, _ = cute.arch.block_idx()
+        return row, cta
+    row, _, _ = cute.arch.block_idx()
+    return row, 0
+
+
+def _ke_load(tile, dtype):
+    frag = cute.make_rmem_tensor((cute.size(tile),), dtype)
+    cute.autovec_copy(tile, frag)
+    return frag.load().to(cutlass.Float32)
+
+
+def _ke_store(value, tile):
+    out = cute.make_rmem_tensor((cute.size(tile),), tile.element_type)
+    out.store(value.to(tile.element_type))
+    cute.autovec_copy(out, tile)
+
+
+@cute.jit
+def _ke_launch(kernel, rows, cluster: cutlass.Constexpr, stream):
+    if cutlass.const_expr(cluster > 1):
+        kernel.launch(grid=(cluster, rows, 1), block=(THREADS, 1, 1), cluster=(cluster, 1, 1),
+                      stream=stream)
+    else:
+        kernel.launch(grid=(rows, 1, 1), block=(THREADS, 1, 1), stream=stream)
+"""
+
+_PREAMBLE = """
+    tidx, _, _ = cute.arch.thread_idx()
+    row, cta = _ke_where(cluster)
+    n = cute.size(g_x, mode=[1])
+    nvec = n // vec
+    first = cta * (per * THREADS) + tidx
+    x_row = cute.zipped_divide(g_x[row, None], (vec,))
+    y_row = cute.zipped_divide(g_y[row, None], (vec,))
+    smem = cutlass.memory.SmemAllocator()
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
+    regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)"""
+
+_RMS = (
+    """
 
 @cute.kernel
 def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
-                   vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr):
-    tidx, _, _ = cute.arch.thread_idx()
-    row, _, _ = cute.arch.block_idx()
-    n = cute.size(g_x, mode=[1])
-    nvec = n // vec
-    x_row = cute.zipped_divide(g_x[row, None], (vec,))
-    y_row = cute.zipped_divide(g_y[row, None], (vec,))
+                   vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
+                   cluster: cutlass.Constexpr):"""
+    + _PREAMBLE
+    + """
     w_all = cute.zipped_divide(g_w, (vec,))
-    smem = cutlass.utils.SmemAllocator()
-    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
-    regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)
     regs.fill(0.0)
     acc = cutlass.Float32(0.0)
-    for k in cutlass.range_constexpr(per):
-        j = tidx + k * THREADS
-        if j < nvec:
-            frag = cute.make_rmem_tensor((vec,), g_x.element_type)
-            cute.autovec_copy(x_row[(None, j)], frag)
-            v = frag.load().to(cutlass.Float32)
-            if cutlass.const_expr(keep):
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                v = _ke_load(x_row[(None, j)], g_x.element_type)
                 regs[None, k].store(v)
-            acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    total = _ke_block_reduce(acc, operator.add, partial, cutlass.Float32(0.0))
+                acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j1 = first + k * THREADS
+            if j1 < nvec:
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                acc = acc + (v1 * v1).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    total = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
     rstd = cute.math.rsqrt(total / cutlass.Float32(n) + eps)
-    for k in cutlass.range_constexpr(per):
-        j = tidx + k * THREADS
-        if j < nvec:
-            wf = cute.make_rmem_tensor((vec,), g_w.element_type)
-            cute.autovec_copy(w_all[(None, j)], wf)
-            out = cute.make_rmem_tensor((vec,), g_y.element_type)
-            if cutlass.const_expr(keep):
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
                 v = regs[None, k].load()
-            else:
-                frag = cute.make_rmem_tensor((vec,), g_x.element_type)
-                cute.autovec_copy(x_row[(None, j)], frag)
-                v = frag.load().to(cutlass.Float32)
-            out.store((v * rstd * wf.load().to(cutlass.Float32)).to(g_y.element_type))
-            cute.autovec_copy(out, y_row[(None, j)])
+                w = _ke_load(w_all[(None, j)], g_w.element_type)
+                _ke_store(v * rstd * w, y_row[(None, j)])
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j2 = first + k * THREADS
+            if j2 < nvec:
+                v2 = _ke_load(x_row[(None, j2)], g_x.element_type)
+                w2 = _ke_load(w_all[(None, j2)], g_w.element_type)
+                _ke_store(v2 * rstd * w2, y_row[(None, j2)])
 
 
 @cute.jit
 def _ke_rms(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
             stream: cuda.CUstream, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-            keep: cutlass.Constexpr):
-    rows = cute.size(g_x, mode=[0])
-    _ke_rms_kernel(g_x, g_w, g_y, eps, vec, per, keep).launch(
-        grid=(rows, 1, 1), block=(THREADS, 1, 1), stream=stream
-    )
+            keep: cutlass.Constexpr, cluster: cutlass.Constexpr):
+    kernel = _ke_rms_kernel(g_x, g_w, g_y, eps, vec, per, keep, cluster)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
 """
+)
 
-_SOFTMAX = """
+_SOFTMAX = (
+    """
 
 @cute.kernel
 def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexpr,
-                       per: cutlass.Constexpr, keep: cutlass.Constexpr):
-    tidx, _, _ = cute.arch.thread_idx()
-    row, _, _ = cute.arch.block_idx()
-    n = cute.size(g_x, mode=[1])
-    nvec = n // vec
-    x_row = cute.zipped_divide(g_x[row, None], (vec,))
-    y_row = cute.zipped_divide(g_y[row, None], (vec,))
-    smem = cutlass.utils.SmemAllocator()
-    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
-    regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)
-    regs.fill(cutlass.Float32(-math.inf))
-    top = cutlass.Float32(-math.inf)
-    for k in cutlass.range_constexpr(per):
-        j = tidx + k * THREADS
-        if j < nvec:
-            frag = cute.make_rmem_tensor((vec,), g_x.element_type)
-            cute.autovec_copy(x_row[(None, j)], frag)
-            v = frag.load().to(cutlass.Float32)
-            if cutlass.const_expr(keep):
+                       per: cutlass.Constexpr, keep: cutlass.Constexpr,
+                       cluster: cutlass.Constexpr):"""
+    + _PREAMBLE
+    + """
+    lowest = cutlass.Float32(-math.inf)
+    regs.fill(lowest)
+    top = lowest
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                v = _ke_load(x_row[(None, j)], g_x.element_type)
                 regs[None, k].store(v)
-            top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, cutlass.Float32(-math.inf), 0))
-    top = _ke_block_reduce(top, cute.math.max, partial, cutlass.Float32(-math.inf))
+                top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j3 = first + k * THREADS
+            if j3 < nvec:
+                v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
+                top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
+    top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster)
     acc = cutlass.Float32(0.0)
-    for k in cutlass.range_constexpr(per):
-        j = tidx + k * THREADS
-        if j < nvec:
-            if cutlass.const_expr(keep):
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
                 v = regs[None, k].load()
-            else:
-                frag = cute.make_rmem_tensor((vec,), g_x.element_type)
-                cute.autovec_copy(x_row[(None, j)], frag)
-                v = frag.load().to(cutlass.Float32)
-            acc = acc + cute.math.exp(v - top).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    total = _ke_block_reduce(acc, operator.add, partial, cutlass.Float32(0.0))
-    inv = cutlass.Float32(1.0) / total
-    for k in cutlass.range_constexpr(per):
-        j = tidx + k * THREADS
-        if j < nvec:
-            if cutlass.const_expr(keep):
+                e = cute.math.exp(v - top)
+                acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j4 = first + k * THREADS
+            if j4 < nvec:
+                v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
+                e4 = cute.math.exp(v4 - top)
+                acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    inv = cutlass.Float32(1.0) / _ke_reduce(
+        acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster
+    )
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
                 v = regs[None, k].load()
-            else:
-                frag = cute.make_rmem_tensor((vec,), g_x.element_type)
-                cute.autovec_copy(x_row[(None, j)], frag)
-                v = frag.load().to(cutlass.Float32)
-            out = cute.make_rmem_tensor((vec,), g_y.element_type)
-            out.store((cute.math.exp(v - top) * inv).to(g_y.element_type))
-            cute.autovec_copy(out, y_row[(None, j)])
+                _ke_store(cute.math.exp(v - top) * inv, y_row[(None, j)])
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j5 = first + k * THREADS
+            if j5 < nvec:
+                v5 = _ke_load(x_row[(None, j5)], g_x.element_type)
+                _ke_store(cute.math.exp(v5 - top) * inv, y_row[(None, j5)])
 
 
 @cute.jit
 def _ke_softmax(g_x: cute.Tensor, g_y: cute.Tensor, stream: cuda.CUstream,
-                vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr):
-    rows = cute.size(g_x, mode=[0])
-    _ke_softmax_kernel(g_x, g_y, vec, per, keep).launch(
-        grid=(rows, 1, 1), block=(THREADS, 1, 1), stream=stream
-    )
+                vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
+                cluster: cutlass.Constexpr):
+    kernel = _ke_softmax_kernel(g_x, g_y, vec, per, keep, cluster)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
 """
+)
 
 _MODEL_RMS = """
 
@@ -203,7 +280,7 @@ class ModelNew(nn.Module):
         if x2.numel() == 0:
             return y.reshape(shape)
         w = self.weight.detach().to(x.dtype).contiguous()
-        vec, per, keep = _ke_plan(x2.shape[1], x2.element_size())
+        vec, per, keep, cluster = _ke_plan(x2.shape[1], x2.element_size(), x2.shape[0])
         align = vec * x2.element_size()
         if x2.data_ptr() % align:  # a view that starts inside a vector: copy it
             x2 = x2.clone()
@@ -212,7 +289,7 @@ class ModelNew(nn.Module):
         key = (x2.dtype, tuple(x2.shape), x.device.type)
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = _COMPILED[key] = cute.compile(_ke_rms, *args, vec, per, keep)
+            fn = _COMPILED[key] = cute.compile(_ke_rms, *args, vec, per, keep, cluster)
         fn(*args)
         return y.reshape(shape)
 """
@@ -238,7 +315,7 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x2)
         if x2.numel() == 0:
             return y.reshape(shape)
-        vec, per, keep = _ke_plan(x2.shape[1], x2.element_size())
+        vec, per, keep, cluster = _ke_plan(x2.shape[1], x2.element_size(), x2.shape[0])
         align = vec * x2.element_size()
         if x2.data_ptr() % align:  # a view that starts inside a vector: copy it
             x2 = x2.clone()
@@ -246,7 +323,7 @@ class ModelNew(nn.Module):
         key = (x2.dtype, tuple(x2.shape), x.device.type)
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = _COMPILED[key] = cute.compile(_ke_softmax, *args, vec, per, keep)
+            fn = _COMPILED[key] = cute.compile(_ke_softmax, *args, vec, per, keep, cluster)
         fn(*args)
         return y.reshape(shape)
 """
@@ -266,7 +343,7 @@ def render(op: str, params: dict | None = None) -> str:
         if p[name] not in allowed:
             raise ValueError(f"{name}={p[name]!r}: one of {allowed}")
     title, kernel, model = _PARTS[op]
-    head = _HEAD.format(title=title, threads=p["threads"], max_per_thread=p["max_per_thread"])
+    head = _HEAD.format(title=title, **{k: p[k] for k in SPACE})
     return head + kernel + model
 
 
