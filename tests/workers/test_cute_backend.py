@@ -162,3 +162,21 @@ def test_long_rows_take_a_cluster_of_ctas_that_reduce_through_distributed_shared
         clustered = plans[cols][3] > 1
         assert ("barrier.cluster.arrive" in ptx and "mapa" in ptx) == clustered, cols
         assert "ld.global.v4" in ptx and art["spill_stores"] == 0 and art["cubin_sm"] == 90
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "softmax"])
+def test_the_long_row_workloads_name_their_problems_sizes(op):
+    """The benchmark workloads of issue 15 (rows of 32k-256k): every case sets constants its
+    problem has, at 32-64 MB an input, so a GPU run does not fail on its own workload."""
+    import json
+
+    from workers.contract.workload import parse_workload
+
+    root = Path(__file__).resolve().parents[2] / "workers" / "catalog"
+    workload = parse_workload(json.loads((root / f"workloads/{op}_long_rows.json").read_text()))
+    problem = catalog_get(op).problem_path.read_text()
+    for case in workload.cases:
+        rows, cols = case.overrides.values()
+        assert all(f"\n{key} = " in problem for key in case.overrides)
+        assert 32768 <= cols <= 262144
+        assert 32 << 20 <= rows * cols * (2 if case.dtype == "bfloat16" else 4) <= 64 << 20
