@@ -141,6 +141,10 @@ class BaselineReport(_JsonMixin):
     wall_s: float = 0.0
     device_s: float = 0.0
     harness_hash: str = ""
+    # Set when the campaign reused a start kept on the same GPU host (workers.search.
+    # start_cache): when it was kept, what it cost then, and why it still applies.
+    reused: dict | None = None
+    start_note: str | None = None  # measured here: why no kept start applied
 
     def times(self) -> dict:
         """``{case name: {baseline name: timing}}``, the plain ``baseline_times`` a request
@@ -150,6 +154,9 @@ class BaselineReport(_JsonMixin):
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["cases"] = [case.to_dict() for case in self.cases]
+        for name in ("reused", "start_note"):
+            if out[name] is None:
+                del out[name]
         return _plain(out)
 
     @classmethod
