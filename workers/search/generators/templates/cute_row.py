@@ -115,6 +115,26 @@ def _ke_store(value, tile):
     cute.autovec_copy(out, tile)
 
 
+_COMPILED = {{}}
+
+
+def _ke_run(jit_fn, x, tensors, scalars):
+    \"\"\"Run ``jit_fn`` on the rows ``x`` (2-d, contiguous), ``tensors`` after it (the output
+    last) and ``scalars``, on the current stream: compiled once per shape with its plan.\"\"\"
+    vec, per, keep, cluster = _ke_plan(x.shape[1], x.element_size(), x.shape[0])
+    align = vec * x.element_size()
+    if x.data_ptr() % align:  # a view that starts inside a vector: copy it
+        x = x.clone()
+    stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0
+    args = [from_dlpack(t, assumed_align=align) for t in (x, *tensors)]
+    args += [*scalars, cuda.CUstream(stream)]
+    key = (jit_fn.__name__, x.dtype, tuple(x.shape), x.device.type)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        fn = _COMPILED[key] = cute.compile(jit_fn, *args, vec, per, keep, cluster)
+    fn(*args)
+
+
 @cute.jit
 def _ke_launch(kernel, rows, cluster: cutlass.Constexpr, stream):
     if cutlass.const_expr(cluster > 1):
@@ -258,15 +278,6 @@ def _ke_softmax(g_x: cute.Tensor, g_y: cute.Tensor, stream: cuda.CUstream,
 
 _MODEL_RMS = """
 
-_COMPILED = {}
-
-
-def _stream(x):
-    if x.is_cuda:
-        return cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream)
-    return cuda.CUstream(0)
-
-
 class ModelNew(nn.Module):
     def __init__(self, hidden_size: int, eps: float):
         super().__init__()
@@ -274,58 +285,26 @@ class ModelNew(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape
-        x2 = x.reshape(-1, shape[-1]).contiguous()
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()
         y = torch.empty_like(x2)
-        if x2.numel() == 0:
-            return y.reshape(shape)
-        w = self.weight.detach().to(x.dtype).contiguous()
-        vec, per, keep, cluster = _ke_plan(x2.shape[1], x2.element_size(), x2.shape[0])
-        align = vec * x2.element_size()
-        if x2.data_ptr() % align:  # a view that starts inside a vector: copy it
-            x2 = x2.clone()
-        args = [from_dlpack(t, assumed_align=align) for t in (x2, w, y)]
-        args += [cutlass.Float32(self.eps), _stream(x2)]
-        key = (x2.dtype, tuple(x2.shape), x.device.type)
-        fn = _COMPILED.get(key)
-        if fn is None:
-            fn = _COMPILED[key] = cute.compile(_ke_rms, *args, vec, per, keep, cluster)
-        fn(*args)
-        return y.reshape(shape)
+        if x2.numel():
+            w = self.weight.detach().to(x.dtype).contiguous()
+            _ke_run(_ke_rms, x2, (w, y), (cutlass.Float32(self.eps),))
+        return y.reshape(x.shape)
 """
 
 _MODEL_SOFTMAX = """
-
-_COMPILED = {}
-
-
-def _stream(x):
-    if x.is_cuda:
-        return cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream)
-    return cuda.CUstream(0)
-
 
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape
-        x2 = x.reshape(-1, shape[-1]).contiguous()
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()
         y = torch.empty_like(x2)
-        if x2.numel() == 0:
-            return y.reshape(shape)
-        vec, per, keep, cluster = _ke_plan(x2.shape[1], x2.element_size(), x2.shape[0])
-        align = vec * x2.element_size()
-        if x2.data_ptr() % align:  # a view that starts inside a vector: copy it
-            x2 = x2.clone()
-        args = [from_dlpack(t, assumed_align=align) for t in (x2, y)] + [_stream(x2)]
-        key = (x2.dtype, tuple(x2.shape), x.device.type)
-        fn = _COMPILED.get(key)
-        if fn is None:
-            fn = _COMPILED[key] = cute.compile(_ke_softmax, *args, vec, per, keep, cluster)
-        fn(*args)
-        return y.reshape(shape)
+        if x2.numel():
+            _ke_run(_ke_softmax, x2, (y,), ())
+        return y.reshape(x.shape)
 """
 
 _PARTS = {
