@@ -90,7 +90,8 @@ class NodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = [
-            "id", "key", "round", "generator", "params", "status", "failed_gate", "reason",
+            "id", "key", "round", "generator", "backend", "params", "status", "failed_gate",
+            "reason",
             "fitness", "fitness_ci_low", "fitness_ci_high", "device_seconds", "wall_seconds",
             "parents", "edge", "retrieved_knowledge", "evaluated_at",
         ]  # fmt: skip

@@ -115,6 +115,9 @@ def test_a_cute_candidate_is_shown_as_one(client, users):
     assert (
         ">Triton</span>" in client.get(f"/campaigns/{campaign.pk}/nodes/{other}/").content.decode()
     )
+    api = client.get(f"/api/campaigns/{campaign.pk}/nodes/").json()
+    rows = api["results"] if isinstance(api, dict) else api
+    assert {r["key"]: r["backend"] for r in rows}[node["id"]] == "cute"
     graph = client.get(f"/campaigns/{campaign.pk}/graph.json").json()
     hovers = [t for trace in graph["figure"]["data"] for t in trace.get("text") or []]
     assert sum("CuTe DSL" in h for h in hovers) == 1
