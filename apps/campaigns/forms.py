@@ -66,7 +66,7 @@ class CampaignForm(forms.Form):
     name = forms.CharField(required=False, max_length=200)
     platform = forms.ChoiceField(choices=Platform.choices, initial=Platform.INTERPRET)
     generators = forms.MultipleChoiceField(
-        choices=[("template", "template"), ("llm", "llm")],
+        choices=[("template", "template"), ("llm", "llm"), ("cute", "cute (CuTe DSL, cuda only)")],
         initial=["template"],
         widget=forms.CheckboxSelectMultiple,
     )

@@ -60,7 +60,7 @@ class CampaignCreateSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
     platform = serializers.ChoiceField(choices=Platform.choices, default=Platform.INTERPRET)
     generators = serializers.ListField(
-        child=serializers.ChoiceField(choices=["template", "llm"]), default=["template"]
+        child=serializers.ChoiceField(choices=["template", "llm", "cute"]), default=["template"]
     )
     policy = serializers.ChoiceField(choices=Policy.choices, default=Policy.BEST_FIRST)
     workload = serializers.JSONField(required=False, allow_null=True)

@@ -113,7 +113,11 @@ def make_generator(name: str):
         from workers.search.generators.llm import LLMGenerator
 
         return LLMGenerator.from_env()
-    raise ValueError(f"unknown generator {name!r} (template, llm)")
+    if name == "cute":
+        from workers.search.generators.cute import CuteGenerator
+
+        return CuteGenerator()
+    raise ValueError(f"unknown generator {name!r} (template, llm, cute)")
 
 
 class SearchEngine(ProposeMixin, RecordMixin, StopMixin):

@@ -25,7 +25,11 @@ from apps.campaigns.services.search import campaign_nodes_settle
 from workers.search.engine import campaign_new, seed_add
 from workers.search.generators.llm import NOT_CONFIGURED, llm_configured
 
-GENERATORS = ("template", "llm")
+GENERATORS = ("template", "llm", "cute")
+CUTE_NEEDS_CUDA = (
+    "the cute generator writes CuTe DSL kernels, which have no CPU interpreter: only the cuda "
+    "platform can check them"
+)
 
 
 def _engine_state(campaign: Campaign) -> dict:
@@ -85,6 +89,8 @@ def campaign_create(
     if "llm" in generators and not llm_configured():
         # Refused here: a campaign that cannot generate would sit "running, 0 of N" for good.
         raise ValidationError({"generators": NOT_CONFIGURED})
+    if "cute" in generators and platform != Platform.CUDA:
+        raise ValidationError({"generators": CUTE_NEEDS_CUDA})
     if budget_candidates < 1:
         raise ValidationError({"budget_candidates": "must be at least 1"})
     if workload is None:

@@ -85,3 +85,15 @@ def test_a_cancelled_campaign_cannot_be_started(queued, broker):
     queued.refresh_from_db()
     assert queued.status == CampaignStatus.CANCELLED and queued.started_at is None
     assert not _steps(broker, queued)
+
+
+def test_a_cute_campaign_must_run_where_its_kernels_can_be_checked(gelu, engineer):
+    """CuTe DSL kernels have no CPU interpreter: a campaign with the cute generator on
+    interpret is refused, saying why, and nothing is created; on cuda it is accepted."""
+    with pytest.raises(ValidationError, match="only the cuda platform can check them"):
+        campaign_create(problem=gelu, created_by=engineer, generators=["template", "cute"],
+                        start=False)  # fmt: skip
+    assert not Campaign.objects.exists()
+    campaign = campaign_create(problem=gelu, created_by=engineer, generators=["template", "cute"],
+                               platform="cuda", start=False)  # fmt: skip
+    assert campaign.generators == ["template", "cute"]

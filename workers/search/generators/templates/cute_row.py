@@ -313,17 +313,19 @@ _PARTS = {
 }
 
 
-def render(op: str, params: dict | None = None) -> str:
-    """A complete cute candidate for the catalog problem ``op`` with launch ``params``."""
+def render(op: str, params: dict | None = None, *, model: str | None = None) -> str:
+    """A complete cute candidate for the catalog problem ``op`` with launch ``params``;
+    ``model`` replaces the catalog problem's ``ModelNew`` (the cute generator writes one with
+    the reference's own constructor)."""
     if op not in _PARTS:
         raise ValueError(f"no CuTe row template for {op!r} (have {', '.join(OPS)})")
     p = {**DEFAULTS, **(params or {})}
     for name, allowed in SPACE.items():
         if p[name] not in allowed:
             raise ValueError(f"{name}={p[name]!r}: one of {allowed}")
-    title, kernel, model = _PARTS[op]
+    title, kernel, default = _PARTS[op]
     head = _HEAD.format(title=title, **{k: p[k] for k in SPACE})
-    return head + kernel + model
+    return head + kernel + (default if model is None else model)
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,104 @@
+"""The ``cute`` generator (issue 15): CuTe DSL candidates for any reference whose traced graph
+computes RMSNorm or softmax over its rows, found by evaluating the graph, not by its text."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers import constants as C
+from workers.catalog import catalog_get
+from workers.gates.static import check_static
+from workers.search.generators.base import EDGE_MUTATION, EDGE_SEED, GenerationContext
+from workers.search.generators.cute import CuteGenerator
+
+
+def _problem(init: str, forward: str, inputs: str = "torch.randn(4, 64)") -> str:
+    return (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}"
+        f"    def forward(self, x):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+
+
+SCALE = "        self.scale = nn.Parameter(torch.rand(64) + 0.5)\n\n"
+REFERENCES = {
+    "rms-catalog": (catalog_get("rms_norm").problem_path.read_text(), "rms_norm"),
+    "rms-written-otherwise": (
+        _problem(SCALE, "x / torch.sqrt(x.square().mean(-1, keepdim=True) + 1e-5) * self.scale"),
+        "rms_norm",
+    ),
+    "rms-without-weight": (
+        _problem("", "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True))"),
+        "rms_norm",
+    ),
+    "softmax-catalog": (catalog_get("softmax").problem_path.read_text(), "softmax"),
+    "softmax-by-hand": (
+        _problem(
+            "",
+            "torch.exp(x - x.amax(-1, keepdim=True)) / "
+            "torch.exp(x - x.amax(-1, keepdim=True)).sum(-1, keepdim=True)",
+        ),
+        "softmax",
+    ),  # fmt: skip
+    "log-softmax": (_problem("", "torch.log_softmax(x, dim=-1)"), None),
+    "layer-norm": (catalog_get("layer_norm").problem_path.read_text(), None),
+    "gelu": (catalog_get("gelu").problem_path.read_text(), None),
+}
+
+
+@pytest.fixture(scope="module")
+def generator():
+    return CuteGenerator()
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_it_recognises_rms_norm_and_softmax_by_what_they_compute(generator, name):
+    source, op = REFERENCES[name]
+    described = generator.describe(source)
+    if op is None:
+        assert not described["fits"]
+        assert described["summary"].startswith("no CuTe template fits: ")
+        assert generator.propose(GenerationContext(source, platform="cuda"), 3) == []
+        return
+    assert described == {"fits": True, "family": "cute_row", "summary": f"{op} in CuTe DSL"}
+    seeds = generator.propose(GenerationContext(source, platform="cuda"), 3)
+    assert len(seeds) == 3 and {s.edge for s in seeds} == {EDGE_SEED}
+    for seed in seeds:
+        static = check_static(seed.source, source)
+        assert static.passed and static.backend == C.BACKEND_CUTE, static.reason
+    if "written-otherwise" in name:  # the reference's own weight and epsilon
+        assert "self.scale.detach()" in seeds[0].source
+        assert "cutlass.Float32(1e-05)" in seeds[0].source
+    # no candidates where nothing could check them
+    assert generator.propose(GenerationContext(source, platform="interpret"), 3) == []
+
+
+def test_children_move_one_launch_parameter_of_their_parent(generator):
+    source = REFERENCES["softmax-catalog"][0]
+    (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
+    parent = {"generator": "cute", "params": seed.params, "source": seed.source}
+    ctx = GenerationContext(source, platform="cuda", mode=EDGE_MUTATION, parents=[parent])
+    children = generator.propose(ctx, 4)
+    assert children and all(c.edge == EDGE_MUTATION for c in children)
+    for child in children:
+        moved = {k for k in child.params if child.params[k] != seed.params[k]}
+        assert len(moved) == 1, child.params
+
+
+def test_a_generated_candidate_compiles_for_the_gpu_with_the_references_own_weight(generator):
+    """The candidate for a user's RMSNorm (its parameter named ``scale``, its epsilon 1e-5)
+    builds, loads the reference's weights and compiles for sm_90a in the sandbox."""
+    from workers.evaluate import EvaluationRequest, Evaluator
+
+    source = REFERENCES["rms-written-otherwise"][0]
+    (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
+    request = EvaluationRequest(
+        problem_source=source, candidate_source=seed.source, platform="interpret", trials=1
+    )
+    with Evaluator() as ev:
+        report = ev.evaluate(request)
+    gates = {g.name: g for g in report.gates}
+    assert gates["compile"].status == C.PASSED, gates["compile"].reason
+    assert gates["compile"].evidence["artifacts"][0]["ptx_target"] == "sm_90a"
+    assert gates["correctness"].rule == C.RULE_NEEDS_GPU

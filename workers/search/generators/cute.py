@@ -1,0 +1,199 @@
+"""The ``cute`` generator: CuTe DSL candidates (``templates/cute_row.py``) for references that
+compute RMSNorm or softmax over the last dimension, however they are written (issue 15).
+
+Whether a reference is one of them is decided on its traced graph (the template generator's
+plan, traced behind the sandbox), not on its text: the graph is evaluated with numpy on random
+rows and compared with each operator's definition. So ``x * torch.rsqrt(x.pow(2).mean(-1,
+keepdim=True) + eps) * w``, ``x / (x.square().mean(-1, keepdim=True) + eps).sqrt() * w`` and
+``F.rms_norm`` all match RMSNorm; anything else is refused in one line. The candidate keeps the
+reference's constructor, reads the weight where the reference does, and bakes in its epsilon.
+
+Candidates are proposed for ``cuda`` campaigns only: without a GPU nothing can check a CuTe
+kernel (the correctness gate says ``needs_gpu``). Opt-in (``--generator template,cute``): its
+kernels are not yet verified on a GPU (docs/cute_dsl.md).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+
+from workers.search.generators.base import (
+    EDGE_MUTATION,
+    EDGE_SEED,
+    GenerationContext,
+    Proposal,
+)
+from workers.search.generators.templates import cute_row
+from workers.search.ir import NoTemplate
+
+_PW = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "neg": np.negative,
+    "abs": np.abs,
+    "reciprocal": lambda x: 1.0 / x,
+}
+_REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+
+
+def evaluate_plan(plan, rows: int, cols: int, seed: int = 0) -> tuple[dict, np.ndarray]:
+    """The plan's single output on random rows, with the inputs it read ({ref: array}).
+    Raises NoTemplate for what this small evaluator does not know."""
+    if plan.family != "row" or len(plan.outputs) != 1:
+        raise NoTemplate(f"a {plan.family} plan with {len(plan.outputs)} output(s)")
+    rng = np.random.default_rng(seed)
+    inputs, values = {}, {}
+    for node in plan.nodes:
+        role = node.attrs.get("role")
+        if node.kind == "input" and role == "tile" and not node.attrs.get("shift"):
+            x = inputs.setdefault(node.attrs["ref"], rng.standard_normal((rows, cols)))
+            values[node.id] = x
+        elif node.kind == "input" and role == "vec":
+            values[node.id] = inputs.setdefault(node.attrs["ref"], rng.uniform(0.5, 1.5, cols))
+        elif node.kind == "const" and isinstance(node.value, int | float):
+            values[node.id] = float(node.value)
+        elif node.kind == "pw" and node.op in _PW and not node.attrs:
+            values[node.id] = _PW[node.op](*(values[a] for a in node.args))
+        elif node.kind == "reduce" and node.op in _REDUCE and not node.attrs:
+            values[node.id] = _REDUCE[node.op](values[node.args[0]], axis=-1, keepdims=True)
+        else:
+            raise NoTemplate(f"{node.kind} {node.op or node.attrs.get('role')}".strip())
+    tiles = [r for r, v in inputs.items() if np.ndim(v) == 2]
+    if len(tiles) != 1:
+        raise NoTemplate(f"{len(tiles)} row inputs")
+    return inputs, np.broadcast_to(values[plan.outputs[0]], (rows, cols))
+
+
+def match(plan) -> dict:
+    """``{"op", "x", "weight", "eps"}`` when the plan computes RMSNorm (times a weight vector,
+    or not) or softmax over its rows; NoTemplate says why not."""
+    inputs, out = evaluate_plan(plan, 5, 48)
+    (x_ref,) = [r for r, v in inputs.items() if np.ndim(v) == 2]
+    x = inputs[x_ref]
+    vecs = [r for r, v in inputs.items() if np.ndim(v) == 1]
+    shifted = np.exp(x - x.max(-1, keepdims=True))
+    if not vecs and np.allclose(out, shifted / shifted.sum(-1, keepdims=True), rtol=1e-6):
+        return {"op": "softmax", "x": x_ref, "weight": None, "eps": 0.0}
+    if len(vecs) <= 1:
+        w = inputs[vecs[0]] if vecs else 1.0
+        consts = {n.value for n in plan.nodes if n.kind == "const" and 0 < n.value < 1e-2}
+        for eps in sorted(consts) or [0.0]:
+            want = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+            if np.allclose(out, want, rtol=1e-6, atol=1e-9):
+                return {"op": "rms_norm", "x": x_ref, "weight": vecs[0] if vecs else None,
+                        "eps": eps}  # fmt: skip
+    raise NoTemplate("it computes neither RMSNorm nor softmax over the last dimension")
+
+
+_MODEL = """
+
+class ModelNew(nn.Module):
+{init}
+    def forward(self, {args}):
+        x2 = {x}.reshape(-1, {x}.shape[-1]).contiguous()
+        y = torch.empty_like(x2)
+        if x2.numel():
+{call}
+        return y.reshape({x}.shape)
+"""
+
+
+def render_for(plan, found: dict, params: dict) -> str:
+    """A complete candidate: the CuTe kernels, and ``ModelNew`` with the reference's
+    constructor and forward arguments."""
+    if found["op"] == "softmax":
+        call = "            _ke_run(_ke_softmax, x2, (y,), ())"
+    else:
+        weight = found["weight"]
+        w = (
+            f"{weight}.detach().to(x2.dtype).contiguous()"
+            if weight
+            else "torch.ones(x2.shape[-1], dtype=x2.dtype, device=x2.device)"
+        )
+        call = (
+            f"            w = {w}\n"
+            f"            _ke_run(_ke_rms, x2, (w, y), (cutlass.Float32({found['eps']!r}),))"
+        )
+    # The reference's own imports and constants (its constructor may use them).
+    have = set(cute_row.render(found["op"]).splitlines())
+    preamble = [line for line in plan.preamble.splitlines() if line not in have]
+    model = ("\n\n" + "\n".join(preamble) if preamble else "") + _MODEL.format(
+        init=plan.init_source.rstrip("\n") + "\n" if plan.init_source.strip() else "",
+        args=", ".join(plan.forward_args),
+        x=found["x"],
+        call=call,
+    )
+    return cute_row.render(found["op"], params, model=model)
+
+
+class CuteGenerator:
+    name = "cute"
+
+    def __init__(self, template=None):
+        from workers.search.generators.template import TemplateGenerator
+
+        self._template = template or TemplateGenerator()  # its traces, cached per problem
+        self._counts: Counter = Counter()
+
+    def _found(self, problem_source: str):
+        plan = self._template.plan(problem_source)
+        return plan, match(plan)
+
+    def describe(self, problem_source: str) -> dict:
+        try:
+            _, found = self._found(problem_source)
+        except NoTemplate as exc:
+            return {"fits": False, "summary": f"no CuTe template fits: {exc}"}
+        return {"fits": True, "family": "cute_row", "summary": f"{found['op']} in CuTe DSL"}
+
+    def stats(self) -> dict:
+        return dict(self._counts)
+
+    def propose(self, ctx: GenerationContext, n: int) -> list[Proposal]:
+        if ctx.platform != "cuda":
+            self._counts["not_cuda"] += 1  # nothing here could check a CuTe kernel
+            return []
+        try:
+            plan, found = self._found(ctx.problem_source)
+        except NoTemplate:
+            self._counts["no_template"] += 1
+            return []
+        rng = random.Random(f"{ctx.seed}:{ctx.mode}:{ctx.attempt}")
+        parents = [p for p in ctx.parents if p.get("generator") == self.name and p.get("params")]
+        wanted: list[tuple[dict, str, str]] = []
+        if ctx.mode == EDGE_SEED or not parents:
+            seeds = [dict(cute_row.DEFAULTS), {**cute_row.DEFAULTS, "threads": 128},
+                     {**cute_row.DEFAULTS, "threads": 512, "max_per_thread": 32}]  # fmt: skip
+            wanted = [(p, EDGE_SEED, "seed") for p in seeds]
+        else:
+            base = {**cute_row.DEFAULTS, **parents[0]["params"]}
+            for _ in range(n * 4):
+                key = rng.choice(sorted(cute_row.SPACE))
+                values = cute_row.SPACE[key]
+                i = values.index(base[key])
+                j = min(len(values) - 1, max(0, i + rng.choice((-1, 1))))
+                if j != i:
+                    wanted.append(({**base, key: values[j]}, EDGE_MUTATION, f"{key}={values[j]}"))
+        out, seen = [], set()
+        for params, edge, note in wanted:
+            key = tuple(sorted(params.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Proposal(render_for(plan, found, params), edge, params, note))
+            if len(out) >= n:
+                break
+        self._counts["proposed"] += len(out)
+        return out
