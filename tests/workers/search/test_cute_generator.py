@@ -22,12 +22,38 @@ def _problem(init: str, forward: str, inputs: str = "torch.randn(4, 64)") -> str
 
 
 SCALE = "        self.scale = nn.Parameter(torch.rand(64) + 0.5)\n\n"
+LLAMA = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, hidden_size=64, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+def get_inputs():
+    return [torch.randn(4, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
 REFERENCES = {
     "rms-catalog": (catalog_get("rms_norm").problem_path.read_text(), "rms_norm"),
     "rms-written-otherwise": (
         _problem(SCALE, "x / torch.sqrt(x.square().mean(-1, keepdim=True) + 1e-5) * self.scale"),
         "rms_norm",
     ),
+    "rms-llama": (LLAMA, "rms_norm"),  # as Llama's modelling code writes it (fp32 inside)
     "rms-without-weight": (
         _problem("", "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True))"),
         "rms_norm",
