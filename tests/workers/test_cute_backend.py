@@ -89,7 +89,7 @@ def test_a_cute_candidate_compiles_for_sm90a_here_and_says_correctness_needs_the
         assert "unsupported operation" in gates["compile"].reason
 
 
-@pytest.mark.parametrize("op", ["rms_norm", "softmax"])
+@pytest.mark.parametrize("op", ["rms_norm", "softmax", "layer_norm"])
 def test_the_cute_row_template_compiles_vectorised_per_case_kernels(op):
     """The CuTe row family: each case gets its own kernel, with 128-bit loads and stores where
     the row allows (4 fp32 or 8 bf16 a vector), no spills, through every gate that runs without
@@ -128,7 +128,7 @@ def test_the_cute_row_template_refuses_what_it_does_not_have():
         cute_row.render("softmax", {"threads": 96})
 
 
-@pytest.mark.parametrize("op", ["rms_norm", "softmax"])
+@pytest.mark.parametrize("op", ["rms_norm", "softmax", "layer_norm"])
 def test_long_rows_take_a_cluster_of_ctas_that_reduce_through_distributed_shared_memory(
     op, tmp_path, monkeypatch
 ):
@@ -149,7 +149,8 @@ def test_long_rows_take_a_cluster_of_ctas_that_reduce_through_distributed_shared
     module = load_module(cute_row.render(op), f"cute_row_{op}", str(tmp_path))
     plans, artifacts = {}, {}
     for cols, dtype in ((32768, torch.bfloat16), (65536, torch.float32), (1 << 20, torch.float32)):
-        model = module.ModelNew(cols, 1e-6) if op == "rms_norm" else module.ModelNew()
+        args = {"rms_norm": (cols, 1e-6), "softmax": (), "layer_norm": (cols,)}[op]
+        model = module.ModelNew(*args)
         before = set(recorder.artifacts)
         model(torch.zeros(2, cols, dtype=dtype))
         (key,) = set(recorder.artifacts) - before

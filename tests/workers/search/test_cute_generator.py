@@ -1,5 +1,6 @@
 """The ``cute`` generator (issue 15): CuTe DSL candidates for any reference whose traced graph
-computes RMSNorm or softmax over its rows, found by evaluating the graph, not by its text."""
+computes RMSNorm, LayerNorm or softmax over its rows, found by evaluating the graph, not by its
+text."""
 
 from __future__ import annotations
 
@@ -68,7 +69,15 @@ REFERENCES = {
         "softmax",
     ),  # fmt: skip
     "log-softmax": (_problem("", "torch.log_softmax(x, dim=-1)"), None),
-    "layer-norm": (catalog_get("layer_norm").problem_path.read_text(), None),
+    "layer-norm": (catalog_get("layer_norm").problem_path.read_text(), "layer_norm"),
+    "layer-norm-by-hand": (
+        _problem(
+            SCALE,
+            "(x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, "
+            "unbiased=False) + 1e-5).sqrt() * self.scale",
+        ),
+        "layer_norm",
+    ),  # fmt: skip
     "gelu": (catalog_get("gelu").problem_path.read_text(), None),
 }
 
@@ -79,7 +88,7 @@ def generator():
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCES))
-def test_it_recognises_rms_norm_and_softmax_by_what_they_compute(generator, name):
+def test_it_recognises_norms_and_softmax_by_what_they_compute(generator, name):
     source, op = REFERENCES[name]
     described = generator.describe(source)
     if op is None:

@@ -1,5 +1,6 @@
 """The ``cute`` generator: CuTe DSL candidates (``templates/cute_row.py``) for references that
-compute RMSNorm or softmax over the last dimension, however they are written (issue 15).
+compute RMSNorm, LayerNorm or softmax over the last dimension, however they are written (issue
+15).
 
 Whether a reference is one of them is decided on its traced graph (the template generator's
 plan, traced behind the sandbox), not on its text: the graph is evaluated with numpy on random
@@ -64,6 +65,10 @@ def evaluate_plan(plan, rows: int, cols: int, seed: int = 0) -> tuple[dict, np.n
             values[node.id] = inputs.setdefault(node.attrs["ref"], rng.uniform(0.5, 1.5, cols))
         elif node.kind == "const" and isinstance(node.value, int | float):
             values[node.id] = float(node.value)
+        elif node.kind == "pw" and node.op == "div_n" and not node.attrs:
+            # a sum over the row divided by its length less a correction (var, std)
+            total, correction = (values[a] for a in node.args)
+            values[node.id] = total / (cols - correction)
         elif node.kind == "pw" and node.op in _PW and not node.attrs:
             values[node.id] = _PW[node.op](*(values[a] for a in node.args))
         elif node.kind == "reduce" and node.op in _REDUCE and not node.attrs:
@@ -77,8 +82,8 @@ def evaluate_plan(plan, rows: int, cols: int, seed: int = 0) -> tuple[dict, np.n
 
 
 def match(plan) -> dict:
-    """``{"op", "x", "weight", "eps"}`` when the plan computes RMSNorm (times a weight vector,
-    or not) or softmax over its rows; NoTemplate says why not."""
+    """``{"op", "x", "weight", "eps"}`` (and ``"bias"``) when the plan computes RMSNorm or
+    LayerNorm (with their vectors, or not) or softmax over its rows; NoTemplate says why not."""
     inputs, out = evaluate_plan(plan, 5, 48)
     (x_ref,) = [r for r, v in inputs.items() if np.ndim(v) == 2]
     x = inputs[x_ref]
@@ -94,7 +99,27 @@ def match(plan) -> dict:
             if np.allclose(out, want, rtol=1e-6, atol=1e-9):
                 return {"op": "rms_norm", "x": x_ref, "weight": vecs[0] if vecs else None,
                         "eps": eps}  # fmt: skip
-    raise NoTemplate("it computes neither RMSNorm nor softmax over the last dimension")
+    if len(vecs) <= 2:
+        d = x - x.mean(-1, keepdims=True)
+        consts = {n.value for n in plan.nodes if n.kind == "const" and 0 < n.value < 1e-2}
+        for eps in sorted(consts) or [0.0]:
+            base = d / np.sqrt((d * d).mean(-1, keepdims=True) + eps)
+            for w_ref, b_ref in _affine(vecs):
+                w = inputs[w_ref] if w_ref else 1.0
+                b = inputs[b_ref] if b_ref else 0.0
+                if np.allclose(out, base * w + b, rtol=1e-6, atol=1e-9):
+                    return {"op": "layer_norm", "x": x_ref, "weight": w_ref, "bias": b_ref,
+                            "eps": eps}  # fmt: skip
+    raise NoTemplate("it computes none of RMSNorm, LayerNorm or softmax over the last dimension")
+
+
+def _affine(vecs: list) -> list[tuple]:
+    """The ways the row's vector inputs can be LayerNorm's weight and bias."""
+    if not vecs:
+        return [(None, None)]
+    if len(vecs) == 1:
+        return [(vecs[0], None), (None, vecs[0])]
+    return [(vecs[0], vecs[1]), (vecs[1], vecs[0])]
 
 
 _MODEL = """
@@ -115,13 +140,14 @@ def render_for(plan, found: dict, params: dict) -> str:
     constructor and forward arguments."""
     if found["op"] == "softmax":
         call = "            _ke_run(_ke_softmax, x2, (y,), ())"
-    else:
-        weight = found["weight"]
-        w = (
-            f"{weight}.detach().to(x2.dtype).contiguous()"
-            if weight
-            else "torch.ones(x2.shape[-1], dtype=x2.dtype, device=x2.device)"
+    elif found["op"] == "layer_norm":
+        w, b = (_vector(found[k], fill) for k, fill in (("weight", "ones"), ("bias", "zeros")))
+        call = (
+            f"            w = {w}\n            b = {b}\n"
+            f"            _ke_run(_ke_layer, x2, (w, b, y), (cutlass.Float32({found['eps']!r}),))"
         )
+    else:
+        w = _vector(found["weight"], "ones")
         call = (
             f"            w = {w}\n"
             f"            _ke_run(_ke_rms, x2, (w, y), (cutlass.Float32({found['eps']!r}),))"
@@ -136,6 +162,14 @@ def render_for(plan, found: dict, params: dict) -> str:
         call=call,
     )
     return cute_row.render(found["op"], params, model=model)
+
+
+def _vector(ref: str | None, fill: str) -> str:
+    """The expression of a per-column vector in the candidate's forward: the reference's
+    parameter where it has one, else ones or zeros."""
+    if ref:
+        return f"{ref}.detach().to(x2.dtype).contiguous()"
+    return f"torch.{fill}(x2.shape[-1], dtype=x2.dtype, device=x2.device)"
 
 
 class CuteGenerator:

@@ -1,5 +1,5 @@
-"""Row kernels in CuTe DSL (the ``cute`` back end, issue 15): RMSNorm and softmax over the last
-dimension, one CTA or one thread-block cluster per row.
+"""Row kernels in CuTe DSL (the ``cute`` back end, issue 15): RMSNorm, LayerNorm and softmax over
+the last dimension, one CTA or one thread-block cluster per row.
 
 A candidate compiles one kernel per case shape (``cute.compile`` with the shape static), so the
 launch is chosen per case in Python (``_ke_plan``): the widest vector of 16 bytes or less that
@@ -19,7 +19,7 @@ catalog problem's constructor). The compute core: no Django here.
 
 from __future__ import annotations
 
-OPS = ("rms_norm", "softmax")
+OPS = ("rms_norm", "softmax", "layer_norm")
 DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8}
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -209,6 +209,75 @@ def _ke_rms(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.F
 """
 )
 
+_LAYER = (
+    """
+
+@cute.kernel
+def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
+                     eps: cutlass.Float32, vec: cutlass.Constexpr, per: cutlass.Constexpr,
+                     keep: cutlass.Constexpr, cluster: cutlass.Constexpr):"""
+    + _PREAMBLE
+    + """
+    w_all = cute.zipped_divide(g_w, (vec,))
+    b_all = cute.zipped_divide(g_b, (vec,))
+    regs.fill(0.0)
+    acc = cutlass.Float32(0.0)
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                v = _ke_load(x_row[(None, j)], g_x.element_type)
+                regs[None, k].store(v)
+                acc = acc + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j1 = first + k * THREADS
+            if j1 < nvec:
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                acc = acc + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    mean = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    mean = mean / cutlass.Float32(n)
+    acc = cutlass.Float32(0.0)
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                d = regs[None, k].load() - mean
+                acc = acc + (d * d).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j2 = first + k * THREADS
+            if j2 < nvec:
+                d2 = _ke_load(x_row[(None, j2)], g_x.element_type) - mean
+                acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    var = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                w = _ke_load(w_all[(None, j)], g_w.element_type)
+                b = _ke_load(b_all[(None, j)], g_b.element_type)
+                _ke_store((regs[None, k].load() - mean) * rstd * w + b, y_row[(None, j)])
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j3 = first + k * THREADS
+            if j3 < nvec:
+                v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
+                w3 = _ke_load(w_all[(None, j3)], g_w.element_type)
+                b3 = _ke_load(b_all[(None, j3)], g_b.element_type)
+                _ke_store((v3 - mean) * rstd * w3 + b3, y_row[(None, j3)])
+
+
+@cute.jit
+def _ke_layer(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
+              eps: cutlass.Float32, stream: cuda.CUstream, vec: cutlass.Constexpr,
+              per: cutlass.Constexpr, keep: cutlass.Constexpr, cluster: cutlass.Constexpr):
+    kernel = _ke_layer_kernel(g_x, g_w, g_b, g_y, eps, vec, per, keep, cluster)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+"""
+)
+
 _SOFTMAX = (
     """
 
@@ -307,9 +376,27 @@ class ModelNew(nn.Module):
         return y.reshape(x.shape)
 """
 
+_MODEL_LAYER = """
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden_size, eps=1e-5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()
+        y = torch.empty_like(x2)
+        if x2.numel():
+            w = self.norm.weight.detach().to(x.dtype).contiguous()
+            b = self.norm.bias.detach().to(x.dtype).contiguous()
+            _ke_run(_ke_layer, x2, (w, b, y), (cutlass.Float32(self.norm.eps),))
+        return y.reshape(x.shape)
+"""
+
 _PARTS = {
     "rms_norm": ("RMSNorm", _RMS, _MODEL_RMS),
     "softmax": ("Softmax over the last dimension", _SOFTMAX, _MODEL_SOFTMAX),
+    "layer_norm": ("LayerNorm", _LAYER, _MODEL_LAYER),
 }
 
 
