@@ -88,21 +88,21 @@ def match(plan) -> dict:
     (x_ref,) = [r for r, v in inputs.items() if np.ndim(v) == 2]
     x = inputs[x_ref]
     vecs = [r for r, v in inputs.items() if np.ndim(v) == 1]
+    # epsilon candidates: the small positive constants of the graph
+    epsilons = sorted({n.value for n in plan.nodes if n.kind == "const" and 0 < n.value < 1e-2})
     shifted = np.exp(x - x.max(-1, keepdims=True))
     if not vecs and np.allclose(out, shifted / shifted.sum(-1, keepdims=True), rtol=1e-6):
         return {"op": "softmax", "x": x_ref, "weight": None, "eps": 0.0}
     if len(vecs) <= 1:
         w = inputs[vecs[0]] if vecs else 1.0
-        consts = {n.value for n in plan.nodes if n.kind == "const" and 0 < n.value < 1e-2}
-        for eps in sorted(consts) or [0.0]:
+        for eps in epsilons or [0.0]:
             want = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
             if np.allclose(out, want, rtol=1e-6, atol=1e-9):
                 return {"op": "rms_norm", "x": x_ref, "weight": vecs[0] if vecs else None,
                         "eps": eps}  # fmt: skip
     if len(vecs) <= 2:
         d = x - x.mean(-1, keepdims=True)
-        consts = {n.value for n in plan.nodes if n.kind == "const" and 0 < n.value < 1e-2}
-        for eps in sorted(consts) or [0.0]:
+        for eps in epsilons or [0.0]:
             base = d / np.sqrt((d * d).mean(-1, keepdims=True) + eps)
             for w_ref, b_ref in _affine(vecs):
                 w = inputs[w_ref] if w_ref else 1.0
