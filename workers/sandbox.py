@@ -373,6 +373,9 @@ class SandboxChild:
         self.close()
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
+            # Again on the way out: a worker killed while this one started may have outlived
+            # the sweep at its start (its process still exiting), and no one else may come.
+            sweep_stale_scratch()
 
     # messaging ---------------------------------------------------------------------------
     def _send(self, message: dict):

@@ -100,6 +100,26 @@ def test_a_closed_evaluator_leaves_no_scratch_folder():
     assert after <= before
 
 
+def test_a_closing_evaluator_sweeps_a_folder_orphaned_after_it_started():
+    """A worker killed while the next one started (its process still exiting when the new one
+    swept) leaves a folder nobody would remove: the survivor sweeps again as it closes."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from workers.sandbox import OWNER_FILE, SCRATCH_PREFIX, SandboxChild
+
+    child = SandboxChild("interpret")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
+    ).stdout.strip()
+    orphan = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    with open(os.path.join(orphan, OWNER_FILE), "w") as fh:
+        fh.write(dead)
+    child.cleanup()
+    assert not os.path.exists(orphan) and not os.path.exists(child.root)
+
+
 def test_the_output_tap_reads_up_to_the_mark_even_split_across_reads():
     """The reply's log holds what the child printed just before replying: the tap reads up to
     the call's mark (here written in two pieces) and keeps none of it."""
