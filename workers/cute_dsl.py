@@ -27,12 +27,10 @@ import importlib.util
 import os
 import re
 import shlex
+import struct
 
 from workers import constants as C
 from workers.gates.artifacts import cap_ir, ptxas_report
-
-BACKEND_TRITON = C.BACKEND_TRITON
-BACKEND_CUTE = C.BACKEND_CUTE
 
 # Options of ``cute.compile`` that the gate decides, not the candidate.
 _GATE_OPTIONS = {"--gpu-arch", "--dump-dir"}
@@ -46,7 +44,7 @@ def declared_backend(source: str) -> str:
     """The back end a candidate's source declares (``BACKEND = "cute"``), Triton otherwise: what
     the portal shows. The static gate checks that the declaration matches the kernels."""
     m = _DECLARED.search(source or "")
-    return BACKEND_CUTE if m and m.group(1) == BACKEND_CUTE else BACKEND_TRITON
+    return C.BACKEND_CUTE if m and m.group(1) == C.BACKEND_CUTE else C.BACKEND_TRITON
 
 
 def available() -> bool:
@@ -138,7 +136,7 @@ class CuteRecorder:
         cubin = cubin if isinstance(cubin, bytes) else b""
         out = {
             "kernel": name,
-            "backend": BACKEND_CUTE,
+            "backend": C.BACKEND_CUTE,
             "target": ["cuda", self.arch, 32],
             "arch": arch_name(self.arch),
             "ir": {"ptx": cap_ir(ptx)} if ptx else {},
@@ -187,7 +185,7 @@ class _Launcher:
         recorder = self._recorder
         if recorder.active:
             recorder.launches.append(
-                {"kernel": self._name, "key": self._key, "backend": BACKEND_CUTE}
+                {"kernel": self._name, "key": self._key, "backend": C.BACKEND_CUTE}
             )
         if recorder.compile_only:
             return None
@@ -199,8 +197,6 @@ class _Launcher:
 
 def cubin_sm(cubin: bytes) -> int | None:
     """The SM number in a cubin's ELF header (ABI 7 keeps it in the low byte, ABI 8 above)."""
-    import struct
-
     if len(cubin) < 52 or cubin[:4] != b"\x7fELF":
         return None
     flags = struct.unpack_from("<I", cubin, 48)[0]

@@ -38,8 +38,8 @@ def test_the_static_gate_knows_cute_kernels_and_their_declaration(source):
     assert not unlaunched.passed and unlaunched.rule == C.RULE_KERNEL_NOT_LAUNCHED
 
 
-def _evaluate(ev, src, target=C.DEFAULT_AOT_TARGET):
-    entry = catalog_get("rms_norm")
+def _evaluate(ev, src, target=C.DEFAULT_AOT_TARGET, op="rms_norm"):
+    entry = catalog_get(op)
     request = EvaluationRequest(
         problem_source=entry.problem_path.read_text(),
         candidate_source=src,
@@ -99,16 +99,8 @@ def test_the_cute_row_template_compiles_vectorised_per_case_kernels(op):
     source = cute_row.render(op, {"threads": 128, "max_per_thread": 32})
     assert check_static(source).backend == C.BACKEND_CUTE
     entry = catalog_get(op)
-    request = EvaluationRequest(
-        problem_source=entry.problem_path.read_text(),
-        candidate_source=source,
-        platform="interpret",
-        workload=entry.workload(smoke=True),
-        trials=1,
-    )
     with Evaluator() as ev:
-        report = ev.evaluate(request)
-    gates = {g.name: g for g in report.gates}
+        _, gates = _evaluate(ev, source, op=op)
     assert gates["static"].status == C.PASSED and gates["compile"].status == C.PASSED
     artifacts = gates["compile"].evidence["artifacts"]
     assert len(artifacts) == len(entry.workload(smoke=True)["cases"])

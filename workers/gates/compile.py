@@ -166,10 +166,9 @@ def run(job, args: dict) -> dict:
                 return _fail(C.RULE_EXIT, f"forward called sys.exit({exc.code})")
             if isinstance(exc, cute_dsl.CompileFailed):
                 return _fail(C.RULE_CUTE_COMPILE, str(exc)[:1500], case=case["name"])
-            text = cute_dsl.clean_error(exc) if cute is not None else f"{type(exc).__name__}: {exc}"
             return _fail(
                 C.RULE_FORWARD_ERROR,
-                f"forward failed for case {case['name']}: {text[:500]}",
+                f"forward failed for case {case['name']}: {cute_dsl.clean_error(exc)[:500]}",
                 case=case["name"],
             )
         finally:

@@ -143,7 +143,7 @@ def recheck_skipped(first: dict, best: float) -> dict:
         f"{fit['speedup']:.3f}x [{fit['ci95'][0]:.3f}, {fit['ci95'][1]:.3f}] does not clear the "
         f"campaign's best so far ({best:.3f}x), so it cannot become the best"
     )
-    fit = {**first["fitness"], "recheck": {"skipped": why}}
+    fit = {**fit, "recheck": {"skipped": why}}
     return {**first, "reason": f"{first['reason']}; not re-measured in a fresh process: {why}",
             "fitness": fit}  # fmt: skip
 
