@@ -128,6 +128,11 @@ def test_long_rows_take_a_cluster_of_ctas_that_reduce_through_distributed_shared
     a thread-block cluster that combines its partial sums through distributed shared memory
     (Hopper's cluster barrier and mapa), still one read of the row; past the largest cluster the
     row is read again with a loop that is not unrolled. Compiled here for sm_90a, in-process."""
+    import sys
+
+    if "cutlass" not in sys.modules:  # its cache (read at import) in the test's folder, not /tmp
+        monkeypatch.setenv("CUTE_DSL_CACHE_DIR", str(tmp_path / "cute-cache"))
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
     import cutlass.cute as cute
     import torch
 
