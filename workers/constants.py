@@ -71,6 +71,14 @@ RULE_NEEDS_GPU = "needs_gpu"  # a CuTe kernel has no interpreter: correctness ru
 RULE_CUTE_COMPILE = "cute_compile_failed"  # cute.compile refused the kernel (NVVM, tracing)
 BACKEND_TRITON = "triton"
 BACKEND_CUTE = "cute"
+# Both in one candidate: each case shape dispatched to the back end that measured faster on it.
+BACKEND_MIXED = "cute+triton"
+BACKENDS = (BACKEND_TRITON, BACKEND_CUTE, BACKEND_MIXED)
+BACKEND_LABELS = {
+    BACKEND_TRITON: "Triton",
+    BACKEND_CUTE: "CuTe DSL",
+    BACKEND_MIXED: "CuTe DSL + Triton",
+}
 RULE_TORCH_COMPUTE = "torch_compute_in_forward"
 RULE_AOT_FAILED = "aot_compile_failed"
 RULE_SANDBOX_VIOLATION = "sandbox_violation"

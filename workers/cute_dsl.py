@@ -37,14 +37,20 @@ _GATE_OPTIONS = {"--gpu-arch", "--dump-dir"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-_DECLARED = re.compile(r"""^BACKEND\s*=\s*["']([A-Za-z_]+)["']""", re.MULTILINE)
+_DECLARED = re.compile(r"""^BACKEND\s*=\s*["']([A-Za-z_+]+)["']""", re.MULTILINE)
 
 
 def declared_backend(source: str) -> str:
-    """The back end a candidate's source declares (``BACKEND = "cute"``), Triton otherwise: what
-    the portal shows. The static gate checks that the declaration matches the kernels."""
+    """The back end a candidate's source declares (``BACKEND = "cute"``, or ``"cute+triton"``
+    for one that dispatches each case to either), Triton otherwise: what the portal shows. The
+    static gate checks that the declaration matches the kernels."""
     m = _DECLARED.search(source or "")
-    return C.BACKEND_CUTE if m and m.group(1) == C.BACKEND_CUTE else C.BACKEND_TRITON
+    return m.group(1) if m and m.group(1) in C.BACKENDS else C.BACKEND_TRITON
+
+
+def uses_cute(backend: str) -> bool:
+    """Whether a back end needs the DSL (and, to check or time it, a GPU)."""
+    return backend in (C.BACKEND_CUTE, C.BACKEND_MIXED)
 
 
 def available() -> bool:

@@ -10,7 +10,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 
-from apps.campaigns.constants import Baseline
+from apps.campaigns.constants import Backend, Baseline
 
 # The search graph: one group per way a node ended (key, legend label, marker symbol), each in
 # the funnel's colour for it. Rejected nodes share a symbol and their colour says the gate.
@@ -350,8 +350,8 @@ def graph_figure(
 def _hover(n: dict, label: str) -> str:
     """Hover text of a node: its key, how it ended, its fitness, and the gate that stopped it."""
     origin = f"round {n['round']} · {n['generator']}"
-    if n.get("backend") == "cute":
-        origin += " · CuTe DSL"
+    if n.get("backend") in (Backend.CUTE, Backend.MIXED):
+        origin += f" · {Backend(n['backend']).label}"
     lines = [f"<b>{n['key']}</b> · {label}", origin]
     lines.append(f"fitness {n['fitness']:.3f}×" if n.get("fitness") else "no timing")
     if n["status"] == "rejected" and n.get("failed_gate"):

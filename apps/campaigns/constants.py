@@ -121,3 +121,4 @@ class Backend(models.TextChoices):
 
     TRITON = "triton", "Triton"
     CUTE = "cute", "CuTe DSL"
+    MIXED = "cute+triton", "CuTe DSL + Triton"

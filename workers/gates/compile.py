@@ -121,7 +121,7 @@ def run(job, args: dict) -> dict:
         # target where there is no GPU, and then only compile: nothing runs them there.
         arch = _device_arch() if job.device == "cuda" else _target(args)[1]
         cute.reset(arch=arch, folder=job.folder, compile_only=job.device != "cuda")
-    elif getattr(job.candidate, "BACKEND", C.BACKEND_TRITON) == C.BACKEND_CUTE:
+    elif cute_dsl.uses_cute(getattr(job.candidate, "BACKEND", C.BACKEND_TRITON)):
         why = state.cute_error or "nvidia-cutlass-dsl is not installed in this environment"
         return _fail(C.RULE_BACKEND, f"the candidate's back end is cute, and {why}")
     per_case = {}
@@ -208,7 +208,9 @@ def run(job, args: dict) -> dict:
     run_s = time.perf_counter() - start
     triton_launches = {k: v for k, v in job.launches.items() if v.get("backend") != "cute"}
     cute_keys = [k for k in job.launches if k not in triton_launches]
-    job.backend = C.BACKEND_CUTE if cute_keys else C.BACKEND_TRITON
+    job.backend = (
+        (C.BACKEND_MIXED if triton_launches else C.BACKEND_CUTE) if cute_keys else C.BACKEND_TRITON
+    )
     if job.device == "cuda":
         artifacts = [
             _jit_artifact(launch, recorder.compiled.get(key))

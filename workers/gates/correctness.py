@@ -438,7 +438,7 @@ def check_case(job, case: dict, args: dict, index: int) -> dict:
 
 
 def run(job, args: dict) -> dict:
-    if job.backend == C.BACKEND_CUTE and job.device != "cuda":
+    if cute_dsl.uses_cute(job.backend) and job.device != "cuda":
         # Nothing runs a CuTe kernel without a GPU (no interpreter): compiled, not verified.
         return {
             "status": C.FAILED,

@@ -82,7 +82,7 @@ class StaticResult:
     @property
     def reason(self) -> str:
         if not self.findings:
-            label = "CuTe" if self.backend == C.BACKEND_CUTE else "Triton"
+            label = C.BACKEND_LABELS[self.backend].replace(" DSL", "")
             reason = f"{len(self.kernels)} {label} kernel(s): {', '.join(self.kernels)}"
             if self.warnings:
                 reason += f"; warning {_summary(self.warnings)}"
@@ -380,33 +380,19 @@ def check_static(candidate_source: str, problem_source: str | None = None) -> St
 
 def _kernel_findings(checker: _Checker, findings: list) -> tuple[str, tuple[str, ...]]:
     """The declared back end (``BACKEND``, Triton when absent) and its launched kernels; what
-    is missing or does not match becomes a finding."""
+    is missing or does not match becomes a finding. ``"cute+triton"`` must have both: CuTe
+    kernels launched from ``@cute.jit`` functions and launched Triton kernels."""
     declared, line = checker.backend or (C.BACKEND_TRITON, 0)
-    if declared not in (C.BACKEND_TRITON, C.BACKEND_CUTE):
+    if declared not in C.BACKENDS:
+        allowed = ", ".join(repr(b) for b in C.BACKENDS)
         findings.append(
-            Finding(C.RULE_NO_KERNEL, line, f"BACKEND = {declared!r}: must be 'triton' or 'cute'")
+            Finding(C.RULE_NO_KERNEL, line, f"BACKEND = {declared!r}: one of {allowed}")
         )
         return C.BACKEND_TRITON, ()
-    if declared == C.BACKEND_CUTE:
-        launched = checker.cute_launched | (
-            checker.cute_called if checker.cute_launch_seen else set()
-        )
-        kernels = tuple(sorted(checker.cute_kernels & launched))
-        if not checker.cute_kernels:
-            findings.append(
-                Finding(C.RULE_NO_KERNEL, line, "declares BACKEND = 'cute' but no @cute.kernel")
-            )
-        elif not kernels or not checker.cute_jits:
-            findings.append(
-                Finding(
-                    C.RULE_KERNEL_NOT_LAUNCHED,
-                    0,
-                    f"no kernel(...).launch(...) of {', '.join(sorted(checker.cute_kernels))} "
-                    "in a @cute.jit function",
-                )
-            )
-        return C.BACKEND_CUTE, kernels
-    if checker.cute_kernels and not checker.jit_names:
+    kernels: tuple[str, ...] = ()
+    if declared in (C.BACKEND_CUTE, C.BACKEND_MIXED):
+        kernels += _cute_kernels(checker, findings, declared, line)
+    elif checker.cute_kernels and not checker.jit_names:
         findings.append(
             Finding(
                 C.RULE_NO_KERNEL,
@@ -414,7 +400,33 @@ def _kernel_findings(checker: _Checker, findings: list) -> tuple[str, tuple[str,
                 'defines @cute.kernel functions: declare BACKEND = "cute" at module level',
             )
         )
-    elif not checker.jit_names:
+        return C.BACKEND_TRITON, ()
+    if declared in (C.BACKEND_TRITON, C.BACKEND_MIXED):
+        kernels += _triton_kernels(checker, findings)
+    return declared, tuple(sorted(kernels))
+
+
+def _cute_kernels(checker: _Checker, findings: list, declared: str, line: int) -> tuple:
+    launched = checker.cute_launched | (checker.cute_called if checker.cute_launch_seen else set())
+    kernels = tuple(sorted(checker.cute_kernels & launched))
+    if not checker.cute_kernels:
+        findings.append(
+            Finding(C.RULE_NO_KERNEL, line, f"declares BACKEND = {declared!r} but no @cute.kernel")
+        )
+    elif not kernels or not checker.cute_jits:
+        findings.append(
+            Finding(
+                C.RULE_KERNEL_NOT_LAUNCHED,
+                0,
+                f"no kernel(...).launch(...) of {', '.join(sorted(checker.cute_kernels))} "
+                "in a @cute.jit function",
+            )
+        )
+    return kernels
+
+
+def _triton_kernels(checker: _Checker, findings: list) -> tuple:
+    if not checker.jit_names:
         findings.append(Finding(C.RULE_NO_KERNEL, 0, "defines no @triton.jit kernel"))
     elif not (checker.jit_names & checker.launched):
         findings.append(
@@ -424,4 +436,4 @@ def _kernel_findings(checker: _Checker, findings: list) -> tuple[str, tuple[str,
                 f"no kernel[grid](...) launch of {', '.join(sorted(checker.jit_names))}",
             )
         )
-    return C.BACKEND_TRITON, tuple(sorted(checker.jit_names & checker.launched))
+    return tuple(sorted(checker.jit_names & checker.launched))

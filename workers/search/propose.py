@@ -121,7 +121,10 @@ class ProposeMixin:
             # Rotate which generator goes first so each gets turns; fall through when one
             # cannot serve this parent (the template cannot mutate an LLM's free-form kernel).
             order = names[j % len(names) :] + names[: j % len(names)]
-            if mode == EDGE_SEED:
+            # Seeds, and the per-case crossover (whose winners may come from several
+            # generators: a back-end crossover), are asked of every generator.
+            every = mode == EDGE_SEED or bool((fb or {}).get("per_case"))
+            if every:
                 order = names
             for name in order:
                 ctx = self._ctx(state, mode, parents, fb)
@@ -133,7 +136,7 @@ class ProposeMixin:
                     if spec is not None:
                         specs.append(spec)
                         made += 1
-                if made and mode != EDGE_SEED:
+                if made and not every:
                     break
         return specs
 

@@ -21,7 +21,10 @@ from collections import Counter
 
 import numpy as np
 
+from workers import constants as C
+from workers.search.generators import backend_mix
 from workers.search.generators.base import (
+    EDGE_CROSSOVER,
     EDGE_MUTATION,
     EDGE_SEED,
     GenerationContext,
@@ -204,8 +207,10 @@ class CuteGenerator:
         except NoTemplate:
             self._counts["no_template"] += 1
             return []
+        if ctx.mode == EDGE_CROSSOVER and (ctx.feedback or {}).get("per_case"):
+            return self._mix(plan, found, ctx)
         rng = random.Random(f"{ctx.seed}:{ctx.mode}:{ctx.attempt}")
-        parents = [p for p in ctx.parents if p.get("generator") == self.name and p.get("params")]
+        parents = [p for p in ctx.parents if _own(p, self.name)]
         wanted: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
             seeds = [dict(cute_row.DEFAULTS), {**cute_row.DEFAULTS, "threads": 128},
@@ -231,3 +236,54 @@ class CuteGenerator:
                 break
         self._counts["proposed"] += len(out)
         return out
+
+    def _mix(self, plan, found: dict, ctx: GenerationContext) -> list[Proposal]:
+        """Where the campaign's fastest nodes per case include a Triton (template) and a CuTe
+        one, one candidate that runs each case on the back end that measured faster on it
+        (``generators/backend_mix.py``); nothing when one back end would take every case."""
+        per_case = ctx.feedback["per_case"]
+        tri = next((p for p in ctx.parents if p.get("generator") == "template"), None)
+        cut = next((p for p in ctx.parents if _own(p, self.name)), None)
+        if tri is None or cut is None or not tri.get("source") or not cut.get("source"):
+            return []
+        rows = self._template.case_rows(plan, ctx)
+        backends, taken = {}, []
+        for case in sorted(per_case):
+            if case not in rows:
+                continue
+            st, sc = _case_speedup(tri, case), _case_speedup(cut, case)
+            pick = (
+                C.BACKEND_CUTE if sc is not None and (st is None or sc > st) else C.BACKEND_TRITON
+            )
+            m, n, dtype = rows[case]
+            backends[f"{m},{n},{dtype}"] = pick
+            taken.append(f"{case} {pick} ({_fmt(st)} vs {_fmt(sc)})")
+        if len(set(backends.values())) < 2:
+            return []
+        try:
+            source = backend_mix.compose(
+                tri["source"], cut["source"], backends, plan.forward_args, found["x"]
+            )
+        except backend_mix.CannotCompose as exc:
+            self._counts["mix_refused"] += 1
+            self._counts["mix_error"] = str(exc)[:300]
+            return []
+        self._counts["mixed"] += 1
+        params = {"mix": {"triton": tri.get("id"), "cute": cut.get("id")}, "backends": backends}
+        note = f"back-end crossover of {tri.get('id')} (Triton) and {cut.get('id')} (CuTe): "
+        return [Proposal(source, EDGE_CROSSOVER, params, note + ", ".join(taken))]
+
+
+def _own(parent: dict, name: str) -> bool:
+    """A parent this generator can vary: one of its own single-back-end candidates."""
+    params = parent.get("params") or {}
+    return parent.get("generator") == name and bool(params) and "mix" not in params
+
+
+def _case_speedup(parent: dict, case: str) -> float | None:
+    value = ((parent.get("fitness") or {}).get("per_case") or {}).get(case)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _fmt(speedup: float | None) -> str:
+    return "untimed" if speedup is None else f"{speedup:.3f}x"
