@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--trials", type=int, default=C.DEFAULT_TRIALS)
     ev.add_argument("--regression-tolerance", type=float, default=C.DEFAULT_REGRESSION_TOLERANCE)
     ev.add_argument("--aot-target", default="cuda,90,64", help="backend,arch,warp_size")
+    ev.add_argument(
+        "--time-every-case",
+        action="store_true",
+        help="time every case, also after one is lost beyond doubt (for a comparison table)",
+    )
     rm = sub.add_parser(
         "remeasure", help="evaluate one candidate in N fresh processes and compare the verdicts"
     )
@@ -137,6 +142,7 @@ def _run_evaluate(args) -> int:
         baseline_times=times,
         trials=args.trials,
         regression_tolerance=args.regression_tolerance,
+        time_every_case=args.time_every_case,
         aot_target=aot,
     )
     with Evaluator() as ev:

@@ -62,6 +62,8 @@ class EvaluationRequest:
     # ... unless its speedup is at most this (a campaign's best so far): it cannot become the
     # best, so its verdict stands on one process and says so (fitness["recheck"]["skipped"]).
     recheck_above: float | None = None
+    # Time every case, even after one is lost beyond doubt (a comparison table wants them all).
+    time_every_case: bool = False
 
 
 class EvaluatorUnavailable(RuntimeError):
@@ -355,7 +357,7 @@ class Evaluator:
             "baseline_times": times,
             "incumbent_source": request.incumbent_source,
             # A case lost beyond doubt ends the timing: the fitness gate would reject it.
-            "stop_below": 1.0 - request.regression_tolerance,
+            "stop_below": None if request.time_every_case else 1.0 - request.regression_tolerance,
         }
         call = self._call(run.child, "performance", perf_args, run.deadline, C.GATE_PERFORMANCE)
         if call.failure is not None:
