@@ -79,12 +79,29 @@ def test_each_case_runs_on_the_back_end_that_measured_faster_and_both_compile(so
     assert gates["correctness"].rule == C.RULE_NEEDS_GPU
 
 
-def test_no_mix_when_one_back_end_is_faster_on_every_case(sources):
-    # The CuTe parent was timed on the fp32 case only (the performance gate stopped early):
-    # an untimed case never goes to it.
-    parents = _parents(sources, {FP32: 1.30, BF16: 0.90}, {FP32: 1.10})
-    assert _crossover(parents, {FP32: "n1", BF16: "n1"}) == []
-    # nor without a parent of each back end
+@pytest.mark.parametrize(
+    "triton, cute, bf16",
+    [
+        # timed on both: the faster
+        ({FP32: 1.30, BF16: 0.90}, {FP32: 1.10, BF16: 0.50}, None),
+        # the CuTe parent untimed there (the performance gate stopped early), and Triton
+        # beat the baseline: Triton keeps it, so one back end takes every case: no mix
+        ({FP32: 1.30, BF16: 1.10}, {FP32: 1.10}, None),
+        # ... but where the timed side lost to the baseline, the untimed side is tried
+        ({FP32: 1.30, BF16: 0.90}, {FP32: 1.10}, C.BACKEND_CUTE),
+        ({FP32: 1.30}, {FP32: 1.10, BF16: 0.70}, None),
+    ],
+)
+def test_which_back_end_each_case_takes(sources, triton, cute, bf16):
+    (mix,) = _crossover(_parents(sources, triton, cute), {FP32: "n1", BF16: "n1"}) or (None,)
+    if bf16 is None:
+        assert mix is None
+    else:
+        assert mix.params["backends"] == {"6,80,float32": "triton", "3,64,bfloat16": bf16}
+
+
+def test_no_mix_without_a_parent_of_each_back_end(sources):
+    parents = _parents(sources, {FP32: 1.30, BF16: 0.90}, {FP32: 1.10, BF16: 1.05})
     assert _crossover(parents[:1], {FP32: "n1", BF16: "n1"}) == []
 
 

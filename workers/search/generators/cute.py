@@ -240,21 +240,34 @@ class CuteGenerator:
     def _mix(self, plan, found: dict, ctx: GenerationContext) -> list[Proposal]:
         """Where the campaign's fastest nodes per case include a Triton (template) and a CuTe
         one, one candidate that runs each case on the back end that measured faster on it
-        (``generators/backend_mix.py``); nothing when one back end would take every case."""
+        (``generators/backend_mix.py``); nothing when one back end would take every case.
+
+        Each side is the parent of its back end that is fastest on the most cases. A case
+        goes to the faster of the two where both were timed; where one was not (the
+        performance gate stops at a case lost beyond doubt), to the timed one if it beat the
+        baseline there, else to the other, untimed, which the evaluation then measures."""
         per_case = ctx.feedback["per_case"]
-        tri = next((p for p in ctx.parents if p.get("generator") == "template"), None)
-        cut = next((p for p in ctx.parents if _own(p, self.name)), None)
+        wins = Counter(per_case.values())
+        tri = _most_wins([p for p in ctx.parents if p.get("generator") == "template"], wins)
+        cut = _most_wins([p for p in ctx.parents if _own(p, self.name)], wins)
         if tri is None or cut is None or not tri.get("source") or not cut.get("source"):
             return []
         rows = self._template.case_rows(plan, ctx)
+        by_id = {p.get("id"): p for p in ctx.parents}
         backends, taken = {}, []
         for case in sorted(per_case):
             if case not in rows:
                 continue
             st, sc = _case_speedup(tri, case), _case_speedup(cut, case)
-            pick = (
-                C.BACKEND_CUTE if sc is not None and (st is None or sc > st) else C.BACKEND_TRITON
-            )
+            if st is not None and sc is not None:
+                cute_wins = sc > st
+            elif sc is not None:
+                cute_wins = sc >= 1.0
+            elif st is not None:
+                cute_wins = st < 1.0
+            else:  # neither side was timed there: the back end of the case's fastest node
+                cute_wins = by_id.get(per_case[case], {}).get("generator") == self.name
+            pick = C.BACKEND_CUTE if cute_wins else C.BACKEND_TRITON
             m, n, dtype = rows[case]
             backends[f"{m},{n},{dtype}"] = pick
             taken.append(f"{case} {pick} ({_fmt(st)} vs {_fmt(sc)})")
@@ -272,6 +285,11 @@ class CuteGenerator:
         params = {"mix": {"triton": tri.get("id"), "cute": cut.get("id")}, "backends": backends}
         note = f"back-end crossover of {tri.get('id')} (Triton) and {cut.get('id')} (CuTe): "
         return [Proposal(source, EDGE_CROSSOVER, params, note + ", ".join(taken))]
+
+
+def _most_wins(parents: list[dict], wins: Counter) -> dict | None:
+    """The parent fastest on the most cases (the first, the best overall, on a tie)."""
+    return max(parents, key=lambda p: wins.get(p.get("id"), 0), default=None)
 
 
 def _own(parent: dict, name: str) -> bool:
