@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from workers import constants as C
+from workers import cute_dsl
 from workers.runtime import fastlaunch
 from workers.runtime import scope as S
 from workers.runtime.kinds import ALIASES, kind_of
@@ -436,6 +438,11 @@ class KernelSpec:
     digest: str
     source: str
     scope: dict | None = None
+
+    @property
+    def backend(self) -> str:
+        """The kernel language its (signed) source declares: Triton, CuTe DSL or both."""
+        return cute_dsl.declared_backend(self.source)
 
 
 @dataclass
@@ -904,6 +911,11 @@ class OpRuntime:
         got = [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in b.inputs]
         if expected != got:
             return None, f"the region's problem takes inputs {expected} here, the call {got}"
+        if cute_dsl.uses_cute(spec.backend) and not cute_dsl.available():
+            return None, (
+                f"the kernel is written for {C.BACKEND_LABELS[spec.backend]} and "
+                "nvidia-cutlass-dsl is not installed here"
+            )
         try:
             kernel = self._module("k" + spec.digest, spec.source)
             with P.constants(problem, sizes), torch.device(device):

@@ -6,7 +6,7 @@ import json
 from django.db import transaction
 from django.utils import timezone
 
-from apps.campaigns.constants import NodeStatus
+from apps.campaigns.constants import Backend, NodeStatus
 from apps.campaigns.models import Node
 from apps.registry import signing
 from apps.registry.constants import ARTIFACT_SCHEMA, TOOLCHAIN_KEYS, EventKind, Stage
@@ -91,6 +91,8 @@ def _compile_evidence(report: dict) -> tuple[dict, list[dict]]:
                 "registers": entry.get("registers"),
                 "spill_stores": entry.get("spill_stores"),
                 "num_warps": entry.get("num_warps"),
+                "backend": entry.get("backend") or Backend.TRITON,
+                "arch": entry.get("arch"),
                 "ir_sha256": {k: sha256_text(v) for k, v in (entry.get("ir") or {}).items()},
             }
         )
@@ -133,6 +135,7 @@ def _freeze(*, node, region, scope, cases, by, supersedes=None) -> Artifact:
         "cases": cases,
         "source": node.source,
         "source_sha256": sha256_text(node.source),
+        "backend": node.backend,
         "problem_sha256": sha256_text(campaign.problem.source),
         "binaries": binaries,
         "toolchain": {k: (report.get("fingerprint") or {}).get(k) for k in TOOLCHAIN_KEYS},

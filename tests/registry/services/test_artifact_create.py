@@ -23,6 +23,7 @@ def test_artifact_is_signed_with_region_from_the_workload(node, users):
     assert body["source"] == node.source
     assert body["binaries"][0]["cubin_sha256"]
     assert body["toolchain"]["triton"]
+    assert body["backend"] == "triton" and body["binaries"][0]["backend"] == "triton"
     assert artifact.digest == digest(body)
     verify(signing.public_key_b64(), body, artifact.signature)
     assert artifact.region.default_artifact is None

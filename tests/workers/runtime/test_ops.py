@@ -151,3 +151,21 @@ def test_the_lean_route_serves_the_same_launcher_as_the_operator_without_the_dis
     assert launcher.plain and launcher.calls == 4
     cov = rt.coverage()["softmax"]
     assert (cov["calls"], cov["kernel_calls"], cov["via_op"]) == (4, 4, 1)
+
+
+def test_a_cute_kernel_on_a_client_without_the_dsl_falls_back_and_says_why(monkeypatch):
+    """A CuTe DSL artifact is served like a Triton one; a client without nvidia-cutlass-dsl
+    keeps serving the reference for it and says why, instead of failing on import."""
+    from workers.search.generators.templates import cute_row
+
+    monkeypatch.setattr(ops.cute_dsl, "available", lambda: False)
+    rt = ops.OpRuntime()
+    rt.serve("softmax", source=cute_row.render("softmax"), scope=SOFTMAX_SCOPE)
+    x = torch.randn(3, 40)
+    with ops.using(rt):
+        torch.testing.assert_close(torch.ops.ke.softmax(x), torch.softmax(x, -1))
+    (sig,) = rt.coverage()["softmax"]["signatures"]
+    assert sig["path"] == "fallback" and sig["errors"] == 0
+    assert sig["reason"] == (
+        "the kernel is written for CuTe DSL and nvidia-cutlass-dsl is not installed here"
+    )
