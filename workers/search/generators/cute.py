@@ -10,8 +10,9 @@ keepdim=True) + eps) * w``, ``x / (x.square().mean(-1, keepdim=True) + eps).sqrt
 reference's constructor, reads the weight where the reference does, and bakes in its epsilon.
 
 Candidates are proposed for ``cuda`` campaigns only: without a GPU nothing can check a CuTe
-kernel (the correctness gate says ``needs_gpu``). Opt-in (``--generator template,cute``): its
-kernels are not yet verified on a GPU (docs/cute_dsl.md).
+kernel (the correctness gate says ``needs_gpu``). Opt-in (``--generator template,cute``). In a
+per-case crossover whose winners include a Triton and a CuTe node, it writes the back-end mix
+(``backend_mix.py``): one candidate that runs each case on the faster of the two.
 """
 
 from __future__ import annotations
