@@ -121,3 +121,19 @@ def test_a_cute_candidate_is_shown_as_one(client, users):
     graph = client.get(f"/campaigns/{campaign.pk}/graph.json").json()
     hovers = [t for trace in graph["figure"]["data"] for t in trace.get("text") or []]
     assert sum("CuTe DSL" in h for h in hovers) == 1
+
+
+def test_a_candidate_of_both_back_ends_is_shown_as_both(client, users):
+    """A back-end mix (``BACKEND = "cute+triton"``: each case on the faster of a Triton and a
+    CuTe parent) is recorded, shown and hovered as both."""
+    summary = json.loads((DEMO / "h200-rms_norm.json").read_text())
+    node = summary["nodes"][-1]
+    node["source"] = 'BACKEND = "cute+triton"\n' + node["source"]
+    campaign = campaign_import(summary=summary)
+    assert campaign.nodes.get(key=node["id"]).backend == "cute+triton"
+    client.force_login(users["engineer"])
+    html = client.get(f"/campaigns/{campaign.pk}/nodes/{node['id']}/").content.decode()
+    assert ">CuTe DSL + Triton</span>" in html
+    graph = client.get(f"/campaigns/{campaign.pk}/graph.json").json()
+    hovers = [t for trace in graph["figure"]["data"] for t in trace.get("text") or []]
+    assert sum("· CuTe DSL + Triton" in h for h in hovers) == 1
