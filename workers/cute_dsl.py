@@ -72,6 +72,25 @@ def clean_error(exc: BaseException) -> str:
     return _ANSI.sub("", f"{type(exc).__name__}: {exc}").strip()
 
 
+# What a reviewer looks for in a memory-bound kernel's PTX, counted over the whole text (the
+# report keeps a capped copy): 128-bit global loads and stores, warp shuffles, and Hopper's
+# cluster features (the cluster barrier, distributed shared memory through mapa).
+PTX_FEATURES = {
+    "ld_global_v4": "ld.global.v4",
+    "st_global_v4": "st.global.v4",
+    "shfl": "shfl.sync",
+    "cluster_barrier": "barrier.cluster.arrive",
+    "dsmem_map": "mapa",
+}
+
+
+def ptx_features(ptx: str) -> dict:
+    """How often each of :data:`PTX_FEATURES` occurs in ``ptx`` (its instructions, not its
+    comments)."""
+    code = "\n".join(line.split("//", 1)[0] for line in (ptx or "").splitlines())
+    return {name: code.count(token) for name, token in PTX_FEATURES.items()}
+
+
 class CompileFailed(RuntimeError):
     """``cute.compile`` refused a candidate's kernel (tracing, NVVM, ptxas): the compile gate's
     failure, with the DSL's message."""
@@ -147,6 +166,7 @@ class CuteRecorder:
             "arch": arch_name(self.arch),
             "ir": {"ptx": cap_ir(ptx)} if ptx else {},
             "ir_chars": {"ptx": len(ptx)} if ptx else {},
+            "ptx_features": ptx_features(ptx),
             "ptx_target": next(
                 (ln.split()[1] for ln in ptx.splitlines() if ln.startswith(".target")), None
             ),

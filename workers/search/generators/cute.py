@@ -214,8 +214,13 @@ class CuteGenerator:
         parents = [p for p in ctx.parents if _own(p, self.name)]
         wanted: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
-            seeds = [dict(cute_row.DEFAULTS), {**cute_row.DEFAULTS, "threads": 128},
-                     {**cute_row.DEFAULTS, "threads": 512, "max_per_thread": 32}]  # fmt: skip
+            d = cute_row.DEFAULTS
+            seeds = [
+                dict(d),
+                {**d, "max_cluster": 16},  # long rows on chip, as QuACK keeps them
+                {**d, "prefetch": 0, "online": 0},  # the layout first verified on the H200
+                {**d, "threads": 128},
+            ]
             wanted = [(p, EDGE_SEED, "seed") for p in seeds]
         else:
             base = {**cute_row.DEFAULTS, **parents[0]["params"]}

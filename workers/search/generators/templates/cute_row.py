@@ -13,6 +13,15 @@ vectors at the row's end are masked per vector (a row of 80 with 128 threads rea
 of 4). Names assigned in a dynamic loop are that loop's own (``j1``, ``v1``): the DSL carries
 a name assigned in a dynamic loop across it, so it must not be reused.
 
+Two launch parameters came from reading the first H200 runs against QuACK (docs/benchmarks.md,
+"Two back ends on the H200") and the SASS (``nvdisasm`` of the cubin): ``prefetch`` loads a
+kept row whole before using any of it (all 128-bit loads issued back to back, unpredicated when
+the row fills every thread), and ``online`` makes softmax exchange (max, sum of exp) pairs once
+instead of a max and then a sum (one cluster barrier round instead of two; a looped row read
+twice, not three times). The exchange's second cluster barrier is a relaxed arrive: its reads
+are already used, so it needs no GPU-wide memory barrier. ``max_cluster`` 16 is Hopper's
+non-portable cluster size, which keeps 262,144-column rows on chip.
+
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
 """
@@ -20,11 +29,18 @@ catalog problem's constructor). The compute core: no Django here.
 from __future__ import annotations
 
 OPS = ("rms_norm", "softmax", "layer_norm")
-DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8}
+DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8, "prefetch": 1, "online": 1}
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
     "max_per_thread": [16, 32, 64, 128],
-    "max_cluster": [1, 2, 4, 8],
+    # 16 CTAs is Hopper's non-portable cluster size (the launch allows it explicitly)
+    "max_cluster": [1, 2, 4, 8, 16],
+    # 1: a row kept in registers is loaded whole before any of it is used (every load in
+    # flight at once); 0: each vector is used as it arrives (the layout first run on the H200)
+    "prefetch": [0, 1],
+    # softmax only. 1: one exchange of (max, sum of exp) pairs, merged online (a looped row is
+    # read twice); 0: the max, then the sum (two exchanges; a looped row is read three times)
+    "online": [0, 1],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -45,6 +61,10 @@ BACKEND = "cute"
 THREADS = {threads}
 MAX_PER_THREAD = {max_per_thread}
 MAX_CLUSTER = {max_cluster}
+PREFETCH = {prefetch}
+ONLINE = {online}
+# The largest finite float32, negated: "no value yet" in an online softmax (-inf - -inf is NaN).
+LOWEST = -3.4028234663852886e38
 
 
 def _ke_plan(n, itemsize, rows):
@@ -87,10 +107,55 @@ def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr):
         for r in cutlass.range_constexpr(cluster):
             remote = cute.arch.map_dsmem_ptr(slot, r)
             total = op(total, cutlass.Float32(llvm.load(T.f32(), remote.to_llvm_ptr())))
-        # every CTA has read every slot before any CTA writes its slot again (or exits)
-        cute.arch.cluster_arrive()
+        # every CTA has read every slot before any CTA writes its slot again (or exits); the
+        # reads are used above, so they are done: a relaxed arrive (no GPU-wide barrier)
+        cute.arch.cluster_arrive_relaxed(aligned=True)
         cute.arch.cluster_wait()
     return total
+
+
+@cute.jit
+def _ke_merge(m1, s1, m2, s2):
+    \"\"\"Two (max, sum of exp(x - max)) pairs as one.\"\"\"
+    m = cute.math.max(m1, m2)
+    return m, s1 * cute.math.exp(m1 - m) + s2 * cute.math.exp(m2 - m)
+
+
+@cute.jit
+def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass.Constexpr):
+    \"\"\"The row's (max, sum of exp(x - max)) from each thread's, merged over the warp, the CTA
+    and the cluster in one exchange (an online softmax's); every thread gets the result.\"\"\"
+    tidx, _, _ = cute.arch.thread_idx()
+    for i in cutlass.range_constexpr(5):
+        other_top = cute.arch.shuffle_sync_bfly(top, offset=16 >> i)
+        other_acc = cute.arch.shuffle_sync_bfly(acc, offset=16 >> i)
+        top, acc = _ke_merge(top, acc, other_top, other_acc)
+    cute.arch.sync_threads()
+    if tidx % 32 == 0:
+        smem[tidx // 32] = top
+        smem2[tidx // 32] = acc
+    cute.arch.sync_threads()
+    top = lowest
+    acc = cutlass.Float32(0.0)
+    for w in cutlass.range_constexpr(THREADS // 32):
+        top, acc = _ke_merge(top, acc, smem[w], smem2[w])
+    if cutlass.const_expr(cluster > 1):
+        if tidx == 0:
+            cute.make_tensor(slot, cute.make_layout(1))[0] = top
+            cute.make_tensor(slot2, cute.make_layout(1))[0] = acc
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        top = lowest
+        acc = cutlass.Float32(0.0)
+        for r in cutlass.range_constexpr(cluster):
+            far_top = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot, r).to_llvm_ptr())
+            far_acc = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot2, r).to_llvm_ptr())
+            top, acc = _ke_merge(top, acc, cutlass.Float32(far_top), cutlass.Float32(far_acc))
+        # every CTA has read every slot before any CTA exits (the reads are used above, so
+        # they are done: no release needed, and no GPU-wide memory barrier)
+        cute.arch.cluster_arrive_relaxed(aligned=True)
+        cute.arch.cluster_wait()
+    return top, acc
 
 
 @cute.jit
@@ -109,6 +174,15 @@ def _ke_load(tile, dtype):
     return frag.load().to(cutlass.Float32)
 
 
+def _ke_first(regs, k, tile, dtype):
+    \"\"\"The row's k-th kept vector: from the registers the prefetch filled, else loaded now.\"\"\"
+    if PREFETCH:
+        return regs[None, k].load()
+    v = _ke_load(tile, dtype)
+    regs[None, k].store(v)
+    return v
+
+
 def _ke_store(value, tile):
     out = cute.make_rmem_tensor((cute.size(tile),), tile.element_type)
     out.store(value.to(tile.element_type))
@@ -122,6 +196,8 @@ def _ke_run(jit_fn, x, tensors, scalars):
     \"\"\"Run ``jit_fn`` on the rows ``x`` (2-d, contiguous), ``tensors`` after it (the output
     last) and ``scalars``, on the current stream: compiled once per shape with its plan.\"\"\"
     vec, per, keep, cluster = _ke_plan(x.shape[1], x.element_size(), x.shape[0])
+    # every thread's every kept vector inside the row: no bounds test on the loads
+    even = keep and x.shape[1] // vec == per * THREADS * cluster
     align = vec * x.element_size()
     if x.data_ptr() % align:  # a view that starts inside a vector: copy it
         x = x.clone()
@@ -131,7 +207,7 @@ def _ke_run(jit_fn, x, tensors, scalars):
     key = (jit_fn.__name__, x.dtype, tuple(x.shape), x.device.type)
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = _COMPILED[key] = cute.compile(jit_fn, *args, vec, per, keep, cluster)
+        fn = _COMPILED[key] = cute.compile(jit_fn, *args, vec, per, keep, cluster, even)
     fn(*args)
 
 
@@ -157,24 +233,36 @@ _PREAMBLE = """
     slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)"""
 
+_PREFETCH = """
+    if cutlass.const_expr(keep and PREFETCH):
+        # every load of the row in flight before the first use of any
+        for k in cutlass.range_constexpr(per):
+            jp = first + k * THREADS
+            if cutlass.const_expr(even):
+                regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))
+            else:
+                if jp < nvec:
+                    regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))"""
+
 _RMS = (
     """
 
 @cute.kernel
 def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
                    vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                   cluster: cutlass.Constexpr):"""
+                   cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
     + _PREAMBLE
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
-    regs.fill(0.0)
+    regs.fill(0.0)"""
+    + _PREFETCH
+    + """
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                v = _ke_load(x_row[(None, j)], g_x.element_type)
-                regs[None, k].store(v)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
                 acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -203,8 +291,8 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
 @cute.jit
 def _ke_rms(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
             stream: cuda.CUstream, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-            keep: cutlass.Constexpr, cluster: cutlass.Constexpr):
-    kernel = _ke_rms_kernel(g_x, g_w, g_y, eps, vec, per, keep, cluster)
+            keep: cutlass.Constexpr, cluster: cutlass.Constexpr, even: cutlass.Constexpr):
+    kernel = _ke_rms_kernel(g_x, g_w, g_y, eps, vec, per, keep, cluster, even)
     _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
 """
 )
@@ -215,19 +303,21 @@ _LAYER = (
 @cute.kernel
 def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
                      eps: cutlass.Float32, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-                     keep: cutlass.Constexpr, cluster: cutlass.Constexpr):"""
+                     keep: cutlass.Constexpr, cluster: cutlass.Constexpr,
+                     even: cutlass.Constexpr):"""
     + _PREAMBLE
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
     b_all = cute.zipped_divide(g_b, (vec,))
-    regs.fill(0.0)
+    regs.fill(0.0)"""
+    + _PREFETCH
+    + """
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                v = _ke_load(x_row[(None, j)], g_x.element_type)
-                regs[None, k].store(v)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
                 acc = acc + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -272,8 +362,9 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
 @cute.jit
 def _ke_layer(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
               eps: cutlass.Float32, stream: cuda.CUstream, vec: cutlass.Constexpr,
-              per: cutlass.Constexpr, keep: cutlass.Constexpr, cluster: cutlass.Constexpr):
-    kernel = _ke_layer_kernel(g_x, g_w, g_b, g_y, eps, vec, per, keep, cluster)
+              per: cutlass.Constexpr, keep: cutlass.Constexpr, cluster: cutlass.Constexpr,
+              even: cutlass.Constexpr):
+    kernel = _ke_layer_kernel(g_x, g_w, g_b, g_y, eps, vec, per, keep, cluster, even)
     _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
 """
 )
@@ -284,44 +375,71 @@ _SOFTMAX = (
 @cute.kernel
 def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexpr,
                        per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                       cluster: cutlass.Constexpr):"""
+                       cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
     + _PREAMBLE
     + """
-    lowest = cutlass.Float32(-math.inf)
-    regs.fill(lowest)
+    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
+    lowest = cutlass.Float32(LOWEST if ONLINE else -math.inf)
+    regs.fill(lowest)"""
+    + _PREFETCH
+    + """
     top = lowest
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                v = _ke_load(x_row[(None, j)], g_x.element_type)
-                regs[None, k].store(v)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
                 top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
     else:
-        for k in cutlass.range(per, unroll=4):
-            j3 = first + k * THREADS
-            if j3 < nvec:
-                v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
-                top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
-    top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster)
-    acc = cutlass.Float32(0.0)
-    if cutlass.const_expr(keep):
-        for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
-            if j < nvec:
-                v = regs[None, k].load()
-                e = cute.math.exp(v - top)
-                acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        if cutlass.const_expr(not ONLINE):
+            for k in cutlass.range(per, unroll=4):
+                j3 = first + k * THREADS
+                if j3 < nvec:
+                    v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
+                    top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
+    if cutlass.const_expr(ONLINE):
+        # each thread's (max, sum of exp(x - max)), then one exchange of the pairs
+        acc = cutlass.Float32(0.0)
+        if cutlass.const_expr(keep):
+            for k in cutlass.range_constexpr(per):
+                j = first + k * THREADS
+                if j < nvec:
+                    e = cute.math.exp(regs[None, k].load() - top)
+                    acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        else:
+            for k in cutlass.range(per, unroll=4):
+                j6 = first + k * THREADS
+                if j6 < nvec:
+                    v6 = _ke_load(x_row[(None, j6)], g_x.element_type)
+                    t6 = cute.math.max(top, v6.reduce(cute.ReductionOp.MAX, lowest, 0))
+                    e6 = cute.math.exp(v6 - t6)
+                    acc = acc * cute.math.exp(top - t6) + e6.reduce(
+                        cute.ReductionOp.ADD, cutlass.Float32(0.0), 0
+                    )
+                    top = t6
+        top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster)
+        inv = cutlass.Float32(1.0) / acc
     else:
-        for k in cutlass.range(per, unroll=4):
-            j4 = first + k * THREADS
-            if j4 < nvec:
-                v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
-                e4 = cute.math.exp(v4 - top)
-                acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    inv = cutlass.Float32(1.0) / _ke_reduce(
-        acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster
-    )
+        top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster)
+        acc = cutlass.Float32(0.0)
+        if cutlass.const_expr(keep):
+            for k in cutlass.range_constexpr(per):
+                j = first + k * THREADS
+                if j < nvec:
+                    v = regs[None, k].load()
+                    e = cute.math.exp(v - top)
+                    acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        else:
+            for k in cutlass.range(per, unroll=4):
+                j4 = first + k * THREADS
+                if j4 < nvec:
+                    v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
+                    e4 = cute.math.exp(v4 - top)
+                    acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        inv = cutlass.Float32(1.0) / _ke_reduce(
+            acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster
+        )
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
@@ -339,8 +457,8 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
 @cute.jit
 def _ke_softmax(g_x: cute.Tensor, g_y: cute.Tensor, stream: cuda.CUstream,
                 vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                cluster: cutlass.Constexpr):
-    kernel = _ke_softmax_kernel(g_x, g_y, vec, per, keep, cluster)
+                cluster: cutlass.Constexpr, even: cutlass.Constexpr):
+    kernel = _ke_softmax_kernel(g_x, g_y, vec, per, keep, cluster, even)
     _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
 """
 )
