@@ -195,16 +195,19 @@ def _compiled(tmp_path, monkeypatch, op, cols, dtype, params):
     from workers.contract.problem import load_module
     from workers.search.generators.templates import cute_row
 
-    folder = tmp_path / "_".join(f"{k}{v}" for k, v in params.items())
+    folder = tmp_path / "_".join([op, str(cols), *(f"{k}{v}" for k, v in params.items())])
     folder.mkdir()
     recorder = cute_dsl.CuteRecorder()
     monkeypatch.setattr(cute, "compile", cute_dsl._Compile(recorder, cute.compile))
     recorder.reset(arch=90, folder=str(folder), compile_only=True)
     module = load_module(cute_row.render(op, params), f"cute_{folder.name}", str(folder))
-    args = {"rms_norm": (cols, 1e-6), "softmax": (), "layer_norm": (cols,)}[op]
-    module.ModelNew(*args)(torch.zeros(2, cols, dtype=getattr(torch, dtype)))
-    (art,) = recorder.artifacts.values()
-    return art
+    args = {"rms_norm": (cols, 1e-6), "layer_norm": (cols,)}.get(op, ())
+    inputs = [torch.zeros(2, cols, dtype=getattr(torch, dtype))]
+    if op == "cross_entropy":
+        inputs.append(torch.zeros(2, dtype=torch.long))
+    module.ModelNew(*args)(*inputs)
+    arts = {art["kernel"]: art for art in recorder.artifacts.values()}
+    return arts if op == "cross_entropy" else arts.popitem()[1]
 
 
 def _sass(art, tmp_path) -> list[str]:
@@ -252,3 +255,16 @@ def test_a_cluster_of_16_keeps_the_longest_rows_on_chip(tmp_path, monkeypatch):
     assert art["ptx_features"]["dsmem_map"] and art["spill_stores"] == 0
     looped = _compiled(tmp_path, monkeypatch, "softmax", 262144, "bfloat16", {"max_cluster": 8})
     assert not looped["ptx_features"]["cluster_barrier"]
+
+
+def test_cross_entropy_over_a_large_vocabulary_is_one_read_of_each_row(tmp_path, monkeypatch):
+    """The template's cross-entropy (issue 15's fourth operator): a row of logits is read once
+    (kept in registers, 128-bit loads) by a CTA or a cluster that merges (max, sum of exp)
+    pairs, its first thread writes the row's loss, and one CTA sums the losses (and counts the
+    rows not ignored) into the mean: Llama 3's 128,256-token vocabulary over a cluster of 8."""
+    for vocab, dtype, cluster in ((32000, "bfloat16", 2), (128256, "bfloat16", 8)):
+        arts = _compiled(tmp_path, monkeypatch, "cross_entropy", vocab, dtype, {})
+        rows, total = arts["_ke_ce"], arts["_ke_ce_sum"]
+        assert rows["ptx_features"]["ld_global_v4"] and rows["spill_stores"] == 0
+        assert bool(rows["ptx_features"]["dsmem_map"]) == (cluster > 1)
+        assert total["spill_stores"] == 0 and total["cubin_sm"] == 90

@@ -4,6 +4,8 @@ text."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workers import constants as C
@@ -19,6 +21,16 @@ def _problem(init: str, forward: str, inputs: str = "torch.randn(4, 64)") -> str
         f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}"
         f"    def forward(self, x):\n        return {forward}\n\n\n"
         f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+
+
+def _ce(kwargs: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, logits, labels):\n"
+        f"        return F.cross_entropy(logits, labels, {kwargs})\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 50), torch.randint(0, 50, (4,))]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
     )
 
 
@@ -79,6 +91,9 @@ REFERENCES = {
         "layer_norm",
     ),  # fmt: skip
     "gelu": (catalog_get("gelu").problem_path.read_text(), None),
+    "cross-entropy": (catalog_get("cross_entropy").problem_path.read_text(), "cross_entropy"),
+    "cross-entropy-sum-smoothed": (_ce('reduction="sum", label_smoothing=0.1'), "cross_entropy"),
+    "cross-entropy-per-row": (_ce('reduction="none"'), None),
 }
 
 
@@ -102,6 +117,10 @@ def test_it_recognises_norms_and_softmax_by_what_they_compute(generator, name):
     for seed in seeds:
         static = check_static(seed.source, source)
         assert static.passed and static.backend == C.BACKEND_CUTE, static.reason
+    if name == "cross-entropy-sum-smoothed":  # its reduction and smoothing, its names
+        call = re.search(r"_ke_ce_run\(x2, labels\.reshape\(-1\)\.contiguous\(\), out, "
+                         r"-100, ([0-9.e-]+), False\)", seeds[0].source)  # fmt: skip
+        assert call and float(call.group(1)) == pytest.approx(0.1)
     if "written-otherwise" in name:  # the reference's own weight and epsilon
         assert "self.scale.detach()" in seeds[0].source
         assert "cutlass.Float32(1e-05)" in seeds[0].source

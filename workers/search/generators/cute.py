@@ -1,6 +1,7 @@
 """The ``cute`` generator: CuTe DSL candidates (``templates/cute_row.py``) for references that
-compute RMSNorm, LayerNorm or softmax over the last dimension, however they are written (issue
-15).
+compute RMSNorm, LayerNorm or softmax over the last dimension, however they are written, or the
+cross-entropy of rows of logits (mean or sum, any ignore index and label smoothing; the
+template generator's cross-entropy family) (issue 15).
 
 Whether a reference is one of them is decided on its traced graph (the template generator's
 plan, traced behind the sandbox), not on its text: the graph is evaluated with numpy on random
@@ -87,7 +88,17 @@ def evaluate_plan(plan, rows: int, cols: int, seed: int = 0) -> tuple[dict, np.n
 
 def match(plan) -> dict:
     """``{"op", "x", "weight", "eps"}`` (and ``"bias"``) when the plan computes RMSNorm or
-    LayerNorm (with their vectors, or not) or softmax over its rows; NoTemplate says why not."""
+    LayerNorm (with their vectors, or not) or softmax over its rows; ``{"op": "cross_entropy",
+    "x", "target", "ignore", "smooth", "mean"}`` for the template generator's cross-entropy
+    family (a mean or sum over rows); NoTemplate says why not."""
+    if plan.family == "cross_entropy":
+        extra = plan.extra
+        if extra.get("reduction") not in ("mean", "sum"):
+            raise NoTemplate(f"cross-entropy with reduction={extra.get('reduction')!r}")
+        return {"op": "cross_entropy", "x": extra["logits"], "target": extra["target"],
+                "ignore": int(extra.get("ignore_index", -100)),
+                "smooth": float(extra.get("label_smoothing") or 0.0),
+                "mean": extra["reduction"] == "mean"}  # fmt: skip
     inputs, out = evaluate_plan(plan, 5, 48)
     (x_ref,) = [r for r, v in inputs.items() if np.ndim(v) == 2]
     x = inputs[x_ref]
@@ -126,6 +137,17 @@ def _affine(vecs: list) -> list[tuple]:
     return [(vecs[0], vecs[1]), (vecs[1], vecs[0])]
 
 
+_MODEL_CE = """
+
+class ModelNew(nn.Module):
+{init}
+    def forward(self, {args}):
+        x2 = {x}.reshape(-1, {x}.shape[-1]).contiguous()
+        out = torch.empty((), dtype=x2.dtype, device=x2.device)
+        _ke_ce_run(x2, {target}.reshape(-1).contiguous(), out, {ignore!r}, {smooth!r}, {mean!r})
+        return out
+"""
+
 _MODEL = """
 
 class ModelNew(nn.Module):
@@ -142,6 +164,7 @@ class ModelNew(nn.Module):
 def render_for(plan, found: dict, params: dict) -> str:
     """A complete candidate: the CuTe kernels, and ``ModelNew`` with the reference's
     constructor and forward arguments."""
+    call = ""
     if found["op"] == "softmax":
         call = "            _ke_run(_ke_softmax, x2, (y,), ())"
     elif found["op"] == "layer_norm":
@@ -150,7 +173,7 @@ def render_for(plan, found: dict, params: dict) -> str:
             f"            w = {w}\n            b = {b}\n"
             f"            _ke_run(_ke_layer, x2, (w, b, y), (cutlass.Float32({found['eps']!r}),))"
         )
-    else:
+    elif found["op"] == "rms_norm":
         w = _vector(found["weight"], "ones")
         call = (
             f"            w = {w}\n"
@@ -159,12 +182,17 @@ def render_for(plan, found: dict, params: dict) -> str:
     # The reference's own imports and constants (its constructor may use them).
     have = set(cute_row.render(found["op"]).splitlines())
     preamble = [line for line in plan.preamble.splitlines() if line not in have]
-    model = ("\n\n" + "\n".join(preamble) if preamble else "") + _MODEL.format(
-        init=plan.init_source.rstrip("\n") + "\n" if plan.init_source.strip() else "",
-        args=", ".join(plan.forward_args),
-        x=found["x"],
-        call=call,
-    )
+    fields = {
+        "init": plan.init_source.rstrip("\n") + "\n" if plan.init_source.strip() else "",
+        "args": ", ".join(plan.forward_args),
+        "x": found["x"],
+    }
+    if found["op"] == "cross_entropy":
+        keys = ("target", "ignore", "smooth", "mean")
+        body = _MODEL_CE.format(**fields, **{k: found[k] for k in keys})
+    else:
+        body = _MODEL.format(**fields, call=call)
+    model = ("\n\n" + "\n".join(preamble) if preamble else "") + body
     return cute_row.render(found["op"], params, model=model)
 
 

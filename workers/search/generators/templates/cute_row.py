@@ -1,5 +1,7 @@
 """Row kernels in CuTe DSL (the ``cute`` back end, issue 15): RMSNorm, LayerNorm and softmax over
-the last dimension, one CTA or one thread-block cluster per row.
+the last dimension, and the cross-entropy of rows of logits (a loss per row from an online
+(max, sum of exp) exchange, then one CTA sums the losses into the mean or the sum), one CTA or
+one thread-block cluster per row.
 
 A candidate compiles one kernel per case shape (``cute.compile`` with the shape static), so the
 launch is chosen per case in Python (``_ke_plan``): the widest vector of 16 bytes or less that
@@ -8,7 +10,7 @@ the fewest CTAs (1 to ``max_cluster``) whose registers hold the row at ``max_per
 elements a thread. Held in registers, the row is read once; a cluster's CTAs combine their
 partial sums through distributed shared memory (Hopper's cluster barrier, ``mapa`` and
 ``ld.shared::cluster``), the way QuACK keeps long rows in one pass. A row longer than that is
-read again by a loop that is not unrolled (the looped softmax reads it three times). Partial
+read again by a loop that is not unrolled (the looped softmax reads it twice). Partial
 vectors at the row's end are masked per vector (a row of 80 with 128 threads reads 20 vectors
 of 4). Names assigned in a dynamic loop are that loop's own (``j1``, ``v1``): the DSL carries
 a name assigned in a dynamic loop across it, so it must not be reused.
@@ -28,7 +30,7 @@ catalog problem's constructor). The compute core: no Django here.
 
 from __future__ import annotations
 
-OPS = ("rms_norm", "softmax", "layer_norm")
+OPS = ("rms_norm", "softmax", "layer_norm", "cross_entropy")
 DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8, "prefetch": 1, "online": 1}
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -227,11 +229,15 @@ _PREAMBLE = """
     nvec = n // vec
     first = cta * (per * THREADS) + tidx
     x_row = cute.zipped_divide(g_x[row, None], (vec,))
-    y_row = cute.zipped_divide(g_y[row, None], (vec,))
     smem = cutlass.memory.SmemAllocator()
     partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
     slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)"""
+_PREAMBLE_Y = (
+    _PREAMBLE
+    + """
+    y_row = cute.zipped_divide(g_y[row, None], (vec,))"""
+)
 
 _PREFETCH = """
     if cutlass.const_expr(keep and PREFETCH):
@@ -251,7 +257,7 @@ _RMS = (
 def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
                    vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
                    cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
-    + _PREAMBLE
+    + _PREAMBLE_Y
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
     regs.fill(0.0)"""
@@ -305,7 +311,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
                      eps: cutlass.Float32, vec: cutlass.Constexpr, per: cutlass.Constexpr,
                      keep: cutlass.Constexpr, cluster: cutlass.Constexpr,
                      even: cutlass.Constexpr):"""
-    + _PREAMBLE
+    + _PREAMBLE_Y
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
     b_all = cute.zipped_divide(g_b, (vec,))
@@ -376,7 +382,7 @@ _SOFTMAX = (
 def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexpr,
                        per: cutlass.Constexpr, keep: cutlass.Constexpr,
                        cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
-    + _PREAMBLE
+    + _PREAMBLE_Y
     + """
     partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
@@ -463,6 +469,140 @@ def _ke_softmax(g_x: cute.Tensor, g_y: cute.Tensor, stream: cuda.CUstream,
 """
 )
 
+_CE = (
+    """
+
+@cute.kernel
+def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_valid: cute.Tensor,
+                  vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
+                  cluster: cutlass.Constexpr, even: cutlass.Constexpr, ignore: cutlass.Constexpr,
+                  smooth: cutlass.Constexpr):"""
+    + _PREAMBLE
+    + """
+    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
+    lowest = cutlass.Float32(LOWEST)
+    regs.fill(lowest)"""
+    + _PREFETCH
+    + """
+    top = lowest
+    acc = cutlass.Float32(0.0)
+    total = cutlass.Float32(0.0)  # the row's sum of logits, for label smoothing
+    if cutlass.const_expr(keep):
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
+                top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
+                if cutlass.const_expr(smooth > 0):
+                    total = total + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        for k in cutlass.range_constexpr(per):
+            j = first + k * THREADS
+            if j < nvec:
+                e = cute.math.exp(regs[None, k].load() - top)
+                acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    else:
+        for k in cutlass.range(per, unroll=4):
+            j1 = first + k * THREADS
+            if j1 < nvec:
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                t1 = cute.math.max(top, v1.reduce(cute.ReductionOp.MAX, lowest, 0))
+                e1 = cute.math.exp(v1 - t1)
+                acc = acc * cute.math.exp(top - t1) + e1.reduce(
+                    cute.ReductionOp.ADD, cutlass.Float32(0.0), 0
+                )
+                top = t1
+                if cutlass.const_expr(smooth > 0):
+                    total = total + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+    top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster)
+    if cutlass.const_expr(smooth > 0):
+        total = _ke_reduce(total, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    lse = top + cute.math.log(acc)
+    if tidx + cta * THREADS == 0:  # the row's first thread writes its loss
+        target = g_t[row]
+        loss = cutlass.Float32(0.0)
+        ok = cutlass.Float32(0.0)
+        if target != ignore:
+            x_t = g_x[row, cutlass.Int32(target)].to(cutlass.Float32)
+            # label smoothing e: (1 - e)(lse - x_t) + e (lse - mean x)
+            loss = lse - cutlass.Float32(1.0 - smooth) * x_t
+            loss = loss - cutlass.Float32(smooth) * total / cutlass.Float32(n)
+            ok = cutlass.Float32(1.0)
+        g_loss[row] = loss
+        g_valid[row] = ok
+
+
+@cute.kernel
+def _ke_ce_sum_kernel(g_loss: cute.Tensor, g_valid: cute.Tensor, g_out: cute.Tensor,
+                      mean: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    rows = cute.size(g_loss, mode=[0])
+    smem = cutlass.memory.SmemAllocator()
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
+    part = cutlass.Float32(0.0)
+    seen = cutlass.Float32(0.0)
+    for i in cutlass.range(tidx, rows, THREADS):
+        part = part + g_loss[i]
+        seen = seen + g_valid[i]
+    whole = _ke_reduce(part, operator.add, partial, slot, cutlass.Float32(0.0), 1)
+    count = _ke_reduce(seen, operator.add, partial, slot, cutlass.Float32(0.0), 1)
+    if tidx == 0:
+        if cutlass.const_expr(mean):
+            g_out[0] = (whole / count).to(g_out.element_type)
+        else:
+            g_out[0] = whole.to(g_out.element_type)
+
+
+@cute.jit
+def _ke_ce(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_valid: cute.Tensor,
+           stream: cuda.CUstream, vec: cutlass.Constexpr, per: cutlass.Constexpr,
+           keep: cutlass.Constexpr, cluster: cutlass.Constexpr, even: cutlass.Constexpr,
+           ignore: cutlass.Constexpr, smooth: cutlass.Constexpr):
+    kernel = _ke_ce_kernel(g_x, g_t, g_loss, g_valid, vec, per, keep, cluster, even, ignore,
+                           smooth)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+
+
+@cute.jit
+def _ke_ce_sum(g_loss: cute.Tensor, g_valid: cute.Tensor, g_out: cute.Tensor,
+               stream: cuda.CUstream, mean: cutlass.Constexpr):
+    _ke_ce_sum_kernel(g_loss, g_valid, g_out, mean).launch(grid=(1, 1, 1), block=(THREADS, 1, 1),
+                                                          stream=stream)
+
+
+def _ke_ce_run(x, t, out, ignore, smooth, mean):
+    \"\"\"The cross-entropy of the rows ``x`` (2-d, contiguous) against ``t`` into ``out`` (one
+    element): a loss per row, then one CTA sums them (and counts the rows not ignored).\"\"\"
+    rows = x.shape[0]
+    # a zero-row call still sums (0 / 0: NaN for a mean, as torch gives)
+    make = torch.empty if rows else torch.zeros
+    loss = make(max(rows, 1), dtype=torch.float32, device=x.device)
+    valid = make(max(rows, 1), dtype=torch.float32, device=x.device)
+    stream = cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0)
+    if rows and x.shape[1]:
+        vec, per, keep, cluster = _ke_plan(x.shape[1], x.element_size(), rows)
+        even = keep and x.shape[1] // vec == per * THREADS * cluster
+        align = vec * x.element_size()
+        if x.data_ptr() % align:
+            x = x.clone()
+        args = [from_dlpack(x, assumed_align=align)]
+        args += [from_dlpack(a) for a in (t, loss, valid)] + [stream]
+        key = ("ce", x.dtype, tuple(x.shape), x.device.type, ignore, smooth)
+        fn = _COMPILED.get(key)
+        if fn is None:
+            fn = _COMPILED[key] = cute.compile(_ke_ce, *args, vec, per, keep, cluster, even,
+                                               ignore, smooth)
+        fn(*args)
+    args = [from_dlpack(a) for a in (loss, valid, out.view(1))] + [stream]
+    key = ("ce_sum", out.dtype, loss.shape[0], x.device.type, mean)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        fn = _COMPILED[key] = cute.compile(_ke_ce_sum, *args, mean)
+    fn(*args)
+"""
+)
+
 _MODEL_RMS = """
 
 class ModelNew(nn.Module):
@@ -511,7 +651,21 @@ class ModelNew(nn.Module):
         return y.reshape(x.shape)
 """
 
+_MODEL_CE = """
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        x2 = logits.reshape(-1, logits.shape[-1]).contiguous()
+        out = torch.empty((), dtype=x2.dtype, device=x2.device)
+        _ke_ce_run(x2, targets.reshape(-1).contiguous(), out, -100, 0.0, True)
+        return out
+"""
+
 _PARTS = {
+    "cross_entropy": ("Cross-entropy of rows of logits", _CE, _MODEL_CE),
     "rms_norm": ("RMSNorm", _RMS, _MODEL_RMS),
     "softmax": ("Softmax over the last dimension", _SOFTMAX, _MODEL_SOFTMAX),
     "layer_norm": ("LayerNorm", _LAYER, _MODEL_LAYER),
