@@ -121,9 +121,9 @@ def run(job, args: dict) -> dict:
         # target where there is no GPU, and then only compile: nothing runs them there.
         arch = _device_arch() if job.device == "cuda" else _target(args)[1]
         cute.reset(arch=arch, folder=job.folder, compile_only=job.device != "cuda")
-    elif cute_dsl.uses_cute(getattr(job.candidate, "BACKEND", C.BACKEND_TRITON)):
+    elif cute_dsl.uses_cute(declared := getattr(job.candidate, "BACKEND", C.BACKEND_TRITON)):
         why = state.cute_error or "nvidia-cutlass-dsl is not installed in this environment"
-        return _fail(C.RULE_BACKEND, f"the candidate's back end is cute, and {why}")
+        return _fail(C.RULE_BACKEND, f"the candidate's back end is {declared}, and {why}")
     per_case = {}
     workload_cases = [c for c in job.cases if c["kind"] == C.CASE_WORKLOAD]
     for case in workload_cases:
