@@ -121,11 +121,14 @@ class ProposeMixin:
             # Rotate which generator goes first so each gets turns; fall through when one
             # cannot serve this parent (the template cannot mutate an LLM's free-form kernel).
             order = names[j % len(names) :] + names[: j % len(names)]
-            # Seeds, and the per-case crossover (whose winners may come from several
-            # generators: a back-end crossover), are asked of every generator.
-            every = mode == EDGE_SEED or bool((fb or {}).get("per_case"))
+            every = mode == EDGE_SEED
             if every:
                 order = names
+            elif (fb or {}).get("per_case"):
+                # The per-case crossover goes to every generator whose nodes won a case: the
+                # winners may come from several (a back-end crossover of Triton and CuTe).
+                won = {p.generator for p in parents}
+                order, every = [name for name in names if name in won] or order, True
             for name in order:
                 ctx = self._ctx(state, mode, parents, fb)
                 kids = [k.get("id") for k in ctx.knowledge]

@@ -111,3 +111,76 @@ def test_sources_that_define_a_name_differently_are_not_composed(sources):
     assert backend_mix.collisions(tri, cut) == ["ModelNew"]  # which compose renames
     with pytest.raises(backend_mix.CannotCompose, match="_ke_config"):
         backend_mix.compose(tri, clash, {"6,80,float32": "cute"}, ["x"], "x")
+
+
+class _BackEndEvaluator:
+    """On this fake GPU, Triton is fast on short rows and CuTe on long ones: no candidate of
+    either back end wins both cases, a mix that sends each to its back end does."""
+
+    platform = "cuda"
+    keys = {"short": "64,128,float32", "long": "8,8192,float32"}
+
+    def __init__(self, report):
+        self.report = report
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def baseline(self, req):
+        return self.report(fitness=None)
+
+    def evaluate(self, req):
+        import json
+        import math
+        import re
+
+        backend = declared_backend(req.candidate_source)
+        table = re.search(r"_KE_BACKENDS = (\{.*?\})", req.candidate_source, re.S)
+        runs = json.loads(table.group(1)) if table else {}
+        on = {case: runs.get(key, backend) for case, key in self.keys.items()}
+        per_case = {
+            "short": 1.5 if on["short"] == C.BACKEND_TRITON else 1.0,
+            "long": 1.5 if on["long"] == C.BACKEND_CUTE else 0.9,
+        }
+        speedup = math.exp(sum(math.log(v) for v in per_case.values()) / 2)
+        worst = min(per_case, key=per_case.get)
+        fitness = {
+            "speedup": speedup, "ci95": [speedup * 0.995, speedup * 1.005],
+            "baseline": "compile", "per_case": per_case,
+            "worst_case": {"name": worst, "speedup": per_case[worst]},
+            "regresses": per_case[worst] < 0.98,
+        }  # fmt: skip
+        if fitness["regresses"]:
+            return self.report("rejected", "fitness", "a case regresses", fitness=fitness)
+        return self.report(fitness=fitness)
+
+
+def test_a_campaign_of_both_back_ends_combines_them_per_case(fake_report):
+    """A cuda campaign with both generators: each back end wins one case, the per-case
+    crossover goes to the cute generator too, and its mix wins both."""
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+
+    workload = {
+        "cases": [
+            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
+            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
+        ]
+    }
+    state = campaign_new(
+        problem_source=catalog_get("softmax").problem_source(),
+        workload=workload,
+        platform="cuda",
+        max_candidates=14,
+        saturation_rounds=50,
+        generators=["template", "cute"],
+    )
+    run_campaign(state, evaluator=_BackEndEvaluator(fake_report))
+    summary = campaign_summary(state)
+    mixed = [n for n in summary["nodes"] if n["note"].startswith("back-end crossover")]
+    assert mixed, [n["note"] for n in summary["nodes"]]
+    assert mixed[0]["edge"] == "crossover" and mixed[0]["generator"] == "cute"
+    assert mixed[0]["fitness"]["per_case"] == {"short": 1.5, "long": 1.5}
+    assert summary["best"]["id"] == mixed[0]["id"]
