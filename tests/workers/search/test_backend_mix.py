@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.workers.search.per_case import PerCaseEvaluator, per_case_fitness
 from workers import constants as C
 from workers.catalog import catalog_get
 from workers.cute_dsl import declared_backend
@@ -113,28 +114,14 @@ def test_sources_that_define_a_name_differently_are_not_composed(sources):
         backend_mix.compose(tri, clash, {"6,80,float32": "cute"}, ["x"], "x")
 
 
-class _BackEndEvaluator:
+class _BackEndEvaluator(PerCaseEvaluator):
     """On this fake GPU, Triton is fast on short rows and CuTe on long ones: no candidate of
     either back end wins both cases, a mix that sends each to its back end does."""
 
-    platform = "cuda"
     keys = {"short": "64,128,float32", "long": "8,8192,float32"}
-
-    def __init__(self, report):
-        self.report = report
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def baseline(self, req):
-        return self.report(fitness=None)
 
     def evaluate(self, req):
         import json
-        import math
         import re
 
         backend = declared_backend(req.candidate_source)
@@ -145,14 +132,7 @@ class _BackEndEvaluator:
             "short": 1.5 if on["short"] == C.BACKEND_TRITON else 1.0,
             "long": 1.5 if on["long"] == C.BACKEND_CUTE else 0.9,
         }
-        speedup = math.exp(sum(math.log(v) for v in per_case.values()) / 2)
-        worst = min(per_case, key=per_case.get)
-        fitness = {
-            "speedup": speedup, "ci95": [speedup * 0.995, speedup * 1.005],
-            "baseline": "compile", "per_case": per_case,
-            "worst_case": {"name": worst, "speedup": per_case[worst]},
-            "regresses": per_case[worst] < 0.98,
-        }  # fmt: skip
+        fitness = per_case_fitness(per_case)
         if fitness["regresses"]:
             return self.report("rejected", "fitness", "a case regresses", fitness=fitness)
         return self.report(fitness=fitness)

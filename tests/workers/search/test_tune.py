@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.workers.search.child import run_child
+from tests.workers.search.per_case import PerCaseEvaluator, per_case_fitness
 from workers.catalog import catalog_get
 from workers.gates.static import check_static
 from workers.search.generators.template import DEFAULTS, _moment_pairs, render, row_launch_ok
@@ -187,21 +188,6 @@ def test_generated_policy_and_its_python_twin_agree(tmp_path):
             assert list(module._ke_policy(m, n)) == want, params
 
 
-def _fitness(per_case: dict) -> dict:
-    """A fitness as the gate writes it, from per-case speedups over compile."""
-    import math
-
-    geo = math.exp(sum(math.log(v) for v in per_case.values()) / len(per_case))
-    return {
-        "speedup": geo,
-        "ci95": [geo * 0.995, geo * 1.005],
-        "baseline": "compile",
-        "worst_case": {"name": min(per_case, key=per_case.get), "speedup": min(per_case.values())},
-        "regresses": min(per_case.values()) < 0.98,
-        "per_case": per_case,
-    }
-
-
 def _campaign(evaluator, budget: int) -> dict:
     """A cuda template campaign over softmax with a short-row and a long-row case."""
     from workers.search.engine import campaign_new, campaign_summary, run_campaign
@@ -224,24 +210,11 @@ def _campaign(evaluator, budget: int) -> dict:
     return campaign_summary(state)
 
 
-class _PerCaseEvaluator:
+class _PerCaseEvaluator(PerCaseEvaluator):
     """Speedups per case from the launch configuration each case gets: short rows gain from
     many rows per program, long rows from the looped kernel. No single policy wins both."""
 
-    platform = "cuda"
     rows = {"short": (64, 128), "long": (8, 8192)}
-
-    def __init__(self, report):
-        self.report = report
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def baseline(self, req):
-        return self.report(fitness=None)
 
     def evaluate(self, req):
         import re
@@ -254,7 +227,7 @@ class _PerCaseEvaluator:
             cfg = row_config({**DEFAULTS["row"], **params}, m, n, "float32")
             fast = cfg[1] >= 4 if case == "short" else cfg[0] == 0
             per_case[case] = 1.5 if fast else 1.0
-        return self.report(fitness=_fitness(per_case))
+        return self.report(fitness=per_case_fitness(per_case))
 
 
 def test_search_combines_the_fastest_configuration_of_each_case_into_one_candidate(fake_report):
@@ -287,7 +260,7 @@ class _LandscapeEvaluator(_PerCaseEvaluator):
             steps = 3 * abs(cfg[0] - want[0]) + abs(cfg[4] - want[4]) + abs(cfg[6] - want[6])
             steps += sum(abs(math.log2(cfg[i]) - math.log2(want[i])) for i in (1, 2, 3))
             per_case[case] = round(1.6 * 0.9**steps, 6)
-        return self.report(fitness=_fitness(per_case))
+        return self.report(fitness=per_case_fitness(per_case))
 
 
 def test_per_case_mutation_walks_every_case_to_its_own_best(fake_report):
