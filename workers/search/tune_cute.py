@@ -198,9 +198,7 @@ class _Bench:
                     "params": t["params"],
                     "launch": t["launch"],
                     "us": 1e3 * timings["candidate"]["device_median_ms"],
-                    "peers_us": {
-                        p: 1e3 * timings[p]["device_median_ms"] for p in peer_sides
-                    },
+                    "peers_us": {p: 1e3 * timings[p]["device_median_ms"] for p in peer_sides},
                     "speedup": {p: paired[p]["speedup"] for p in peer_sides},
                     "ci95": {p: paired[p]["ci95"] for p in peer_sides},
                 }
