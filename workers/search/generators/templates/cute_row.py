@@ -31,7 +31,14 @@ catalog problem's constructor). The compute core: no Django here.
 from __future__ import annotations
 
 OPS = ("rms_norm", "softmax", "layer_norm", "cross_entropy")
-DEFAULTS = {"threads": 256, "max_per_thread": 64, "max_cluster": 8, "prefetch": 1, "online": 1}
+DEFAULTS = {
+    "threads": 256,
+    "max_per_thread": 64,
+    "max_cluster": 8,
+    "prefetch": 1,
+    "online": 1,
+    "exchange": 0,
+}
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
     "max_per_thread": [16, 32, 64, 128],
@@ -43,6 +50,10 @@ SPACE = {
     # softmax only. 1: one exchange of (max, sum of exp) pairs, merged online (a looped row is
     # read twice); 0: the max, then the sum (two exchanges; a looped row is read three times)
     "online": [0, 1],
+    # with a cluster. 0: each CTA's partial through its shared memory between two cluster
+    # barriers; 1: each warp's partial sent to every CTA by st.async and counted by that CTA's
+    # mbarrier (no cluster barrier in the exchange, no GPU-wide memory barrier)
+    "exchange": [0, 1],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -65,8 +76,10 @@ MAX_PER_THREAD = {max_per_thread}
 MAX_CLUSTER = {max_cluster}
 PREFETCH = {prefetch}
 ONLINE = {online}
+EXCHANGE = {exchange}
 # The largest finite float32, negated: "no value yet" in an online softmax (-inf - -inf is NaN).
 LOWEST = -3.4028234663852886e38
+LOG2E = 1.4426950408889634
 
 
 def _ke_plan(n, itemsize, rows):
@@ -87,76 +100,156 @@ def _ke_plan(n, itemsize, rows):
 
 
 @cute.jit
-def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr):
+def _ke_send(value, slot, mbar, peer):
+    \"\"\"``value`` (a float) into ``slot`` of CTA ``peer`` of the cluster, counted by that
+    CTA's mbarrier ``mbar``: an ``st.async``, with no barrier and no fence.\"\"\"
+    to = cutlass.Int32(cute.arch.map_dsmem_ptr(slot, peer).toint())
+    bar = cutlass.Int32(cute.arch.map_dsmem_ptr(mbar, peer).toint())
+    cute.arch.inline_ptx(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 "
+        "[{{$r0}}], {{$r1}}, [{{$r2}}];",
+        read_only_args=[to, cutlass.Float32(value), bar],
+    )
+
+
+@cute.jit
+def _ke_post(values, xch, cluster: cutlass.Constexpr):
+    \"\"\"Each warp's ``values`` (equal over its lanes) to its slots in every CTA of the cluster;
+    returns once this CTA has received every CTA's (its mbarrier counted the bytes). The first
+    exchange waits for the cluster to have started: the preamble initialised the mbarriers.\"\"\"
+    xbuf, mbar, stage = xch
+    tidx, _, _ = cute.arch.thread_idx()
+    warps = THREADS // 32
+    width = warps * cluster
+    base = stage * 2 * width
+    if cutlass.const_expr(stage == 0):
+        cute.arch.cluster_wait()
+    if tidx == 0:
+        cute.arch.mbarrier_arrive_and_expect_tx(mbar + stage, len(values) * width * 4)
+    lane = tidx % 32
+    if lane < cluster:
+        at = base + (tidx // 32) * cluster + cute.arch.block_idx_in_cluster()
+        for v in cutlass.range_constexpr(len(values)):
+            _ke_send(values[v], xbuf.iterator + (at + v * width), mbar + stage, lane)
+    cute.arch.mbarrier_wait(mbar + stage, 0)
+    return base, width
+
+
+@cute.jit
+def _ke_xreduce(value, op, identity, xch, cluster: cutlass.Constexpr):
+    \"\"\"``value`` combined over the cluster without a cluster barrier (an exchange as QuACK
+    does it): each warp's value goes straight to every CTA (``_ke_post``), and each warp
+    combines all of them, a lane per slot, then by shuffles.\"\"\"
+    value = cute.arch.warp_reduction(value, op)
+    base, width = _ke_post((value,), xch, cluster)
+    lane = cute.arch.thread_idx()[0] % 32
+    total = identity
+    for i in cutlass.range_constexpr((width + 31) // 32):
+        if lane + i * 32 < width:
+            total = op(total, xch[0][base + lane + i * 32])
+    return cute.arch.warp_reduction(total, op)
+
+
+@cute.jit
+def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr, xch):
     \"\"\"``value`` combined over the CTA (a warp shuffle, then the warps' partials in shared
     memory) and, with a cluster, over its CTAs through distributed shared memory; every thread
-    gets the result.\"\"\"
+    gets the result. ``xch`` (buffer, mbarriers, stage) where the cluster exchanges by
+    ``st.async`` (``EXCHANGE``), else None (two cluster barriers).\"\"\"
     tidx, _, _ = cute.arch.thread_idx()
-    value = cute.arch.warp_reduction(value, op)
-    cute.arch.sync_threads()
-    if tidx % 32 == 0:
-        smem[tidx // 32] = value
-    cute.arch.sync_threads()
-    total = identity
-    for w in cutlass.range_constexpr(THREADS // 32):
-        total = op(total, smem[w])
-    if cutlass.const_expr(cluster > 1):
-        if tidx == 0:
-            cute.make_tensor(slot, cute.make_layout(1))[0] = total
-        cute.arch.cluster_arrive()
-        cute.arch.cluster_wait()
+    if cutlass.const_expr(cluster > 1 and xch is not None):
+        total = _ke_xreduce(value, op, identity, xch, cluster)
+    else:
+        value = cute.arch.warp_reduction(value, op)
+        cute.arch.sync_threads()
+        if tidx % 32 == 0:
+            smem[tidx // 32] = value
+        cute.arch.sync_threads()
         total = identity
-        for r in cutlass.range_constexpr(cluster):
-            remote = cute.arch.map_dsmem_ptr(slot, r)
-            total = op(total, cutlass.Float32(llvm.load(T.f32(), remote.to_llvm_ptr())))
-        # every CTA has read every slot before any CTA writes its slot again (or exits); the
-        # reads are used above, so they are done: a relaxed arrive (no GPU-wide barrier)
-        cute.arch.cluster_arrive_relaxed(aligned=True)
-        cute.arch.cluster_wait()
+        for w in cutlass.range_constexpr(THREADS // 32):
+            total = op(total, smem[w])
+        if cutlass.const_expr(cluster > 1):
+            if tidx == 0:
+                cute.make_tensor(slot, cute.make_layout(1))[0] = total
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+            total = identity
+            for r in cutlass.range_constexpr(cluster):
+                remote = cute.arch.map_dsmem_ptr(slot, r)
+                total = op(total, cutlass.Float32(llvm.load(T.f32(), remote.to_llvm_ptr())))
+            # every CTA has read every slot before any CTA writes its slot again (or exits);
+            # the reads are used above, so they are done: a relaxed arrive (no GPU-wide
+            # barrier)
+            cute.arch.cluster_arrive_relaxed(aligned=True)
+            cute.arch.cluster_wait()
     return total
+
+
+def _ke_exp(x):
+    \"\"\"exp(x) as one multiply and the hardware's approximate exp2 (MUFU.EX2), as QuACK does:
+    the precise expf is ~10 instructions an element, which made long bf16 rows issue-bound.\"\"\"
+    return cute.math.exp2(x * LOG2E, fastmath=True)
 
 
 @cute.jit
 def _ke_merge(m1, s1, m2, s2):
     \"\"\"Two (max, sum of exp(x - max)) pairs as one.\"\"\"
     m = cute.math.max(m1, m2)
-    return m, s1 * cute.math.exp(m1 - m) + s2 * cute.math.exp(m2 - m)
+    return m, s1 * _ke_exp(m1 - m) + s2 * _ke_exp(m2 - m)
 
 
 @cute.jit
-def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass.Constexpr):
-    \"\"\"The row's (max, sum of exp(x - max)) from each thread's, merged over the warp, the CTA
-    and the cluster in one exchange (an online softmax's); every thread gets the result.\"\"\"
-    tidx, _, _ = cute.arch.thread_idx()
+def _ke_pair_shuffle(top, acc):
     for i in cutlass.range_constexpr(5):
         other_top = cute.arch.shuffle_sync_bfly(top, offset=16 >> i)
         other_acc = cute.arch.shuffle_sync_bfly(acc, offset=16 >> i)
         top, acc = _ke_merge(top, acc, other_top, other_acc)
-    cute.arch.sync_threads()
-    if tidx % 32 == 0:
-        smem[tidx // 32] = top
-        smem2[tidx // 32] = acc
-    cute.arch.sync_threads()
-    top = lowest
-    acc = cutlass.Float32(0.0)
-    for w in cutlass.range_constexpr(THREADS // 32):
-        top, acc = _ke_merge(top, acc, smem[w], smem2[w])
-    if cutlass.const_expr(cluster > 1):
-        if tidx == 0:
-            cute.make_tensor(slot, cute.make_layout(1))[0] = top
-            cute.make_tensor(slot2, cute.make_layout(1))[0] = acc
-        cute.arch.cluster_arrive()
-        cute.arch.cluster_wait()
+    return top, acc
+
+
+@cute.jit
+def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass.Constexpr,
+                    xch):
+    \"\"\"The row's (max, sum of exp(x - max)) from each thread's, merged over the warp, the CTA
+    and the cluster in one exchange (an online softmax's); every thread gets the result.\"\"\"
+    tidx, _, _ = cute.arch.thread_idx()
+    top, acc = _ke_pair_shuffle(top, acc)
+    if cutlass.const_expr(cluster > 1 and xch is not None):
+        base, width = _ke_post((top, acc), xch, cluster)
+        lane = tidx % 32
         top = lowest
         acc = cutlass.Float32(0.0)
-        for r in cutlass.range_constexpr(cluster):
-            far_top = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot, r).to_llvm_ptr())
-            far_acc = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot2, r).to_llvm_ptr())
-            top, acc = _ke_merge(top, acc, cutlass.Float32(far_top), cutlass.Float32(far_acc))
-        # every CTA has read every slot before any CTA exits (the reads are used above, so
-        # they are done: no release needed, and no GPU-wide memory barrier)
-        cute.arch.cluster_arrive_relaxed(aligned=True)
-        cute.arch.cluster_wait()
+        for i in cutlass.range_constexpr((width + 31) // 32):
+            if lane + i * 32 < width:
+                at = base + lane + i * 32
+                top, acc = _ke_merge(top, acc, xch[0][at], xch[0][at + width])
+        top, acc = _ke_pair_shuffle(top, acc)
+    else:
+        cute.arch.sync_threads()
+        if tidx % 32 == 0:
+            smem[tidx // 32] = top
+            smem2[tidx // 32] = acc
+        cute.arch.sync_threads()
+        top = lowest
+        acc = cutlass.Float32(0.0)
+        for w in cutlass.range_constexpr(THREADS // 32):
+            top, acc = _ke_merge(top, acc, smem[w], smem2[w])
+        if cutlass.const_expr(cluster > 1):
+            if tidx == 0:
+                cute.make_tensor(slot, cute.make_layout(1))[0] = top
+                cute.make_tensor(slot2, cute.make_layout(1))[0] = acc
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+            top = lowest
+            acc = cutlass.Float32(0.0)
+            for r in cutlass.range_constexpr(cluster):
+                far_top = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot, r).to_llvm_ptr())
+                far_acc = llvm.load(T.f32(), cute.arch.map_dsmem_ptr(slot2, r).to_llvm_ptr())
+                top, acc = _ke_merge(top, acc, cutlass.Float32(far_top), cutlass.Float32(far_acc))
+            # every CTA has read every slot before any CTA exits (the reads are used above, so
+            # they are done: no release needed, and no GPU-wide memory barrier)
+            cute.arch.cluster_arrive_relaxed(aligned=True)
+            cute.arch.cluster_wait()
     return top, acc
 
 
@@ -174,6 +267,12 @@ def _ke_load(tile, dtype):
     frag = cute.make_rmem_tensor((cute.size(tile),), dtype)
     cute.autovec_copy(tile, frag)
     return frag.load().to(cutlass.Float32)
+
+
+def _ke_raw(tile):
+    frag = cute.make_rmem_tensor((cute.size(tile),), tile.element_type)
+    cute.autovec_copy(tile, frag)
+    return frag.load()
 
 
 def _ke_first(regs, k, tile, dtype):
@@ -232,7 +331,21 @@ _PREAMBLE = """
     smem = cutlass.memory.SmemAllocator()
     partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
     slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
-    regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)"""
+    regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)
+    xch0 = None
+    xch1 = None
+    if cutlass.const_expr(cluster > 1 and EXCHANGE):
+        # two stages of (two values of each warp of each CTA), and an mbarrier a stage
+        xbuf = smem.allocate_tensor(
+            cutlass.Float32, cute.make_layout(4 * (THREADS // 32) * cluster), 16
+        )
+        mbar = smem.allocate_array(cutlass.Int64, 2, byte_alignment=8)
+        if tidx < 2:
+            cute.arch.mbarrier_init(mbar + tidx, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.cluster_arrive_relaxed()
+        xch0 = (xbuf, mbar, 0)
+        xch1 = (xbuf, mbar, 1)"""
 _PREAMBLE_Y = (
     _PREAMBLE
     + """
@@ -250,6 +363,36 @@ _PREFETCH = """
                 if jp < nvec:
                     regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))"""
 
+
+def _prefetch_vector(name):
+    """A kept row's vector parameter (the weight, the bias) loaded whole in its own dtype right
+    after the row, so its loads overlap the reduction instead of following it; only where it
+    costs at most 32 registers a thread."""
+    return f"""
+    {name}_keep = keep and PREFETCH and per * vec * g_{name}.element_type.width <= 1024
+    {name}_regs = cute.make_rmem_tensor((vec, per if {name}_keep else 1), g_{name}.element_type)
+    if cutlass.const_expr({name}_keep):
+        for k in cutlass.range_constexpr(per):
+            jp = first + k * THREADS
+            if cutlass.const_expr(even):
+                {name}_regs[None, k].store(_ke_raw({name}_all[(None, jp)]))
+            else:
+                if jp < nvec:
+                    {name}_regs[None, k].store(_ke_raw({name}_all[(None, jp)]))"""
+
+
+def _kept_vector(name):
+    """``name`` set to the k-th vector of a kept row's vector parameter (in float32), from its
+    registers or loaded now."""
+    pad = " " * 16
+    return (
+        f"\n{pad}if cutlass.const_expr({name}_keep):\n"
+        f"{pad}    {name} = {name}_regs[None, k].load().to(cutlass.Float32)\n"
+        f"{pad}else:\n"
+        f"{pad}    {name} = _ke_load({name}_all[(None, j)], g_{name}.element_type)"
+    )
+
+
 _RMS = (
     """
 
@@ -262,6 +405,7 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
     w_all = cute.zipped_divide(g_w, (vec,))
     regs.fill(0.0)"""
     + _PREFETCH
+    + _prefetch_vector("w")
     + """
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
@@ -276,14 +420,15 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 acc = acc + (v1 * v1).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    total = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    total = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch0)
     rstd = cute.math.rsqrt(total / cutlass.Float32(n) + eps)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                v = regs[None, k].load()
-                w = _ke_load(w_all[(None, j)], g_w.element_type)
+                v = regs[None, k].load()"""
+    + _kept_vector("w")
+    + """
                 _ke_store(v * rstd * w, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
@@ -317,6 +462,8 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
     b_all = cute.zipped_divide(g_b, (vec,))
     regs.fill(0.0)"""
     + _PREFETCH
+    + _prefetch_vector("w")
+    + _prefetch_vector("b")
     + """
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
@@ -331,7 +478,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 acc = acc + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    mean = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    mean = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch0)
     mean = mean / cutlass.Float32(n)
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
@@ -346,14 +493,15 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
             if j2 < nvec:
                 d2 = _ke_load(x_row[(None, j2)], g_x.element_type) - mean
                 acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    var = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+    var = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1)
     rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
-            if j < nvec:
-                w = _ke_load(w_all[(None, j)], g_w.element_type)
-                b = _ke_load(b_all[(None, j)], g_b.element_type)
+            if j < nvec:"""
+    + _kept_vector("w")
+    + _kept_vector("b")
+    + """
                 _ke_store((regs[None, k].load() - mean) * rstd * w + b, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
@@ -404,6 +552,8 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
                 if j3 < nvec:
                     v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
                     top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
+    # A kept row's exp is computed once: it replaces the row in the registers, and the output
+    # is that times one scale per thread.
     if cutlass.const_expr(ONLINE):
         # each thread's (max, sum of exp(x - max)), then one exchange of the pairs
         acc = cutlass.Float32(0.0)
@@ -411,7 +561,8 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
             for k in cutlass.range_constexpr(per):
                 j = first + k * THREADS
                 if j < nvec:
-                    e = cute.math.exp(regs[None, k].load() - top)
+                    e = _ke_exp(regs[None, k].load() - top)
+                    regs[None, k].store(e)
                     acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         else:
             for k in cutlass.range(per, unroll=4):
@@ -419,45 +570,49 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
                 if j6 < nvec:
                     v6 = _ke_load(x_row[(None, j6)], g_x.element_type)
                     t6 = cute.math.max(top, v6.reduce(cute.ReductionOp.MAX, lowest, 0))
-                    e6 = cute.math.exp(v6 - t6)
-                    acc = acc * cute.math.exp(top - t6) + e6.reduce(
+                    e6 = _ke_exp(v6 - t6)
+                    acc = acc * _ke_exp(top - t6) + e6.reduce(
                         cute.ReductionOp.ADD, cutlass.Float32(0.0), 0
                     )
                     top = t6
-        top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster)
+        row_top, acc = _ke_reduce_pair(
+            top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0
+        )
         inv = cutlass.Float32(1.0) / acc
+        # the kept exps are relative to this thread's max
+        scale = _ke_exp(top - row_top) * inv
     else:
-        top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster)
+        row_top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster, xch0)
         acc = cutlass.Float32(0.0)
         if cutlass.const_expr(keep):
             for k in cutlass.range_constexpr(per):
                 j = first + k * THREADS
                 if j < nvec:
-                    v = regs[None, k].load()
-                    e = cute.math.exp(v - top)
+                    e = _ke_exp(regs[None, k].load() - row_top)
+                    regs[None, k].store(e)
                     acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         else:
             for k in cutlass.range(per, unroll=4):
                 j4 = first + k * THREADS
                 if j4 < nvec:
                     v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
-                    e4 = cute.math.exp(v4 - top)
+                    e4 = _ke_exp(v4 - row_top)
                     acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         inv = cutlass.Float32(1.0) / _ke_reduce(
-            acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster
+            acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1
         )
+        scale = inv
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                v = regs[None, k].load()
-                _ke_store(cute.math.exp(v - top) * inv, y_row[(None, j)])
+                _ke_store(regs[None, k].load() * scale, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
             j5 = first + k * THREADS
             if j5 < nvec:
                 v5 = _ke_load(x_row[(None, j5)], g_x.element_type)
-                _ke_store(cute.math.exp(v5 - top) * inv, y_row[(None, j5)])
+                _ke_store(_ke_exp(v5 - row_top) * inv, y_row[(None, j5)])
 
 
 @cute.jit
@@ -499,7 +654,7 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
         for k in cutlass.range_constexpr(per):
             j = first + k * THREADS
             if j < nvec:
-                e = cute.math.exp(regs[None, k].load() - top)
+                e = _ke_exp(regs[None, k].load() - top)
                 acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -507,16 +662,18 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 t1 = cute.math.max(top, v1.reduce(cute.ReductionOp.MAX, lowest, 0))
-                e1 = cute.math.exp(v1 - t1)
-                acc = acc * cute.math.exp(top - t1) + e1.reduce(
+                e1 = _ke_exp(v1 - t1)
+                acc = acc * _ke_exp(top - t1) + e1.reduce(
                     cute.ReductionOp.ADD, cutlass.Float32(0.0), 0
                 )
                 top = t1
                 if cutlass.const_expr(smooth > 0):
                     total = total + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster)
+    top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0)
     if cutlass.const_expr(smooth > 0):
-        total = _ke_reduce(total, operator.add, partial, slot, cutlass.Float32(0.0), cluster)
+        total = _ke_reduce(
+            total, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1
+        )
     lse = top + cute.math.log(acc)
     if tidx + cta * THREADS == 0:  # the row's first thread writes its loss
         target = g_t[row]
@@ -545,8 +702,8 @@ def _ke_ce_sum_kernel(g_loss: cute.Tensor, g_valid: cute.Tensor, g_out: cute.Ten
     for i in cutlass.range(tidx, rows, THREADS):
         part = part + g_loss[i]
         seen = seen + g_valid[i]
-    whole = _ke_reduce(part, operator.add, partial, slot, cutlass.Float32(0.0), 1)
-    count = _ke_reduce(seen, operator.add, partial, slot, cutlass.Float32(0.0), 1)
+    whole = _ke_reduce(part, operator.add, partial, slot, cutlass.Float32(0.0), 1, None)
+    count = _ke_reduce(seen, operator.add, partial, slot, cutlass.Float32(0.0), 1, None)
     if tidx == 0:
         if cutlass.const_expr(mean):
             g_out[0] = (whole / count).to(g_out.element_type)
