@@ -54,7 +54,8 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     """What a parameter set launches for a shape: its plan and the parameters the kernel reads
     (two sets with one key run the same kernel)."""
     plan = module._ke_plan(n, itemsize, rows)
-    return (*plan, params["threads"], params["prefetch"], params.get("online", 0))
+    exchange = params.get("exchange", 0) if plan[3] > 1 else 0  # only a cluster exchanges
+    return (*plan, params["threads"], params["prefetch"], params.get("online", 0), exchange)
 
 
 def _within(out, ref, tol) -> tuple[bool, float]:
@@ -220,7 +221,7 @@ class _Bench:
 def markdown(report: dict) -> str:
     lines = [
         "| case | compile | incumbent | best CuTe | launch (vec, per, keep, cluster, threads, "
-        "prefetch, online) | vs best peer | of bandwidth |",
+        "prefetch, online, exchange) | vs best peer | of bandwidth |",
         "|---|---|---|---|---|---|---|",
     ]
     for c in report["cases"]:

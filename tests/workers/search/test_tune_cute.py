@@ -11,7 +11,7 @@ from workers.search.generators.templates import cute_row
 
 def test_online_is_swept_only_where_the_operator_reads_it():
     space = {"threads": [128, 256], "max_per_thread": [64], "max_cluster": [8, 16],
-             "prefetch": [0, 1], "online": [0, 1]}  # fmt: skip
+             "prefetch": [0, 1], "online": [0, 1], "exchange": [1]}  # fmt: skip
     assert len(tune_cute.param_sets("softmax", space)) == 16
     rms = tune_cute.param_sets("rms_norm", space)
     assert len(rms) == 8 and all("online" not in p for p in rms)
@@ -19,7 +19,7 @@ def test_online_is_swept_only_where_the_operator_reads_it():
 
 def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     space = {"threads": [256], "max_per_thread": [64], "max_cluster": [2, 4, 8, 16],
-             "prefetch": [1], "online": [1]}  # fmt: skip
+             "prefetch": [1], "online": [1], "exchange": [0, 1]}  # fmt: skip
     sets = tune_cute.param_sets("softmax", space)
 
     def keys(rows, n, itemsize):
@@ -30,9 +30,15 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
         return out
 
     # 32,768 bf16 columns fit a cluster of 2 whatever the largest cluster allowed: one launch
-    assert keys(1024, 32768, 2) == {(8, 8, True, 2, 256, 1, 1)}
-    # 262,144 bf16 columns need 16 CTAs to stay in registers; 2, 4 and 8 all loop in one CTA
-    assert keys(128, 262144, 2) == {(8, 128, False, 1, 256, 1, 1), (8, 8, True, 16, 256, 1, 1)}
+    # (two ways for the cluster to exchange its partials)
+    assert keys(1024, 32768, 2) == {(8, 8, True, 2, 256, 1, 1, 0), (8, 8, True, 2, 256, 1, 1, 1)}
+    # 262,144 bf16 columns need 16 CTAs to stay in registers; 2, 4 and 8 all loop in one CTA,
+    # where the exchange does not matter
+    assert keys(128, 262144, 2) == {
+        (8, 128, False, 1, 256, 1, 1, 0),
+        (8, 8, True, 16, 256, 1, 1, 0),
+        (8, 8, True, 16, 256, 1, 1, 1),
+    }
 
 
 def test_a_value_outside_the_template_space_is_refused(capsys):
