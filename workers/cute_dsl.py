@@ -81,6 +81,8 @@ PTX_FEATURES = {
     "shfl": "shfl.sync",
     "cluster_barrier": "barrier.cluster.arrive",
     "dsmem_map": "mapa",
+    "st_async": "st.async",  # a store into another CTA's shared memory, counted by its mbarrier
+    "mbarrier_wait": "mbarrier.try_wait",
 }
 
 

@@ -151,7 +151,8 @@ class _Bench:
         floor_ms = 1e3 * nbytes / self.ceilings["bandwidth_bytes_per_s"]
         x = sets[0][0]
         rows, n = x.reshape(-1, x.shape[-1]).shape
-        entry = {"name": case.name, "rows": rows, "n": n, "dtype": case.dtype,
+        key = f"{rows},{n},{str(x.dtype).removeprefix('torch.')}"  # the template's table key
+        entry = {"name": case.name, "key": key, "rows": rows, "n": n, "dtype": case.dtype,
                  "weight": case.weight, "floor_us": 1e3 * floor_ms, "peers": {}}  # fmt: skip
         peers = {"compile": self.G._compiled(self.state, (case.name,), ref, None)}
         if self.peer is not None:
@@ -227,6 +228,16 @@ class _Bench:
         return entry
 
 
+def table_of(report: dict) -> dict:
+    """The per-case table of a tuning report: each case shape ("rows,n,dtype") to the
+    parameters of its fastest launch in the paired finals (the template's ``_KE_TABLE``)."""
+    table = {}
+    for case in report["cases"]:
+        if case.get("finals"):
+            table[case["key"]] = dict(case["finals"][0]["params"])
+    return table
+
+
 def markdown(report: dict) -> str:
     lines = [
         "| case | compile | incumbent | best CuTe | launch (vec, per, keep, cluster, threads, "
@@ -279,8 +290,12 @@ def main(argv=None) -> int:
                                                      "bandwidth_fraction", "launches", "wrong",
                                                      "n_failed")}), flush=True)  # fmt: skip
         report["wall_s"] = round(time.perf_counter() - start, 1)
+        report["table"] = table_of(report)
+        report["candidate"] = cute_row.render(args.op, {"table": report["table"]})
         with open(path, "w") as fh:  # after every case: a run cut short keeps what it timed
             json.dump(report, fh, indent=1, default=str)
+        with open(os.path.join(args.out, f"{args.op}-{name}.tuned.py"), "w") as fh:
+            fh.write(report["candidate"])
     print(markdown(report))
     return 0
 

@@ -46,3 +46,28 @@ def test_a_value_outside_the_template_space_is_refused(capsys):
         tune_cute.main(["--op", "softmax", "--problem", "p.py", "--workload", "w.json",
                         "--out", "o", "--threads", "96"])  # fmt: skip
     assert "[96] not in [64, 128, 256, 512, 1024]" in capsys.readouterr().err
+
+
+def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypatch):
+    """The tuner's report becomes one candidate whose table gives each case shape the launch
+    that won it; a shape outside the table takes the defaults. Both compile for sm_90a."""
+    import torch
+
+    report = {
+        "cases": [
+            {"key": "4,32768,bfloat16", "finals": [{"params": {"threads": 128, "max_cluster": 4,
+                                                               "exchange": 1}}]},  # fmt: skip
+            {"key": "8,1024,float32", "finals": []},  # nothing timed: not in the table
+        ]
+    }
+    table = tune_cute.table_of(report)
+    assert table == {"4,32768,bfloat16": {"threads": 128, "max_cluster": 4, "exchange": 1}}
+    src = cute_row.render("softmax", {"table": table})
+    mod = P.load_module(src, "tc_table", str(tmp_path))
+    tuned = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.bfloat16))
+    # (vec, per, keep, cluster, even, threads, prefetch, online, exchange)
+    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1)
+    other = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.float32))
+    assert other[5] == cute_row.DEFAULTS["threads"] and other[8] == cute_row.DEFAULTS["exchange"]
+    with pytest.raises(ValueError, match="threads=96"):
+        cute_row.render("softmax", {"table": {"4,32768,bfloat16": {"threads": 96}}})

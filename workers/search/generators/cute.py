@@ -245,9 +245,10 @@ class CuteGenerator:
             d = cute_row.DEFAULTS
             seeds = [
                 dict(d),
-                {**d, "max_cluster": 16},  # long rows on chip, as QuACK keeps them
-                {**d, "prefetch": 0, "online": 0},  # the layout first verified on the H200
                 {**d, "threads": 128},
+                {**d, "max_cluster": 8},
+                # the layout first verified on the H200 (session 31)
+                {**d, "max_cluster": 8, "prefetch": 0, "online": 0, "exchange": 0},
             ]
             wanted = [(p, EDGE_SEED, "seed") for p in seeds]
         else:

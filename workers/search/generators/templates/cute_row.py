@@ -31,13 +31,15 @@ catalog problem's constructor). The compute core: no Django here.
 from __future__ import annotations
 
 OPS = ("rms_norm", "softmax", "layer_norm", "cross_entropy")
+# The defaults won most long-row cases in the H200 sweep of session 32 (docs/benchmarks.md); the
+# per-case tuner (workers/search/tune_cute.py) writes a table of each case's own.
 DEFAULTS = {
     "threads": 256,
     "max_per_thread": 64,
-    "max_cluster": 8,
+    "max_cluster": 16,
     "prefetch": 1,
     "online": 1,
-    "exchange": 0,
+    "exchange": 1,
 }
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -77,26 +79,51 @@ MAX_CLUSTER = {max_cluster}
 PREFETCH = {prefetch}
 ONLINE = {online}
 EXCHANGE = {exchange}
+# Launch parameters per case shape ("rows,n,dtype", as the per-case tuner found them); a shape
+# not in the table takes the constants above.
+_KE_TABLE = {table}
 # The largest finite float32, negated: "no value yet" in an online softmax (-inf - -inf is NaN).
 LOWEST = -3.4028234663852886e38
 LOG2E = 1.4426950408889634
 
 
-def _ke_plan(n, itemsize, rows):
+def _ke_params(rows, n, dtype):
+    \"\"\"The launch parameters for ``rows`` rows of ``n`` of ``dtype``: the table's, else the
+    module's.\"\"\"
+    p = {{"threads": THREADS, "max_per_thread": MAX_PER_THREAD, "max_cluster": MAX_CLUSTER,
+         "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE}}
+    p.update(_KE_TABLE.get(f"{{rows}},{{n}},{{str(dtype).removeprefix('torch.')}}", {{}}))
+    return p
+
+
+def _ke_plan(n, itemsize, rows, p=None):
     \"\"\"(vector width, vectors per thread, whether the row stays in registers, CTAs per row)
-    for ``rows`` rows of ``n``: the fewest CTAs (a thread-block cluster) that hold the row in
-    registers, else one CTA that reads it twice.\"\"\"
+    for ``rows`` rows of ``n`` under the parameters ``p``: the fewest CTAs (a thread-block
+    cluster) that hold the row in registers, else one CTA that reads it twice.\"\"\"
+    p = p or _ke_params(rows, n, None)
+    threads = p["threads"]
     vec = 16 // itemsize
     while vec > 1 and n % vec:
         vec //= 2
     nvec = n // vec
     cluster = 1
-    while cluster <= MAX_CLUSTER and (cluster == 1 or rows <= 65535):
-        per = max(1, math.ceil(nvec / (THREADS * cluster)))
-        if per * vec <= MAX_PER_THREAD:
+    while cluster <= p["max_cluster"] and (cluster == 1 or rows <= 65535):
+        per = max(1, math.ceil(nvec / (threads * cluster)))
+        if per * vec <= p["max_per_thread"]:
             return vec, per, True, cluster
         cluster *= 2
-    return vec, max(1, math.ceil(nvec / THREADS)), False, 1
+    return vec, max(1, math.ceil(nvec / threads)), False, 1
+
+
+def _ke_launch_of(x):
+    \"\"\"Everything a kernel is compiled with for the rows ``x`` (2-d): its plan, whether every
+    kept vector lies inside the row (no bounds tests), and the kernel's parameters.\"\"\"
+    rows, n = x.shape
+    p = _ke_params(rows, n, x.dtype)
+    vec, per, keep, cluster = _ke_plan(n, x.element_size(), rows, p)
+    even = keep and n // vec == per * p["threads"] * cluster
+    return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
+            p["exchange"])
 
 
 @cute.jit
@@ -113,13 +140,13 @@ def _ke_send(value, slot, mbar, peer):
 
 
 @cute.jit
-def _ke_post(values, xch, cluster: cutlass.Constexpr):
+def _ke_post(values, xch, cluster: cutlass.Constexpr, threads: cutlass.Constexpr):
     \"\"\"Each warp's ``values`` (equal over its lanes) to its slots in every CTA of the cluster;
     returns once this CTA has received every CTA's (its mbarrier counted the bytes). The first
     exchange waits for the cluster to have started: the preamble initialised the mbarriers.\"\"\"
     xbuf, mbar, stage = xch
     tidx, _, _ = cute.arch.thread_idx()
-    warps = THREADS // 32
+    warps = threads // 32
     width = warps * cluster
     base = stage * 2 * width
     if cutlass.const_expr(stage == 0):
@@ -136,12 +163,12 @@ def _ke_post(values, xch, cluster: cutlass.Constexpr):
 
 
 @cute.jit
-def _ke_xreduce(value, op, identity, xch, cluster: cutlass.Constexpr):
+def _ke_xreduce(value, op, identity, xch, cluster: cutlass.Constexpr, threads: cutlass.Constexpr):
     \"\"\"``value`` combined over the cluster without a cluster barrier (an exchange as QuACK
     does it): each warp's value goes straight to every CTA (``_ke_post``), and each warp
     combines all of them, a lane per slot, then by shuffles.\"\"\"
     value = cute.arch.warp_reduction(value, op)
-    base, width = _ke_post((value,), xch, cluster)
+    base, width = _ke_post((value,), xch, cluster, threads)
     lane = cute.arch.thread_idx()[0] % 32
     total = identity
     for i in cutlass.range_constexpr((width + 31) // 32):
@@ -151,14 +178,15 @@ def _ke_xreduce(value, op, identity, xch, cluster: cutlass.Constexpr):
 
 
 @cute.jit
-def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr, xch):
+def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr, xch,
+               threads: cutlass.Constexpr):
     \"\"\"``value`` combined over the CTA (a warp shuffle, then the warps' partials in shared
     memory) and, with a cluster, over its CTAs through distributed shared memory; every thread
     gets the result. ``xch`` (buffer, mbarriers, stage) where the cluster exchanges by
-    ``st.async`` (``EXCHANGE``), else None (two cluster barriers).\"\"\"
+    ``st.async`` (``exchange``), else None (two cluster barriers).\"\"\"
     tidx, _, _ = cute.arch.thread_idx()
     if cutlass.const_expr(cluster > 1 and xch is not None):
-        total = _ke_xreduce(value, op, identity, xch, cluster)
+        total = _ke_xreduce(value, op, identity, xch, cluster, threads)
     else:
         value = cute.arch.warp_reduction(value, op)
         cute.arch.sync_threads()
@@ -166,7 +194,7 @@ def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr, xch)
             smem[tidx // 32] = value
         cute.arch.sync_threads()
         total = identity
-        for w in cutlass.range_constexpr(THREADS // 32):
+        for w in cutlass.range_constexpr(threads // 32):
             total = op(total, smem[w])
         if cutlass.const_expr(cluster > 1):
             if tidx == 0:
@@ -209,13 +237,13 @@ def _ke_pair_shuffle(top, acc):
 
 @cute.jit
 def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass.Constexpr,
-                    xch):
+                    xch, threads: cutlass.Constexpr):
     \"\"\"The row's (max, sum of exp(x - max)) from each thread's, merged over the warp, the CTA
     and the cluster in one exchange (an online softmax's); every thread gets the result.\"\"\"
     tidx, _, _ = cute.arch.thread_idx()
     top, acc = _ke_pair_shuffle(top, acc)
     if cutlass.const_expr(cluster > 1 and xch is not None):
-        base, width = _ke_post((top, acc), xch, cluster)
+        base, width = _ke_post((top, acc), xch, cluster, threads)
         lane = tidx % 32
         top = lowest
         acc = cutlass.Float32(0.0)
@@ -232,7 +260,7 @@ def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass
         cute.arch.sync_threads()
         top = lowest
         acc = cutlass.Float32(0.0)
-        for w in cutlass.range_constexpr(THREADS // 32):
+        for w in cutlass.range_constexpr(threads // 32):
             top, acc = _ke_merge(top, acc, smem[w], smem2[w])
         if cutlass.const_expr(cluster > 1):
             if tidx == 0:
@@ -275,9 +303,9 @@ def _ke_raw(tile):
     return frag.load()
 
 
-def _ke_first(regs, k, tile, dtype):
+def _ke_first(regs, k, tile, dtype, prefetch):
     \"\"\"The row's k-th kept vector: from the registers the prefetch filled, else loaded now.\"\"\"
-    if PREFETCH:
+    if prefetch:
         return regs[None, k].load()
     v = _ke_load(tile, dtype)
     regs[None, k].store(v)
@@ -296,10 +324,8 @@ _COMPILED = {{}}
 def _ke_run(jit_fn, x, tensors, scalars):
     \"\"\"Run ``jit_fn`` on the rows ``x`` (2-d, contiguous), ``tensors`` after it (the output
     last) and ``scalars``, on the current stream: compiled once per shape with its plan.\"\"\"
-    vec, per, keep, cluster = _ke_plan(x.shape[1], x.element_size(), x.shape[0])
-    # every thread's every kept vector inside the row: no bounds test on the loads
-    even = keep and x.shape[1] // vec == per * THREADS * cluster
-    align = vec * x.element_size()
+    launch = _ke_launch_of(x)
+    align = launch[0] * x.element_size()
     if x.data_ptr() % align:  # a view that starts inside a vector: copy it
         x = x.clone()
     stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0
@@ -308,36 +334,38 @@ def _ke_run(jit_fn, x, tensors, scalars):
     key = (jit_fn.__name__, x.dtype, tuple(x.shape), x.device.type)
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = _COMPILED[key] = cute.compile(jit_fn, *args, vec, per, keep, cluster, even)
+        fn = _COMPILED[key] = cute.compile(jit_fn, *args, launch)
     fn(*args)
 
 
 @cute.jit
-def _ke_launch(kernel, rows, cluster: cutlass.Constexpr, stream):
+def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
+    cluster, threads = launch[3], launch[5]
     if cutlass.const_expr(cluster > 1):
-        kernel.launch(grid=(cluster, rows, 1), block=(THREADS, 1, 1), cluster=(cluster, 1, 1),
+        kernel.launch(grid=(cluster, rows, 1), block=(threads, 1, 1), cluster=(cluster, 1, 1),
                       stream=stream)
     else:
-        kernel.launch(grid=(rows, 1, 1), block=(THREADS, 1, 1), stream=stream)
+        kernel.launch(grid=(rows, 1, 1), block=(threads, 1, 1), stream=stream)
 """
 
 _PREAMBLE = """
+    vec, per, keep, cluster, even, threads, prefetch, online, exchange = launch
     tidx, _, _ = cute.arch.thread_idx()
     row, cta = _ke_where(cluster)
     n = cute.size(g_x, mode=[1])
     nvec = n // vec
-    first = cta * (per * THREADS) + tidx
+    first = cta * (per * threads) + tidx
     x_row = cute.zipped_divide(g_x[row, None], (vec,))
     smem = cutlass.memory.SmemAllocator()
-    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     regs = cute.make_rmem_tensor((vec, per if keep else 1), cutlass.Float32)
     xch0 = None
     xch1 = None
-    if cutlass.const_expr(cluster > 1 and EXCHANGE):
+    if cutlass.const_expr(cluster > 1 and exchange):
         # two stages of (two values of each warp of each CTA), and an mbarrier a stage
         xbuf = smem.allocate_tensor(
-            cutlass.Float32, cute.make_layout(4 * (THREADS // 32) * cluster), 16
+            cutlass.Float32, cute.make_layout(4 * (threads // 32) * cluster), 16
         )
         mbar = smem.allocate_array(cutlass.Int64, 2, byte_alignment=8)
         if tidx < 2:
@@ -353,10 +381,10 @@ _PREAMBLE_Y = (
 )
 
 _PREFETCH = """
-    if cutlass.const_expr(keep and PREFETCH):
+    if cutlass.const_expr(keep and prefetch):
         # every load of the row in flight before the first use of any
         for k in cutlass.range_constexpr(per):
-            jp = first + k * THREADS
+            jp = first + k * threads
             if cutlass.const_expr(even):
                 regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))
             else:
@@ -369,11 +397,11 @@ def _prefetch_vector(name):
     after the row, so its loads overlap the reduction instead of following it; only where it
     costs at most 32 registers a thread."""
     return f"""
-    {name}_keep = keep and PREFETCH and per * vec * g_{name}.element_type.width <= 1024
+    {name}_keep = keep and prefetch and per * vec * g_{name}.element_type.width <= 1024
     {name}_regs = cute.make_rmem_tensor((vec, per if {name}_keep else 1), g_{name}.element_type)
     if cutlass.const_expr({name}_keep):
         for k in cutlass.range_constexpr(per):
-            jp = first + k * THREADS
+            jp = first + k * threads
             if cutlass.const_expr(even):
                 {name}_regs[None, k].store(_ke_raw({name}_all[(None, jp)]))
             else:
@@ -398,8 +426,7 @@ _RMS = (
 
 @cute.kernel
 def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
-                   vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                   cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
+                   launch: cutlass.Constexpr):"""
     + _PREAMBLE_Y
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
@@ -410,21 +437,22 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
                 acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
-            j1 = first + k * THREADS
+            j1 = first + k * threads
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 acc = acc + (v1 * v1).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    total = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch0)
+    zero = cutlass.Float32(0.0)
+    total = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
     rstd = cute.math.rsqrt(total / cutlass.Float32(n) + eps)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
                 v = regs[None, k].load()"""
     + _kept_vector("w")
@@ -432,7 +460,7 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
                 _ke_store(v * rstd * w, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
-            j2 = first + k * THREADS
+            j2 = first + k * threads
             if j2 < nvec:
                 v2 = _ke_load(x_row[(None, j2)], g_x.element_type)
                 w2 = _ke_load(w_all[(None, j2)], g_w.element_type)
@@ -441,10 +469,9 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
 
 @cute.jit
 def _ke_rms(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cutlass.Float32,
-            stream: cuda.CUstream, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-            keep: cutlass.Constexpr, cluster: cutlass.Constexpr, even: cutlass.Constexpr):
-    kernel = _ke_rms_kernel(g_x, g_w, g_y, eps, vec, per, keep, cluster, even)
-    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+            stream: cuda.CUstream, launch: cutlass.Constexpr):
+    kernel = _ke_rms_kernel(g_x, g_w, g_y, eps, launch)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), launch, stream)
 """
 )
 
@@ -453,9 +480,7 @@ _LAYER = (
 
 @cute.kernel
 def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
-                     eps: cutlass.Float32, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-                     keep: cutlass.Constexpr, cluster: cutlass.Constexpr,
-                     even: cutlass.Constexpr):"""
+                     eps: cutlass.Float32, launch: cutlass.Constexpr):"""
     + _PREAMBLE_Y
     + """
     w_all = cute.zipped_divide(g_w, (vec,))
@@ -468,36 +493,37 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
                 acc = acc + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
-            j1 = first + k * THREADS
+            j1 = first + k * threads
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 acc = acc + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    mean = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch0)
+    zero = cutlass.Float32(0.0)
+    mean = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
     mean = mean / cutlass.Float32(n)
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
                 d = regs[None, k].load() - mean
                 acc = acc + (d * d).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
-            j2 = first + k * THREADS
+            j2 = first + k * threads
             if j2 < nvec:
                 d2 = _ke_load(x_row[(None, j2)], g_x.element_type) - mean
                 acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    var = _ke_reduce(acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1)
+    var = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch1, threads)
     rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:"""
     + _kept_vector("w")
     + _kept_vector("b")
@@ -505,7 +531,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
                 _ke_store((regs[None, k].load() - mean) * rstd * w + b, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
-            j3 = first + k * THREADS
+            j3 = first + k * threads
             if j3 < nvec:
                 v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
                 w3 = _ke_load(w_all[(None, j3)], g_w.element_type)
@@ -515,11 +541,9 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
 
 @cute.jit
 def _ke_layer(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: cute.Tensor,
-              eps: cutlass.Float32, stream: cuda.CUstream, vec: cutlass.Constexpr,
-              per: cutlass.Constexpr, keep: cutlass.Constexpr, cluster: cutlass.Constexpr,
-              even: cutlass.Constexpr):
-    kernel = _ke_layer_kernel(g_x, g_w, g_b, g_y, eps, vec, per, keep, cluster, even)
-    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+              eps: cutlass.Float32, stream: cuda.CUstream, launch: cutlass.Constexpr):
+    kernel = _ke_layer_kernel(g_x, g_w, g_b, g_y, eps, launch)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), launch, stream)
 """
 )
 
@@ -527,46 +551,44 @@ _SOFTMAX = (
     """
 
 @cute.kernel
-def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexpr,
-                       per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                       cluster: cutlass.Constexpr, even: cutlass.Constexpr):"""
+def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Constexpr):"""
     + _PREAMBLE_Y
     + """
-    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
-    lowest = cutlass.Float32(LOWEST if ONLINE else -math.inf)
+    lowest = cutlass.Float32(LOWEST if online else -math.inf)
     regs.fill(lowest)"""
     + _PREFETCH
     + """
     top = lowest
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
                 top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
     else:
-        if cutlass.const_expr(not ONLINE):
+        if cutlass.const_expr(not online):
             for k in cutlass.range(per, unroll=4):
-                j3 = first + k * THREADS
+                j3 = first + k * threads
                 if j3 < nvec:
                     v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
                     top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
     # A kept row's exp is computed once: it replaces the row in the registers, and the output
     # is that times one scale per thread.
-    if cutlass.const_expr(ONLINE):
+    if cutlass.const_expr(online):
         # each thread's (max, sum of exp(x - max)), then one exchange of the pairs
         acc = cutlass.Float32(0.0)
         if cutlass.const_expr(keep):
             for k in cutlass.range_constexpr(per):
-                j = first + k * THREADS
+                j = first + k * threads
                 if j < nvec:
                     e = _ke_exp(regs[None, k].load() - top)
                     regs[None, k].store(e)
                     acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         else:
             for k in cutlass.range(per, unroll=4):
-                j6 = first + k * THREADS
+                j6 = first + k * threads
                 if j6 < nvec:
                     v6 = _ke_load(x_row[(None, j6)], g_x.element_type)
                     t6 = cute.math.max(top, v6.reduce(cute.ReductionOp.MAX, lowest, 0))
@@ -576,40 +598,42 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
                     )
                     top = t6
         row_top, acc = _ke_reduce_pair(
-            top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0
+            top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads
         )
         inv = cutlass.Float32(1.0) / acc
         # the kept exps are relative to this thread's max
         scale = _ke_exp(top - row_top) * inv
     else:
-        row_top = _ke_reduce(top, cute.math.max, partial, slot, lowest, cluster, xch0)
+        row_top = _ke_reduce(
+            top, cute.math.max, partial, slot, lowest, cluster, xch0, threads
+        )
         acc = cutlass.Float32(0.0)
         if cutlass.const_expr(keep):
             for k in cutlass.range_constexpr(per):
-                j = first + k * THREADS
+                j = first + k * threads
                 if j < nvec:
                     e = _ke_exp(regs[None, k].load() - row_top)
                     regs[None, k].store(e)
                     acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         else:
             for k in cutlass.range(per, unroll=4):
-                j4 = first + k * THREADS
+                j4 = first + k * threads
                 if j4 < nvec:
                     v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
                     e4 = _ke_exp(v4 - row_top)
                     acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         inv = cutlass.Float32(1.0) / _ke_reduce(
-            acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1
+            acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1, threads
         )
         scale = inv
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
                 _ke_store(regs[None, k].load() * scale, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
-            j5 = first + k * THREADS
+            j5 = first + k * threads
             if j5 < nvec:
                 v5 = _ke_load(x_row[(None, j5)], g_x.element_type)
                 _ke_store(_ke_exp(v5 - row_top) * inv, y_row[(None, j5)])
@@ -617,10 +641,9 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, vec: cutlass.Constexp
 
 @cute.jit
 def _ke_softmax(g_x: cute.Tensor, g_y: cute.Tensor, stream: cuda.CUstream,
-                vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                cluster: cutlass.Constexpr, even: cutlass.Constexpr):
-    kernel = _ke_softmax_kernel(g_x, g_y, vec, per, keep, cluster, even)
-    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+                launch: cutlass.Constexpr):
+    kernel = _ke_softmax_kernel(g_x, g_y, launch)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), launch, stream)
 """
 )
 
@@ -629,12 +652,11 @@ _CE = (
 
 @cute.kernel
 def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_valid: cute.Tensor,
-                  vec: cutlass.Constexpr, per: cutlass.Constexpr, keep: cutlass.Constexpr,
-                  cluster: cutlass.Constexpr, even: cutlass.Constexpr, ignore: cutlass.Constexpr,
+                  launch: cutlass.Constexpr, ignore: cutlass.Constexpr,
                   smooth: cutlass.Constexpr):"""
     + _PREAMBLE
     + """
-    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS // 32), 16)
+    partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     lowest = cutlass.Float32(LOWEST)
     regs.fill(lowest)"""
@@ -645,20 +667,20 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
     total = cutlass.Float32(0.0)  # the row's sum of logits, for label smoothing
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
                 top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
                 if cutlass.const_expr(smooth > 0):
                     total = total + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         for k in cutlass.range_constexpr(per):
-            j = first + k * THREADS
+            j = first + k * threads
             if j < nvec:
                 e = _ke_exp(regs[None, k].load() - top)
                 acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
-            j1 = first + k * THREADS
+            j1 = first + k * threads
             if j1 < nvec:
                 v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
                 t1 = cute.math.max(top, v1.reduce(cute.ReductionOp.MAX, lowest, 0))
@@ -669,13 +691,15 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
                 top = t1
                 if cutlass.const_expr(smooth > 0):
                     total = total + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-    top, acc = _ke_reduce_pair(top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0)
+    top, acc = _ke_reduce_pair(
+        top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads
+    )
     if cutlass.const_expr(smooth > 0):
         total = _ke_reduce(
-            total, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1
+            total, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1, threads
         )
     lse = top + cute.math.log(acc)
-    if tidx + cta * THREADS == 0:  # the row's first thread writes its loss
+    if tidx + cta * threads == 0:  # the row's first thread writes its loss
         target = g_t[row]
         loss = cutlass.Float32(0.0)
         ok = cutlass.Float32(0.0)
@@ -702,8 +726,9 @@ def _ke_ce_sum_kernel(g_loss: cute.Tensor, g_valid: cute.Tensor, g_out: cute.Ten
     for i in cutlass.range(tidx, rows, THREADS):
         part = part + g_loss[i]
         seen = seen + g_valid[i]
-    whole = _ke_reduce(part, operator.add, partial, slot, cutlass.Float32(0.0), 1, None)
-    count = _ke_reduce(seen, operator.add, partial, slot, cutlass.Float32(0.0), 1, None)
+    zero = cutlass.Float32(0.0)
+    whole = _ke_reduce(part, operator.add, partial, slot, zero, 1, None, THREADS)
+    count = _ke_reduce(seen, operator.add, partial, slot, zero, 1, None, THREADS)
     if tidx == 0:
         if cutlass.const_expr(mean):
             g_out[0] = (whole / count).to(g_out.element_type)
@@ -713,12 +738,10 @@ def _ke_ce_sum_kernel(g_loss: cute.Tensor, g_valid: cute.Tensor, g_out: cute.Ten
 
 @cute.jit
 def _ke_ce(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_valid: cute.Tensor,
-           stream: cuda.CUstream, vec: cutlass.Constexpr, per: cutlass.Constexpr,
-           keep: cutlass.Constexpr, cluster: cutlass.Constexpr, even: cutlass.Constexpr,
-           ignore: cutlass.Constexpr, smooth: cutlass.Constexpr):
-    kernel = _ke_ce_kernel(g_x, g_t, g_loss, g_valid, vec, per, keep, cluster, even, ignore,
-                           smooth)
-    _ke_launch(kernel, cute.size(g_x, mode=[0]), cluster, stream)
+           stream: cuda.CUstream, launch: cutlass.Constexpr, ignore: cutlass.Constexpr,
+           smooth: cutlass.Constexpr):
+    kernel = _ke_ce_kernel(g_x, g_t, g_loss, g_valid, launch, ignore, smooth)
+    _ke_launch(kernel, cute.size(g_x, mode=[0]), launch, stream)
 
 
 @cute.jit
@@ -738,9 +761,8 @@ def _ke_ce_run(x, t, out, ignore, smooth, mean):
     valid = make(max(rows, 1), dtype=torch.float32, device=x.device)
     stream = cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0)
     if rows and x.shape[1]:
-        vec, per, keep, cluster = _ke_plan(x.shape[1], x.element_size(), rows)
-        even = keep and x.shape[1] // vec == per * THREADS * cluster
-        align = vec * x.element_size()
+        launch = _ke_launch_of(x)
+        align = launch[0] * x.element_size()
         if x.data_ptr() % align:
             x = x.clone()
         args = [from_dlpack(x, assumed_align=align)]
@@ -748,8 +770,7 @@ def _ke_ce_run(x, t, out, ignore, smooth, mean):
         key = ("ce", x.dtype, tuple(x.shape), x.device.type, ignore, smooth)
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = _COMPILED[key] = cute.compile(_ke_ce, *args, vec, per, keep, cluster, even,
-                                               ignore, smooth)
+            fn = _COMPILED[key] = cute.compile(_ke_ce, *args, launch, ignore, smooth)
         fn(*args)
     args = [from_dlpack(a) for a in (loss, valid, out.view(1))] + [stream]
     key = ("ce_sum", out.dtype, loss.shape[0], x.device.type, mean)
@@ -836,12 +857,29 @@ def render(op: str, params: dict | None = None, *, model: str | None = None) -> 
     if op not in _PARTS:
         raise ValueError(f"no CuTe row template for {op!r} (have {', '.join(OPS)})")
     p = {**DEFAULTS, **(params or {})}
-    for name, allowed in SPACE.items():
-        if p[name] not in allowed:
-            raise ValueError(f"{name}={p[name]!r}: one of {allowed}")
+    _check(p)
+    table = {}
+    for key, entry in sorted((p.get("table") or {}).items()):
+        if not isinstance(entry, dict) or set(entry) - set(SPACE):
+            raise ValueError(f"table[{key!r}]: a dict of {', '.join(SPACE)}")
+        _check(entry)
+        table[str(key)] = {k: int(v) for k, v in entry.items()}
     title, kernel, default = _PARTS[op]
-    head = _HEAD.format(title=title, **{k: p[k] for k in SPACE})
+    head = _HEAD.format(title=title, table=_table_text(table), **{k: p[k] for k in SPACE})
     return head + kernel + (default if model is None else model)
+
+
+def _check(params: dict) -> None:
+    for name, allowed in SPACE.items():
+        if name in params and params[name] not in allowed:
+            raise ValueError(f"{name}={params[name]!r}: one of {allowed}")
+
+
+def _table_text(table: dict) -> str:
+    if not table:
+        return "{}"
+    lines = [f"    {key!r}: {entry!r}," for key, entry in table.items()]
+    return "{\n" + "\n".join(lines) + "\n}"
 
 
 def main(argv=None) -> int:
