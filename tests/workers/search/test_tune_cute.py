@@ -55,8 +55,10 @@ def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypa
 
     report = {
         "cases": [
-            {"key": "4,32768,bfloat16", "finals": [{"params": {"threads": 128, "max_cluster": 4,
-                                                               "exchange": 1}}]},  # fmt: skip
+            {
+                "key": "4,32768,bfloat16",
+                "finals": [{"params": {"threads": 128, "max_cluster": 4, "exchange": 1}}],
+            },  # fmt: skip
             {"key": "8,1024,float32", "finals": []},  # nothing timed: not in the table
         ]
     }
