@@ -73,3 +73,15 @@ def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypa
     assert other[5] == cute_row.DEFAULTS["threads"] and other[8] == cute_row.DEFAULTS["exchange"]
     with pytest.raises(ValueError, match="threads=96"):
         cute_row.render("softmax", {"table": {"4,32768,bfloat16": {"threads": 96}}})
+
+
+def test_the_template_cli_writes_the_candidate_of_a_recorded_table(capsys):
+    """``cute_row OP --table REPORT`` rewrites the tuned candidate of an H200 run from its
+    recorded table (docs/demo/h200-cute-tuned), and a table it cannot use is refused."""
+    path = "docs/demo/h200-cute-tuned/layer_norm.json"
+    assert cute_row.main(["layer_norm", "--table", path]) == 0
+    src = capsys.readouterr().out
+    assert "'4096,4096,bfloat16': {" in src and "_KE_TABLE = {" in src
+    with pytest.raises(SystemExit):
+        cute_row.main(["layer_norm", "--table", '{"4,8,bfloat16": {"warps": 4}}'])
+    assert "table['4,8,bfloat16']" in capsys.readouterr().err

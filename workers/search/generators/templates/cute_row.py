@@ -892,9 +892,27 @@ def main(argv=None) -> int:
     for name, allowed in SPACE.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, choices=allowed,
                             default=DEFAULTS[name])  # fmt: skip
+    parser.add_argument(
+        "--table",
+        help='launch parameters per case shape, as JSON {"rows,n,dtype": {"threads": 128, ...}} '
+        "or the path of a tuner report (workers/search/tune_cute.py)",
+    )
     args = parser.parse_args(argv)
     params = {name: getattr(args, name) for name in SPACE}
-    print(render(args.op, params), end="")
+    if args.table:
+        import json
+        import os
+
+        text = open(args.table).read() if os.path.exists(args.table) else args.table
+        try:
+            table = json.loads(text)
+        except ValueError as exc:
+            parser.error(f"--table: not JSON ({exc})")
+        params["table"] = table["table"] if isinstance(table.get("table"), dict) else table
+    try:
+        print(render(args.op, params), end="")
+    except ValueError as exc:
+        parser.error(str(exc))
     return 0
 
 
