@@ -44,9 +44,12 @@ class RecordMixin:
             # The per-case tuner's answer from the same GPU host (workers.search.tuning),
             # checked again here: it crossed a queue from a process that loaded the problem.
             # Its wall time is GPU time the campaign spent, charged with the baseline's.
-            state["tuned"] = checked(tuned) if not tuned.get("skipped") else None
+            kept = not tuned.get("skipped") or tuned.get("cute") is not None
+            state["tuned"] = checked(tuned) if kept else None
             if state["tuned"] is not None:
+                cute = state["tuned"].get("cute") or {}
                 state["baseline_device_s"] += state["tuned"].get("wall_s") or 0.0
+                state["baseline_device_s"] += cute.get("wall_s") or 0.0
         # A start kept from an earlier campaign on the same GPU host (workers.search.
         # start_cache): shown with what it cost then, charged nothing now.
         state["start_reused"] = baseline.get("reused")

@@ -65,11 +65,13 @@ def default_root() -> Path:
 NOT_IN_KEY = ("trials", "seed", "regression_tolerance", "time_limit_s")
 
 
-def start_key(request: dict, tune: bool) -> str:
+def start_key(request: dict, tune) -> str:
     """The hash of everything the baseline (``request``: a campaign's ``baseline_request``) and
-    the tuner's answer depend on."""
+    the tuner's answer (``tune``: its request, or whether it runs) depend on."""
     parts = {k: v for k, v in request.items() if k not in NOT_IN_KEY}
     parts["tune"] = bool(tune)
+    if isinstance(tune, dict) and tune.get("cute"):
+        parts["tune_cute"] = True  # the CuTe template's table is part of the start
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -121,8 +123,9 @@ class StartCache:
         tuner that failed (a timeout, say) is not kept: the next campaign tunes again."""
         if baseline.get("status") != C.PASSED:
             return False
-        if tuned is not None and not tuned.get("ok") and not tuned.get("skipped"):
-            return False
+        for answer in (tuned, (tuned or {}).get("cute")):
+            if isinstance(answer, dict) and not answer.get("ok") and not answer.get("skipped"):
+                return False
         record = {"version": VERSION, "saved_at": time.time(), "baseline": baseline, "tuned": tuned}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -149,7 +152,7 @@ def kept_or_measured(
     req = EvaluationRequest(**request)
     key, note = None, None
     if starts is not None and req.platform == C.PLATFORM_CUDA:
-        key = start_key(request, tune is not None)
+        key = start_key(request, tune)
         live = (evaluator.child(req.platform).hello or {}).get("fingerprint")
         kept, note = starts.get(key, live)
         if kept is not None:

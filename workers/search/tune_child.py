@@ -4,9 +4,10 @@ A GPU campaign starts from the tuner's table (``workers.search.tuning``, run bes
 baseline on the GPU host): the tuner loads the user's problem to size its cases and time
 compile against each configuration, so it runs as untrusted code does, through
 ``workers.confined.run_confined`` with the GPU visible. Request: ``{"problem_source",
-"workload", "jobs"?}``; answer: ``{"ok", "table", "cases": [{"name", "key", "config",
+"workload", "jobs"?, "cute"?}``; answer: ``{"ok", "table", "cases": [{"name", "key", "config",
 "speedup"}], "wall_s"}`` (data to validate, never code), or ``{"ok": False, "skipped": True}``
-for a problem that is not a row kernel.
+for a problem that is not a row kernel; with ``"cute"`` also ``"cute"``: the CuTe row
+template's table for a problem the cute generator matches (``workers.search.tune_cute``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from workers.confined import serve_json
 
 def handle(request: dict) -> dict:
     from workers.search.trace import NoTemplate, trace_problem
-    from workers.search.tune import tune
 
     source, workload = request.get("problem_source"), request.get("workload")
     if not isinstance(source, str) or not isinstance(workload, dict):
@@ -31,7 +31,19 @@ def handle(request: dict) -> dict:
         family = f"none ({exc})"
     if family != "row":
         # Not an error: the tuner's launch space is the row family's; nothing to tune.
-        return {"ok": False, "skipped": True, "error": f"the tuner covers row kernels: {family}"}
+        answer = {"ok": False, "skipped": True, "error": f"the tuner covers row kernels: {family}"}
+    else:
+        answer = _triton(request, *_files(source, workload))
+    if request.get("cute"):
+        try:
+            answer["cute"] = _cute(source, workload)
+        except Exception as exc:  # noqa: BLE001 - the Triton table stands without it
+            answer["cute"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return answer
+
+
+def _files(source: str, workload: dict) -> tuple[str, str, str]:
+    """(folder, problem path, workload path) of the tuners' scratch copies."""
     folder = os.path.abspath("tune")
     os.makedirs(folder, exist_ok=True)
     problem = os.path.join(folder, "problem.py")
@@ -40,6 +52,35 @@ def handle(request: dict) -> dict:
         fh.write(source)
     with open(spec, "w") as fh:
         json.dump(workload, fh)
+    return folder, problem, spec
+
+
+def _cute(source: str, workload: dict) -> dict:
+    """The CuTe row template's per-case table (``workers.search.tune_cute``) for a problem the
+    cute generator matches; ``{"ok": False, "skipped": True}`` for one it does not."""
+    from workers.search.generators.cute import CuteGenerator, render_for
+    from workers.search.trace import NoTemplate
+    from workers.search.tune_cute import CAMPAIGN_SPACE, tune
+
+    try:
+        plan, found = CuteGenerator()._found(source)
+    except NoTemplate as exc:
+        return {"ok": False, "skipped": True, "error": f"no CuTe template fits: {exc}"[:300]}
+    folder, problem, spec = _files(source, workload)
+    args = argparse.Namespace(op=found["op"], problem=problem, workload=spec, incumbent=None,
+                              out=folder, samples=8, finalists=2)  # fmt: skip
+    report = tune(args, CAMPAIGN_SPACE, lambda p: render_for(plan, found, p), lambda _: None)
+    cases = [
+        {"name": c["name"], "key": c["key"], "speedup": c["finals"][0]["speedup"]["compile"]}
+        for c in report["cases"]
+        if c.get("finals")
+    ]
+    return {"ok": True, "table": report["table"], "cases": cases, "wall_s": report["wall_s"]}
+
+
+def _triton(request: dict, folder: str, problem: str, spec: str) -> dict:
+    from workers.search.tune import tune
+
     jobs = max(1, min(16, int(request.get("jobs") or os.cpu_count() or 4)))
     args = argparse.Namespace(problem=problem, workload=spec, out=folder, jobs=jobs, leaders=4)
     report = tune(args)

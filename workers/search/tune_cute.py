@@ -36,6 +36,16 @@ from workers.search.generators.templates import cute_row
 
 # Parameters that only softmax and cross-entropy read.
 ONLINE_OPS = ("softmax", "cross_entropy")
+# What a campaign's start tunes (workers.search.tune_child): the values that won a case in the
+# H200 sweeps of session 32 (docs/benchmarks.md), about 90 s for five long-row cases there.
+CAMPAIGN_SPACE = {
+    "threads": [64, 128, 256, 512],
+    "max_per_thread": [32, 64, 128],
+    "max_cluster": [1, 2, 4, 8, 16],
+    "prefetch": [1],
+    "online": [1],
+    "exchange": [0, 1],
+}
 
 
 def _ints(text: str) -> list[int]:
@@ -77,7 +87,7 @@ def _within(out, ref, tol) -> tuple[bool, float]:
 
 
 class _Bench:
-    def __init__(self, args):
+    def __init__(self, args, render=None):
         import torch
 
         from workers.contract import problem as P
@@ -100,10 +110,13 @@ class _Bench:
         self.clocks = G.steady_clocks(self.flush)
         self.ceilings = G.ceilings(self.state)
         self.modules: dict[int, object] = {}
+        # the candidate's source for a parameter set: the catalog problem's, or (in a
+        # campaign) the cute generator's, with the reference's own constructor
+        self.render = render or (lambda params: cute_row.render(args.op, params))
 
     def module(self, i: int, params: dict):
         if i not in self.modules:
-            src = cute_row.render(self.args.op, params)
+            src = self.render(params)
             self.modules[i] = self.P.load_module(src, f"tune_cute_{i}", self.folder)
         return self.modules[i]
 
@@ -255,6 +268,35 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def tune(args, space: dict[str, list[int]], render=None, progress=print) -> dict:
+    """Time every case of ``args.workload`` (see the module's doc); the report, with its
+    ``table`` and the tuned ``candidate``, is also written to ``args.out`` after each case."""
+    os.makedirs(args.out, exist_ok=True)
+    start = time.perf_counter()
+    bench = _Bench(args, render)
+    sets = param_sets(args.op, space)
+    render = bench.render
+    report = {"op": args.op, "problem": args.problem, "workload": args.workload,
+              "incumbent": args.incumbent, "space": space, "clocks": bench.clocks,
+              "ceilings": bench.ceilings, "cases": []}  # fmt: skip
+    name = os.path.splitext(os.path.basename(args.workload))[0]
+    path = os.path.join(args.out, f"tune-cute-{args.op}-{name}.json")
+    for case in bench.workload.cases:
+        entry = bench.run_case(case, sets)
+        report["cases"].append(entry)
+        progress(json.dumps({k: entry.get(k) for k in ("name", "peers", "best_us", "vs_best_peer",
+                                                        "bandwidth_fraction", "launches", "wrong",
+                                                        "n_failed")}))  # fmt: skip
+        report["wall_s"] = round(time.perf_counter() - start, 1)
+        report["table"] = table_of(report)
+        report["candidate"] = render({**cute_row.DEFAULTS, "table": report["table"]})
+        with open(path, "w") as fh:  # after every case: a run cut short keeps what it timed
+            json.dump(report, fh, indent=1, default=str)
+        with open(os.path.join(args.out, f"{args.op}-{name}.tuned.py"), "w") as fh:
+            fh.write(report["candidate"])
+    return report
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workers.search.tune_cute",
                                  description=__doc__.split("\n\n")[0])  # fmt: skip
@@ -274,28 +316,7 @@ def main(argv=None) -> int:
         bad = [v for v in values if v not in cute_row.SPACE[name]]
         if bad:
             ap.error(f"--{name.replace('_', '-')}: {bad} not in {cute_row.SPACE[name]}")
-    os.makedirs(args.out, exist_ok=True)
-    start = time.perf_counter()
-    bench = _Bench(args)
-    sets = param_sets(args.op, space)
-    report = {"op": args.op, "problem": args.problem, "workload": args.workload,
-              "incumbent": args.incumbent, "space": space, "clocks": bench.clocks,
-              "ceilings": bench.ceilings, "cases": []}  # fmt: skip
-    name = os.path.splitext(os.path.basename(args.workload))[0]
-    path = os.path.join(args.out, f"tune-cute-{args.op}-{name}.json")
-    for case in bench.workload.cases:
-        entry = bench.run_case(case, sets)
-        report["cases"].append(entry)
-        print(json.dumps({k: entry.get(k) for k in ("name", "peers", "best_us", "vs_best_peer",
-                                                     "bandwidth_fraction", "launches", "wrong",
-                                                     "n_failed")}), flush=True)  # fmt: skip
-        report["wall_s"] = round(time.perf_counter() - start, 1)
-        report["table"] = table_of(report)
-        report["candidate"] = cute_row.render(args.op, {"table": report["table"]})
-        with open(path, "w") as fh:  # after every case: a run cut short keeps what it timed
-            json.dump(report, fh, indent=1, default=str)
-        with open(os.path.join(args.out, f"{args.op}-{name}.tuned.py"), "w") as fh:
-            fh.write(report["candidate"])
+    report = tune(args, space, progress=lambda line: print(line, flush=True))
     print(markdown(report))
     return 0
 

@@ -33,7 +33,10 @@ def tune_request(state: dict) -> dict | None:
         return None
     if state.get("tuned") is not None:
         return None
-    return {"problem_source": cfg["problem_source"], "workload": cfg["workload"]}
+    request = {"problem_source": cfg["problem_source"], "workload": cfg["workload"]}
+    if "cute" in (cfg.get("generators") or ()):
+        request["cute"] = True  # the CuTe row template's table too (workers.search.tune_cute)
+    return request
 
 
 def run_tuner(request: dict) -> dict:
@@ -47,7 +50,11 @@ def run_tuner(request: dict) -> dict:
     try:
         answer = run_confined(
             "workers.search.tune_child",
-            {"problem_source": request["problem_source"], "workload": request["workload"]},
+            {
+                "problem_source": request["problem_source"],
+                "workload": request["workload"],
+                "cute": bool(request.get("cute")),
+            },
             timeout_s=TUNE_TIMEOUT_S,
             cpu_s=TUNE_TIMEOUT_S * 16,
             memory_bytes=1 << 46,  # CUDA reserves far more address space than it uses
@@ -59,7 +66,64 @@ def run_tuner(request: dict) -> dict:
 
 
 def checked(answer) -> dict:
-    """``answer`` if it is a well-formed tuner answer, else a failure saying what was wrong."""
+    """``answer`` if it is a well-formed tuner answer, else a failure saying what was wrong;
+    the CuTe template's answer (``"cute"``, where the campaign asked) is checked on its own."""
+    out = _checked_triton(answer)
+    if isinstance(answer, dict) and "cute" in answer:
+        out["cute"] = checked_cute(answer["cute"])
+    return out
+
+
+def checked_cute(answer) -> dict:
+    """The CuTe tuner's answer (``{"ok", "table": {"rows,n,dtype": {parameter: value}},
+    "cases", "wall_s"}``) with every parameter one the template allows, else a failure."""
+    from workers.search.generators.templates.cute_row import SPACE
+
+    if not isinstance(answer, dict):
+        return {"ok": False, "error": "the CuTe tuner's answer is malformed"}
+    if not answer.get("ok"):
+        out = {"ok": False, "error": str(answer.get("error") or "the CuTe tuner failed")[:300]}
+        if answer.get("skipped") is True:
+            out["skipped"] = True
+        return out
+    table, cases = answer.get("table"), answer.get("cases")
+    valid = (
+        isinstance(table, dict)
+        and all(
+            isinstance(k, str)
+            and isinstance(v, dict)
+            and all(name in SPACE and value in SPACE[name] for name, value in v.items())
+            for k, v in table.items()
+        )
+        and _cases_ok(cases)
+    )
+    if not valid:
+        return {"ok": False, "error": "the CuTe tuner's answer is malformed"}
+    return _with_cases(table, cases, answer.get("wall_s"))
+
+
+def _cases_ok(cases) -> bool:
+    return isinstance(cases, list) and all(
+        isinstance(c, dict)
+        and isinstance(c.get("name"), str)
+        and isinstance(c.get("speedup"), (int, float))
+        for c in cases
+    )
+
+
+def _with_cases(table: dict, cases: list, wall) -> dict:
+    return {
+        "ok": True,
+        "table": table,
+        "cases": [
+            {"name": c["name"], "key": str(c.get("key") or ""), "speedup": float(c["speedup"])}
+            for c in cases
+        ],
+        "wall_s": float(wall) if isinstance(wall, (int, float)) else 0.0,
+    }
+
+
+def _checked_triton(answer) -> dict:
     if not isinstance(answer, dict):
         return {"ok": False, "error": "the tuner's answer is malformed"}
     if not answer.get("ok"):
@@ -76,23 +140,8 @@ def checked(answer) -> dict:
             and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
             for k, v in table.items()
         )
-        and isinstance(cases, list)
-        and all(
-            isinstance(c, dict)
-            and isinstance(c.get("name"), str)
-            and isinstance(c.get("speedup"), (int, float))
-            for c in cases
-        )
+        and _cases_ok(cases)
     )
     if not valid:
         return {"ok": False, "error": "the tuner's answer is malformed"}
-    wall = answer.get("wall_s")
-    return {
-        "ok": True,
-        "table": table,
-        "cases": [
-            {"name": c["name"], "key": str(c.get("key") or ""), "speedup": float(c["speedup"])}
-            for c in cases
-        ],
-        "wall_s": float(wall) if isinstance(wall, (int, float)) else 0.0,
-    }
+    return _with_cases(table, cases, answer.get("wall_s"))

@@ -131,7 +131,7 @@ def test_the_tuner_runs_behind_the_boundary_with_the_gpu_or_says_why_not(monkeyp
     assert run_tuner({"problem_source": "x", "workload": WORKLOAD})["table"] == TABLE
     module, request, kwargs = calls[0]
     assert module == "workers.search.tune_child" and kwargs["gpu"] is True
-    assert request == {"problem_source": "x", "workload": WORKLOAD}
+    assert request == {"problem_source": "x", "workload": WORKLOAD, "cute": False}
 
 
 def test_the_cli_tunes_on_cuda_unless_told_not_to():

@@ -18,6 +18,7 @@ per-case crossover whose winners include a Triton and a CuTe node, it writes the
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -251,8 +252,16 @@ class CuteGenerator:
                 {**d, "max_cluster": 8, "prefetch": 0, "online": 0, "exchange": 0},
             ]
             wanted = [(p, EDGE_SEED, "seed") for p in seeds]
+            tuned = self._tuned(ctx)
+            if tuned:
+                note = "seed tuned per case on this GPU: " + ", ".join(
+                    f"{c['name']} {c['speedup']:.3f}x" for c in tuned["cases"]
+                )
+                wanted.insert(0, ({**d, "table": tuned["table"]}, EDGE_SEED, note))
         else:
-            base = {**cute_row.DEFAULTS, **parents[0]["params"]}
+            # a child moves one parameter of every case: a parent's table would override it
+            own = {k: v for k, v in parents[0]["params"].items() if k in cute_row.SPACE}
+            base = {**cute_row.DEFAULTS, **own}
             for _ in range(n * 4):
                 key = rng.choice(sorted(cute_row.SPACE))
                 values = cute_row.SPACE[key]
@@ -262,7 +271,7 @@ class CuteGenerator:
                     wanted.append(({**base, key: values[j]}, EDGE_MUTATION, f"{key}={values[j]}"))
         out, seen = [], set()
         for params, edge, note in wanted:
-            key = tuple(sorted(params.items()))
+            key = json.dumps(params, sort_keys=True)
             if key in seen:
                 continue
             seen.add(key)
@@ -271,6 +280,19 @@ class CuteGenerator:
                 break
         self._counts["proposed"] += len(out)
         return out
+
+    def _tuned(self, ctx: GenerationContext) -> dict | None:
+        """The CuTe tuner's answer of this campaign (``workers.search.tuning``: run beside the
+        baseline on the GPU host), where it has a table; a failure is counted with its error."""
+        answer = (ctx.tuned or {}).get("cute") if ctx.attempt == 1 else None
+        if not answer or answer.get("skipped"):
+            return None
+        if not answer.get("ok") or not answer.get("table"):
+            self._counts["tune_failed"] = 1
+            self._counts["tune_error"] = str(answer.get("error") or "empty table")[:300]
+            return None
+        self._counts["tuned"] = 1
+        return answer
 
     def _mix(self, plan, found: dict, ctx: GenerationContext) -> list[Proposal]:
         """Where the campaign's fastest nodes per case include a Triton (template) and a CuTe
