@@ -58,12 +58,15 @@ def _files(source: str, workload: dict) -> tuple[str, str, str]:
 def _cute(source: str, workload: dict) -> dict:
     """The CuTe row template's per-case table (``workers.search.tune_cute``) for a problem the
     cute generator matches; ``{"ok": False, "skipped": True}`` for one it does not."""
-    from workers.search.generators.cute import CuteGenerator, render_for
-    from workers.search.trace import NoTemplate
+    from workers.search.generators.cute import match, render_for
+    from workers.search.trace import NoTemplate, trace_problem
     from workers.search.tune_cute import CAMPAIGN_SPACE, tune
 
     try:
-        plan, found = CuteGenerator()._found(source)
+        # traced here, in this process: it is already behind the boundary (the generator's
+        # own tracing would ask for another, nested one, which cannot be built in here)
+        plan = trace_problem(source)
+        found = match(plan)
     except NoTemplate as exc:
         return {"ok": False, "skipped": True, "error": f"no CuTe template fits: {exc}"[:300]}
     folder, problem, spec = _files(source, workload)
