@@ -79,39 +79,50 @@ def checked_cute(answer) -> dict:
     "cases", "wall_s"}``) with every parameter one the template allows, else a failure."""
     from workers.search.generators.templates.cute_row import SPACE
 
+    def entry_ok(entry) -> bool:
+        return isinstance(entry, dict) and all(
+            name in SPACE and _integer(value) and value in SPACE[name]
+            for name, value in entry.items()
+        )
+
+    return _checked(answer, "the CuTe tuner", entry_ok)
+
+
+def _checked_triton(answer) -> dict:
+    def entry_ok(entry) -> bool:  # a launch configuration: small integers
+        return isinstance(entry, list) and all(_integer(x) for x in entry)
+
+    return _checked(answer, "the tuner", entry_ok)
+
+
+def _integer(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _checked(answer, who: str, entry_ok) -> dict:
+    malformed = {"ok": False, "error": f"{who}'s answer is malformed"}
     if not isinstance(answer, dict):
-        return {"ok": False, "error": "the CuTe tuner's answer is malformed"}
+        return malformed
     if not answer.get("ok"):
-        out = {"ok": False, "error": str(answer.get("error") or "the CuTe tuner failed")[:300]}
-        if answer.get("skipped") is True:
+        out = {"ok": False, "error": str(answer.get("error") or f"{who} failed")[:300]}
+        if answer.get("skipped") is True:  # nothing to tune here (no GPU, no template fits)
             out["skipped"] = True
         return out
     table, cases = answer.get("table"), answer.get("cases")
     valid = (
         isinstance(table, dict)
+        and all(isinstance(k, str) and entry_ok(v) for k, v in table.items())
+        and isinstance(cases, list)
         and all(
-            isinstance(k, str)
-            and isinstance(v, dict)
-            and all(name in SPACE and value in SPACE[name] for name, value in v.items())
-            for k, v in table.items()
+            isinstance(c, dict)
+            and isinstance(c.get("name"), str)
+            and isinstance(c.get("speedup"), (int, float))
+            for c in cases
         )
-        and _cases_ok(cases)
     )
     if not valid:
-        return {"ok": False, "error": "the CuTe tuner's answer is malformed"}
-    return _with_cases(table, cases, answer.get("wall_s"))
-
-
-def _cases_ok(cases) -> bool:
-    return isinstance(cases, list) and all(
-        isinstance(c, dict)
-        and isinstance(c.get("name"), str)
-        and isinstance(c.get("speedup"), (int, float))
-        for c in cases
-    )
-
-
-def _with_cases(table: dict, cases: list, wall) -> dict:
+        return malformed
+    wall = answer.get("wall_s")
     return {
         "ok": True,
         "table": table,
@@ -121,27 +132,3 @@ def _with_cases(table: dict, cases: list, wall) -> dict:
         ],
         "wall_s": float(wall) if isinstance(wall, (int, float)) else 0.0,
     }
-
-
-def _checked_triton(answer) -> dict:
-    if not isinstance(answer, dict):
-        return {"ok": False, "error": "the tuner's answer is malformed"}
-    if not answer.get("ok"):
-        out = {"ok": False, "error": str(answer.get("error") or "the tuner failed")[:300]}
-        if answer.get("skipped") is True:  # nothing to tune here (no GPU, not a row kernel)
-            out["skipped"] = True
-        return out
-    table, cases = answer.get("table"), answer.get("cases")
-    valid = (
-        isinstance(table, dict)
-        and all(
-            isinstance(k, str)
-            and isinstance(v, list)
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-            for k, v in table.items()
-        )
-        and _cases_ok(cases)
-    )
-    if not valid:
-        return {"ok": False, "error": "the tuner's answer is malformed"}
-    return _with_cases(table, cases, answer.get("wall_s"))

@@ -63,6 +63,7 @@ def test_the_cute_answer_is_checked_on_its_own():
     for bad in (
         {**CUTE, "table": {"4,32768,bfloat16": {"threads": 96}}},  # not a value of the template
         {**CUTE, "table": {"4,32768,bfloat16": {"__import__": 1}}},
+        {**CUTE, "table": {"4,32768,bfloat16": {"prefetch": True}}},  # a bool is not a value
         {**CUTE, "table": {"4,32768,bfloat16": [128, 4]}},
         {**CUTE, "cases": [{"name": "long", "speedup": "fast"}]},
     ):
