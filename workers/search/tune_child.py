@@ -71,7 +71,8 @@ def _cute(source: str, workload: dict) -> dict:
         return {"ok": False, "skipped": True, "error": f"no CuTe template fits: {exc}"[:300]}
     folder, problem, spec = _files(source, workload)
     args = argparse.Namespace(op=found["op"], problem=problem, workload=spec, incumbent=None,
-                              out=folder, samples=8, finalists=2)  # fmt: skip
+                              out=folder, samples=8, finalists=2,
+                              x_index=plan.forward_args.index(found["x"]))  # fmt: skip
     report = tune(args, CAMPAIGN_SPACE, lambda p: render_for(plan, found, p), lambda _: None)
     cases = [
         {"name": c["name"], "key": c["key"], "speedup": c["finals"][0]["speedup"]["compile"]}

@@ -129,7 +129,7 @@ class _Bench:
         high = self.torch.float32 if case.dtype in ("float16", "bfloat16") else None
         high_ref, ref, _ = self.P.make_models(self.problem, None, dict(case.overrides), dtype, 0,
                                               "cuda", high)  # fmt: skip
-        return dtype, sets, ref, high_ref or ref
+        return dtype, sets, ref, (high_ref if high_ref is not None else ref)
 
     def _side(self, name, fn, sets):
         side = self.G.Side(name, fn, sets, self.flush, "graph", self.policy)
@@ -160,9 +160,9 @@ class _Bench:
         with torch.no_grad():
             high_in = [t.float() if _floating(t) else t for t in sets[0]]
             expected = high_ref(*(high_in if high_ref is not ref else sets[0]))
-        nbytes, flops = self.G._work(ref, sets[0])
+        nbytes, _ = self.G._work(ref, sets[0])
         floor_ms = 1e3 * nbytes / self.ceilings["bandwidth_bytes_per_s"]
-        x = sets[0][0]
+        x = sets[0][getattr(self.args, "x_index", 0)]  # the input whose rows the kernel reads
         rows, n = x.reshape(-1, x.shape[-1]).shape
         key = f"{rows},{n},{str(x.dtype).removeprefix('torch.')}"  # the template's table key
         entry = {"name": case.name, "key": key, "rows": rows, "n": n, "dtype": case.dtype,
@@ -184,10 +184,10 @@ class _Bench:
         wrong, failed = [], []
         for i, params in enumerate(sets_of_params):
             mod = self.module(i, params)
-            key = launch_key(mod, params, n, x.element_size(), rows)
-            if key in seen:
+            launch = launch_key(mod, params, n, x.element_size(), rows)
+            if launch in seen:
                 continue
-            seen[key] = {"params": params, "launch": list(key)}
+            seen[launch] = run = {"params": params, "launch": list(launch)}
             _, _, model = self.P.make_models(self.problem, mod, dict(case.overrides), dtype, 0,
                                              "cuda", None)  # fmt: skip
             try:
@@ -195,20 +195,20 @@ class _Bench:
                 with torch.no_grad():
                     out = model(*sets[0])
                 torch.cuda.synchronize()
-                seen[key]["compile_s"] = round(time.perf_counter() - t0, 3)
+                run["compile_s"] = round(time.perf_counter() - t0, 3)
                 ok, err = _within(out, expected, tol)
-                seen[key]["max_abs_err"] = err
+                run["max_abs_err"] = err
                 if not ok:
                     wrong.append(params)
-                    seen[key]["us"] = None
+                    run["us"] = None
                     continue
                 side = self._side("candidate", model, sets)
-                seen[key]["us"] = 1e3 * self._ms(side, self.args.samples)
-                seen[key]["model"] = model
+                run["us"] = 1e3 * self._ms(side, self.args.samples)
+                run["model"] = model
                 del side
             except Exception as exc:  # noqa: BLE001 - a launch that does not compile or run
                 failed.append({"params": params, "error": repr(exc)[:300]})
-                seen[key]["us"] = None
+                run["us"] = None
         timed = sorted((v for v in seen.values() if v.get("us")), key=lambda v: v["us"])
         entry.update(launches=len(seen), wrong=len(wrong), failed=failed[:3],
                      n_failed=len(failed), first_wrong=wrong[:2])  # fmt: skip

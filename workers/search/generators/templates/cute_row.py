@@ -24,6 +24,14 @@ twice, not three times). The exchange's second cluster barrier is a relaxed arri
 are already used, so it needs no GPU-wide memory barrier. ``max_cluster`` 16 is Hopper's
 non-portable cluster size, which keeps 262,144-column rows on chip.
 
+From the H200 sweep of session 32 (the per-case tuner, ``workers/search/tune_cute.py``): the
+long bf16 rows were issue-bound, so ``exp`` is one multiply and the hardware's ``exp2``, and a
+kept softmax row's exps are computed once; ``exchange`` 1 reduces a cluster without a cluster
+barrier (each warp's partial stored into every CTA's shared memory by ``st.async``, counted by
+that CTA's mbarrier), as QuACK does. Every launch parameter can differ per case shape: the
+kernels take one launch tuple as a constexpr, and ``_KE_TABLE`` (``render(op, {"table":
+...})``) maps a shape ``"rows,n,dtype"`` to its own parameters.
+
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
 """
