@@ -72,7 +72,8 @@ def _cute(source: str, workload: dict) -> dict:
     folder, problem, spec = _files(source, workload)
     args = argparse.Namespace(op=found["op"], problem=problem, workload=spec, incumbent=None,
                               out=folder, samples=8, finalists=2,
-                              x_index=plan.forward_args.index(found["x"]))  # fmt: skip
+                              x_index=plan.forward_args.index(found["x"]),
+                              row_dims=-int(plan.extra.get("red_from") or -1))  # fmt: skip
     report = tune(args, CAMPAIGN_SPACE, lambda p: render_for(plan, found, p), lambda _: None)
     cases = [
         {"name": c["name"], "key": c["key"], "speedup": c["finals"][0]["speedup"]["compile"]}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import sys
 import tempfile
@@ -163,7 +164,8 @@ class _Bench:
         nbytes, _ = self.G._work(ref, sets[0])
         floor_ms = 1e3 * nbytes / self.ceilings["bandwidth_bytes_per_s"]
         x = sets[0][getattr(self.args, "x_index", 0)]  # the input whose rows the kernel reads
-        rows, n = x.reshape(-1, x.shape[-1]).shape
+        k = getattr(self.args, "row_dims", 1)  # a row: the last dimension, or the last k
+        rows, n = x.reshape(-1, math.prod(x.shape[-k:])).shape
         key = f"{rows},{n},{str(x.dtype).removeprefix('torch.')}"  # the template's table key
         entry = {"name": case.name, "key": key, "rows": rows, "n": n, "dtype": case.dtype,
                  "weight": case.weight, "floor_us": 1e3 * floor_ms, "peers": {}}  # fmt: skip

@@ -91,6 +91,21 @@ REFERENCES = {
         "layer_norm",
     ),  # fmt: skip
     "gelu": (catalog_get("gelu").problem_path.read_text(), None),
+    # KernelBench level 1's shapes of these (36 and 40): rows the template must read otherwise
+    "rms-over-channels": (
+        _problem(
+            "",
+            "x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+            "torch.randn(2, 8, 4, 4)",
+        ),
+        None,
+    ),  # fmt: skip
+    "layer-norm-over-trailing-dims": (
+        _problem(
+            "        self.ln = nn.LayerNorm((8, 4, 4))\n\n", "self.ln(x)", "torch.randn(2, 8, 4, 4)"
+        ),
+        "layer_norm",
+    ),  # fmt: skip
     "cross-entropy": (catalog_get("cross_entropy").problem_path.read_text(), "cross_entropy"),
     "cross-entropy-sum-smoothed": (_ce('reduction="sum", label_smoothing=0.1'), "cross_entropy"),
     "cross-entropy-per-row": (_ce('reduction="none"'), None),
@@ -156,3 +171,26 @@ def test_a_generated_candidate_compiles_for_the_gpu_with_the_references_own_weig
     assert gates["compile"].status == C.PASSED, gates["compile"].reason
     assert gates["compile"].evidence["artifacts"][0]["ptx_target"] == "sm_90a"
     assert gates["correctness"].rule == C.RULE_NEEDS_GPU
+
+
+def test_a_norm_over_several_trailing_dimensions_reads_them_as_one_row(generator):
+    """LayerNorm over (C, H, W), as KernelBench's 40 is written: the row is the last three
+    dimensions flattened, and the weight of their shape is read flat. The candidate builds and
+    compiles for sm_90a in the sandbox on the problem's own inputs. A norm over the channels of
+    an NCHW tensor (KernelBench's 36) is refused in one line: its rows are not the last dims."""
+    from workers.evaluate import EvaluationRequest, Evaluator
+
+    source = REFERENCES["layer-norm-over-trailing-dims"][0]
+    (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
+    assert "x2 = x.reshape(-1, math.prod(x.shape[-3:])).contiguous()" in seed.source
+    assert "self.ln.weight.detach().to(x2.dtype).reshape(-1).contiguous()" in seed.source
+    request = EvaluationRequest(
+        problem_source=source, candidate_source=seed.source, platform="interpret", trials=1
+    )
+    with Evaluator() as ev:
+        report = ev.evaluate(request)
+    gates = {g.name: g for g in report.gates}
+    assert gates["compile"].status == C.PASSED, gates["compile"].reason
+    assert gates["correctness"].rule == C.RULE_NEEDS_GPU
+    refused = generator.describe(REFERENCES["rms-over-channels"][0])["summary"]
+    assert "a reduction over dimension -3, not the last" in refused

@@ -87,6 +87,26 @@ def evaluate_plan(plan, rows: int, cols: int, seed: int = 0) -> tuple[dict, np.n
     return inputs, np.broadcast_to(values[plan.outputs[0]], (rows, cols))
 
 
+# What a plan may say of its rows for the CuTe template to read them: each output a whole row
+# (of the last dimension, or of the last few: red_from), nothing gathered, sliced, folded or
+# broadcast in other ways.
+_PLAIN = {"output_kinds", "output_shapes_keep_last", "index_outputs", "red_from", "red_dim"}
+
+
+def _plain_rows(plan) -> None:
+    extra = plan.extra
+    other = sorted(k for k in extra if k not in _PLAIN)
+    kinds = extra.get("output_kinds") or []
+    if (
+        other
+        or any(k != "tile" for k in kinds)
+        or not all(extra.get("output_shapes_keep_last", [True]))
+        or extra.get("index_outputs")
+    ):
+        what = ", ".join(other) or "outputs other than whole rows"
+        raise NoTemplate(f"rows laid out otherwise than the CuTe row template reads them ({what})")
+
+
 def match(plan) -> dict:
     """``{"op", "x", "weight", "eps"}`` (and ``"bias"``) when the plan computes RMSNorm or
     LayerNorm (with their vectors, or not) or softmax over its rows; ``{"op": "cross_entropy",
@@ -100,6 +120,14 @@ def match(plan) -> dict:
                 "ignore": int(extra.get("ignore_index", -100)),
                 "smooth": float(extra.get("label_smoothing") or 0.0),
                 "mean": extra["reduction"] == "mean"}  # fmt: skip
+    _plain_rows(plan)
+    if plan.extra.get("red_dim") is not None:
+        # RMSNorm over the channels of an NCHW tensor, say: the template reads rows along the
+        # last dimension(s), and a transposed copy would cost more than the kernel saves
+        raise NoTemplate(
+            f"a reduction over dimension {plan.extra['red_dim']}, not the last: the CuTe row "
+            "template reads rows along the last dimension(s)"
+        )
     inputs, out = evaluate_plan(plan, 5, 48)
     (x_ref,) = [r for r, v in inputs.items() if np.ndim(v) == 2]
     x = inputs[x_ref]
@@ -154,7 +182,7 @@ _MODEL = """
 class ModelNew(nn.Module):
 {init}
     def forward(self, {args}):
-        x2 = {x}.reshape(-1, {x}.shape[-1]).contiguous()
+        x2 = {x}.reshape(-1, {cols}).contiguous()
         y = torch.empty_like(x2)
         if x2.numel():
 {call}
@@ -183,10 +211,15 @@ def render_for(plan, found: dict, params: dict) -> str:
     # The reference's own imports and constants (its constructor may use them).
     have = set(cute_row.render(found["op"]).splitlines())
     preamble = [line for line in plan.preamble.splitlines() if line not in have]
+    x = found["x"]
+    # a row is the last dimension, or the last k of them (a LayerNorm over (C, H, W): red_from)
+    k = -int(plan.extra.get("red_from") or -1)
+    cols = f"{x}.shape[-1]" if k == 1 else f"math.prod({x}.shape[-{k}:])"
     fields = {
         "init": plan.init_source.rstrip("\n") + "\n" if plan.init_source.strip() else "",
         "args": ", ".join(plan.forward_args),
-        "x": found["x"],
+        "x": x,
+        "cols": cols,
     }
     if found["op"] == "cross_entropy":
         keys = ("target", "ignore", "smooth", "mean")
@@ -199,9 +232,10 @@ def render_for(plan, found: dict, params: dict) -> str:
 
 def _vector(ref: str | None, fill: str) -> str:
     """The expression of a per-column vector in the candidate's forward: the reference's
-    parameter where it has one, else ones or zeros."""
+    parameter where it has one (flattened: a LayerNorm over several trailing dimensions has a
+    weight of their shape), else ones or zeros."""
     if ref:
-        return f"{ref}.detach().to(x2.dtype).contiguous()"
+        return f"{ref}.detach().to(x2.dtype).reshape(-1).contiguous()"
     return f"torch.{fill}(x2.shape[-1], dtype=x2.dtype, device=x2.device)"
 
 
