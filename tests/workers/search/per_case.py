@@ -36,3 +36,27 @@ class PerCaseEvaluator:
 
     def baseline(self, req):
         return self.report(fitness=None)
+
+
+def softmax_campaign(evaluator, budget: int, generators: list[str]) -> dict:
+    """A cuda campaign over softmax with a short-row and a long-row case, run on ``evaluator``;
+    its summary."""
+    from workers.catalog import catalog_get
+    from workers.search.engine import campaign_new, campaign_summary, run_campaign
+
+    workload = {
+        "cases": [
+            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
+            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
+        ]
+    }
+    state = campaign_new(
+        problem_source=catalog_get("softmax").problem_source(),
+        workload=workload,
+        platform="cuda",
+        max_candidates=budget,
+        saturation_rounds=50,
+        generators=generators,
+    )
+    run_campaign(state, evaluator=evaluator)
+    return campaign_summary(state)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.per_case import PerCaseEvaluator, per_case_fitness
+from tests.workers.search.per_case import (
+    PerCaseEvaluator,
+    per_case_fitness,
+    softmax_campaign,
+)
 from workers import constants as C
 from workers.catalog import catalog_get
 from workers.cute_dsl import declared_backend
@@ -141,24 +145,7 @@ class _BackEndEvaluator(PerCaseEvaluator):
 def test_a_campaign_of_both_back_ends_combines_them_per_case(fake_report):
     """A cuda campaign with both generators: each back end wins one case, the per-case
     crossover goes to the cute generator too, and its mix wins both."""
-    from workers.search.engine import campaign_new, campaign_summary, run_campaign
-
-    workload = {
-        "cases": [
-            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
-            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
-        ]
-    }
-    state = campaign_new(
-        problem_source=catalog_get("softmax").problem_source(),
-        workload=workload,
-        platform="cuda",
-        max_candidates=14,
-        saturation_rounds=50,
-        generators=["template", "cute"],
-    )
-    run_campaign(state, evaluator=_BackEndEvaluator(fake_report))
-    summary = campaign_summary(state)
+    summary = softmax_campaign(_BackEndEvaluator(fake_report), 14, ["template", "cute"])
     mixed = [n for n in summary["nodes"] if n["note"].startswith("back-end crossover")]
     assert mixed, [n["note"] for n in summary["nodes"]]
     assert mixed[0]["edge"] == "crossover" and mixed[0]["generator"] == "cute"

@@ -155,19 +155,24 @@ def test_children_move_one_launch_parameter_of_their_parent(generator):
         assert len(moved) == 1, child.params
 
 
-def test_a_generated_candidate_compiles_for_the_gpu_with_the_references_own_weight(generator):
-    """The candidate for a user's RMSNorm (its parameter named ``scale``, its epsilon 1e-5)
-    builds, loads the reference's weights and compiles for sm_90a in the sandbox."""
+def _gates_on_interpret(problem: str, candidate: str) -> dict:
+    """The candidate's gates on ``interpret``, in the sandbox, by name."""
     from workers.evaluate import EvaluationRequest, Evaluator
 
-    source = REFERENCES["rms-written-otherwise"][0]
-    (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
     request = EvaluationRequest(
-        problem_source=source, candidate_source=seed.source, platform="interpret", trials=1
+        problem_source=problem, candidate_source=candidate, platform="interpret", trials=1
     )
     with Evaluator() as ev:
         report = ev.evaluate(request)
-    gates = {g.name: g for g in report.gates}
+    return {g.name: g for g in report.gates}
+
+
+def test_a_generated_candidate_compiles_for_the_gpu_with_the_references_own_weight(generator):
+    """The candidate for a user's RMSNorm (its parameter named ``scale``, its epsilon 1e-5)
+    builds, loads the reference's weights and compiles for sm_90a in the sandbox."""
+    source = REFERENCES["rms-written-otherwise"][0]
+    (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
+    gates = _gates_on_interpret(source, seed.source)
     assert gates["compile"].status == C.PASSED, gates["compile"].reason
     assert gates["compile"].evidence["artifacts"][0]["ptx_target"] == "sm_90a"
     assert gates["correctness"].rule == C.RULE_NEEDS_GPU
@@ -178,18 +183,11 @@ def test_a_norm_over_several_trailing_dimensions_reads_them_as_one_row(generator
     dimensions flattened, and the weight of their shape is read flat. The candidate builds and
     compiles for sm_90a in the sandbox on the problem's own inputs. A norm over the channels of
     an NCHW tensor (KernelBench's 36) is refused in one line: its rows are not the last dims."""
-    from workers.evaluate import EvaluationRequest, Evaluator
-
     source = REFERENCES["layer-norm-over-trailing-dims"][0]
     (seed, *_) = generator.propose(GenerationContext(source, platform="cuda"), 1)
     assert "x2 = x.reshape(-1, math.prod(x.shape[-3:])).contiguous()" in seed.source
     assert "self.ln.weight.detach().to(x2.dtype).reshape(-1).contiguous()" in seed.source
-    request = EvaluationRequest(
-        problem_source=source, candidate_source=seed.source, platform="interpret", trials=1
-    )
-    with Evaluator() as ev:
-        report = ev.evaluate(request)
-    gates = {g.name: g for g in report.gates}
+    gates = _gates_on_interpret(source, seed.source)
     assert gates["compile"].status == C.PASSED, gates["compile"].reason
     assert gates["correctness"].rule == C.RULE_NEEDS_GPU
     refused = generator.describe(REFERENCES["rms-over-channels"][0])["summary"]

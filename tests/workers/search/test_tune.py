@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.workers.search.child import run_child
-from tests.workers.search.per_case import PerCaseEvaluator, per_case_fitness
+from tests.workers.search.per_case import (
+    PerCaseEvaluator,
+    per_case_fitness,
+    softmax_campaign,
+)
 from workers.catalog import catalog_get
 from workers.gates.static import check_static
 from workers.search.generators.template import DEFAULTS, _moment_pairs, render, row_launch_ok
@@ -190,24 +194,7 @@ def test_generated_policy_and_its_python_twin_agree(tmp_path):
 
 def _campaign(evaluator, budget: int) -> dict:
     """A cuda template campaign over softmax with a short-row and a long-row case."""
-    from workers.search.engine import campaign_new, campaign_summary, run_campaign
-
-    workload = {
-        "cases": [
-            {"name": "short", "overrides": {"batch_size": 64, "dim": 128}, "dtype": "float32"},
-            {"name": "long", "overrides": {"batch_size": 8, "dim": 8192}, "dtype": "float32"},
-        ]
-    }
-    state = campaign_new(
-        problem_source=catalog_get("softmax").problem_source(),
-        workload=workload,
-        platform="cuda",
-        max_candidates=budget,
-        saturation_rounds=50,
-        generators=["template"],
-    )
-    run_campaign(state, evaluator=evaluator)
-    return campaign_summary(state)
+    return softmax_campaign(evaluator, budget, ["template"])
 
 
 class _PerCaseEvaluator(PerCaseEvaluator):
