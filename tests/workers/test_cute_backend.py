@@ -227,9 +227,10 @@ def _sass(art, tmp_path) -> list[str]:
 def test_a_kept_row_is_loaded_whole_before_use_and_softmax_exchanges_once(tmp_path, monkeypatch):
     """What the first H200 runs against QuACK asked of the template. With ``prefetch`` all 8
     128-bit loads of a kept row (32,768 bf16 over a cluster of 2) are issued, unpredicated,
-    before its first value is used; the layout first run on the H200 used 5 and loaded the rest
-    later. The online softmax exchanges (max, sum) pairs in one cluster round where the classic
-    one needs two (a max, then a sum)."""
+    before its first value is used (the layout first run on the H200 used 5 and loaded the rest
+    later; now that a row filling every thread compiles no bounds test, both do). The online
+    softmax exchanges (max, sum) pairs in one cluster round where the classic one needs two (a
+    max, then a sum)."""
     new = {"prefetch": 1, "online": 1, "exchange": 0}
     old = {"prefetch": 0, "online": 0, "exchange": 0}
     art = _compiled(tmp_path, monkeypatch, "softmax", 32768, "bfloat16", new)
@@ -242,21 +243,48 @@ def test_a_kept_row_is_loaded_whole_before_use_and_softmax_exchanges_once(tmp_pa
 
     early = loads_before_first_use(_sass(art, tmp_path))
     assert len(early) == 8 and not any(ins.startswith("@") for ins in early)
-    assert len(loads_before_first_use(_sass(classic_art, tmp_path))) < 8
     assert art["ptx_features"]["cluster_barrier"] == 2  # one exchange: arrive, then all read
     assert classic_art["ptx_features"]["cluster_barrier"] == 4
     assert art["spill_stores"] == 0 and classic_art["spill_stores"] == 0
 
 
-def test_a_kept_softmax_row_takes_one_hardware_exp_an_element(tmp_path, monkeypatch):
+def test_a_kept_softmax_row_takes_one_ffma_and_one_hardware_exp_an_element(tmp_path, monkeypatch):
     """The H200 runs found long bf16 rows issue-bound: the precise expf is ~10 instructions
     and the kept row's exp was computed twice. Now each of a thread's 64 elements takes one
-    MUFU.EX2 (a few more merge the partial sums), and the kernel is half as long."""
+    MUFU.EX2 of one FFMA (x log2 e - max log2 e, against the warp's max, so the pairs merge
+    over the warp without exps), and a row that fills every thread compiles no bounds tests.
+    The SASS is shorter than QuACK's (720 instructions for this row, read locally): a branch
+    keeps the FADD + FMUL form for a row whose max times log2 e overflows (one masked with the
+    dtype's lowest value), where the FFMA form would give NaN."""
     art = _compiled(tmp_path, monkeypatch, "softmax", 32768, "bfloat16", {})
     sass = _sass(art, tmp_path)
     ex2 = sum("MUFU.EX2" in ins for ins in sass)
+    ffma = sum(ins.startswith("FFMA") for ins in sass)
     assert 64 <= ex2 < 96, ex2
-    assert len(sass) < 1400 and art["spill_stores"] == 0
+    assert ffma >= 64, ffma
+    assert sum(ins.split()[0] in ("BSSY", "BSYNC") for ins in sass) <= 10
+    assert len(sass) < 1000 and art["spill_stores"] == 0
+
+
+def test_a_kept_row_can_be_staged_through_shared_memory_by_cp_async(tmp_path, monkeypatch):
+    """``stage`` 1: a kept row goes into shared memory by cp.async (one 16-byte LDGSTS a
+    vector, no register waiting on it), then into the registers; the row is not read from
+    global memory into registers at all. ``stage`` 2 (QuACK's path): the row is read from
+    shared memory at each use, so no register holds it across the reduction."""
+    art = _compiled(tmp_path, monkeypatch, "rms_norm", 65536, "bfloat16", {"stage": 1})
+    sass = _sass(art, tmp_path)
+    reread = _compiled(tmp_path, monkeypatch, "rms_norm", 65536, "bfloat16", {"stage": 2})
+    reread_sass = _sass(reread, tmp_path)
+    assert sum(ins.startswith("LDS.128") for ins in sass) == 8
+    assert sum(ins.startswith("LDS.128") for ins in reread_sass) == 16
+    assert reread["registers"] < art["registers"] - 24, (reread["registers"], art["registers"])
+    # a cluster of 4, 8 vectors of 8 a thread
+    assert sum(ins.startswith("LDGSTS.E.128") for ins in sass) == 8
+    # the weight's vectors are the only 128-bit loads into registers
+    assert sum("LDG.E.128" in ins for ins in sass) == 8
+    plain = _sass(_compiled(tmp_path, monkeypatch, "rms_norm", 65536, "bfloat16", {}), tmp_path)
+    assert not any("LDGSTS" in ins for ins in plain)
+    assert sum("LDG.E.128" in ins for ins in plain) == 16
 
 
 def test_a_cluster_can_exchange_by_st_async_without_a_cluster_barrier(tmp_path, monkeypatch):

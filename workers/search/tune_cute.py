@@ -46,6 +46,7 @@ CAMPAIGN_SPACE = {
     "prefetch": [1],
     "online": [1],
     "exchange": [0, 1],
+    "stage": [0],
 }
 
 
@@ -66,7 +67,12 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     (two sets with one key run the same kernel)."""
     plan = module._ke_plan(n, itemsize, rows)
     exchange = params.get("exchange", 0) if plan[3] > 1 else 0  # only a cluster exchanges
-    return (*plan, params["threads"], params["prefetch"], params.get("online", 0), exchange)
+    # only a kept, prefetched row of 4-byte vectors or wider is staged (cute_row._ke_launch_of)
+    vec, _, keep, _ = plan
+    stage = params.get("stage", 0) if keep and params["prefetch"] and vec * itemsize >= 4 else 0
+    if hasattr(module, "_ke_softmax") or hasattr(module, "_ke_ce"):
+        stage = min(stage, 1)  # their rows stay in registers (the exps replace them)
+    return (*plan, params["threads"], params["prefetch"], params.get("online", 0), exchange, stage)
 
 
 def _floating(t) -> bool:

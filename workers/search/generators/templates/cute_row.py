@@ -48,6 +48,7 @@ DEFAULTS = {
     "prefetch": 1,
     "online": 1,
     "exchange": 1,
+    "stage": 0,
 }
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -64,6 +65,11 @@ SPACE = {
     # barriers; 1: each warp's partial sent to every CTA by st.async and counted by that CTA's
     # mbarrier (no cluster barrier in the exchange, no GPU-wide memory barrier)
     "exchange": [0, 1],
+    # a kept, prefetched row. 0: loaded into the registers directly; 1: by cp.async into shared
+    # memory (no register waits on the loads), then into the registers; 2 (RMSNorm, LayerNorm;
+    # softmax and cross-entropy read it as 1): into shared memory, read from there at each use
+    # (QuACK's path: no row held in registers across the reduction, so more CTAs fit an SM)
+    "stage": [0, 1, 2],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -77,6 +83,7 @@ import cutlass.cute as cute
 import torch
 import torch.nn as nn
 from cutlass._mlir.dialects import llvm
+from cutlass.cute.nvgpu import cpasync
 from cutlass.cute.runtime import from_dlpack
 from cutlass.cutlass_dsl import T
 
@@ -87,19 +94,22 @@ MAX_CLUSTER = {max_cluster}
 PREFETCH = {prefetch}
 ONLINE = {online}
 EXCHANGE = {exchange}
+STAGE = {stage}
 # Launch parameters per case shape ("rows,n,dtype", as the per-case tuner found them); a shape
 # not in the table takes the constants above.
 _KE_TABLE = {table}
 # The largest finite float32, negated: "no value yet" in an online softmax (-inf - -inf is NaN).
 LOWEST = -3.4028234663852886e38
 LOG2E = 1.4426950408889634
+# Below this a max times log2 e overflows float32 (x * log2 e - max * log2 e would be NaN).
+SHIFT_SAFE = -2.0e38
 
 
 def _ke_params(rows, n, dtype):
     \"\"\"The launch parameters for ``rows`` rows of ``n`` of ``dtype``: the table's, else the
     module's.\"\"\"
     p = {{"threads": THREADS, "max_per_thread": MAX_PER_THREAD, "max_cluster": MAX_CLUSTER,
-         "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE}}
+         "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE, "stage": STAGE}}
     p.update(_KE_TABLE.get(f"{{rows}},{{n}},{{str(dtype).removeprefix('torch.')}}", {{}}))
     return p
 
@@ -130,8 +140,10 @@ def _ke_launch_of(x):
     p = _ke_params(rows, n, x.dtype)
     vec, per, keep, cluster = _ke_plan(n, x.element_size(), rows, p)
     even = keep and n // vec == per * p["threads"] * cluster
+    # cp.async moves 4, 8 or 16 bytes
+    stage = p["stage"] if keep and p["prefetch"] and vec * x.element_size() >= 4 else 0
     return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
-            p["exchange"])
+            p["exchange"], stage)
 
 
 @cute.jit
@@ -221,6 +233,11 @@ def _ke_reduce(value, op, smem, slot, identity, cluster: cutlass.Constexpr, xch,
     return total
 
 
+def _ke_fmax(a, b):
+    \"\"\"max(a, b) in one FMNMX that keeps a NaN (a NaN in the row makes its softmax NaN).\"\"\"
+    return cute.arch.fmax(a, b, nan=True)
+
+
 def _ke_exp(x):
     \"\"\"exp(x) as one multiply and the hardware's approximate exp2 (MUFU.EX2), as QuACK does:
     the precise expf is ~10 instructions an element, which made long bf16 rows issue-bound.\"\"\"
@@ -230,7 +247,7 @@ def _ke_exp(x):
 @cute.jit
 def _ke_merge(m1, s1, m2, s2):
     \"\"\"Two (max, sum of exp(x - max)) pairs as one.\"\"\"
-    m = cute.math.max(m1, m2)
+    m = _ke_fmax(m1, m2)
     return m, s1 * _ke_exp(m1 - m) + s2 * _ke_exp(m2 - m)
 
 
@@ -245,11 +262,13 @@ def _ke_pair_shuffle(top, acc):
 
 @cute.jit
 def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass.Constexpr,
-                    xch, threads: cutlass.Constexpr):
+                    xch, threads: cutlass.Constexpr, warp_agrees: cutlass.Constexpr):
     \"\"\"The row's (max, sum of exp(x - max)) from each thread's, merged over the warp, the CTA
-    and the cluster in one exchange (an online softmax's); every thread gets the result.\"\"\"
+    and the cluster in one exchange (an online softmax's); every thread gets the result.
+    ``warp_agrees``: the pair is already the warp's (no merge over the warp first).\"\"\"
     tidx, _, _ = cute.arch.thread_idx()
-    top, acc = _ke_pair_shuffle(top, acc)
+    if cutlass.const_expr(not warp_agrees):
+        top, acc = _ke_pair_shuffle(top, acc)
     if cutlass.const_expr(cluster > 1 and xch is not None):
         base, width = _ke_post((top, acc), xch, cluster, threads)
         lane = tidx % 32
@@ -299,6 +318,12 @@ def _ke_where(cluster: cutlass.Constexpr):
     return row, 0
 
 
+def _ke_inside(j, nvec, even):
+    \"\"\"Whether the kept vector ``j`` lies in the row: always, where the row fills every thread
+    (``even``: the test is not compiled, a branch a vector less).\"\"\"
+    return True if even else j < nvec
+
+
 def _ke_load(tile, dtype):
     frag = cute.make_rmem_tensor((cute.size(tile),), dtype)
     cute.autovec_copy(tile, frag)
@@ -311,13 +336,31 @@ def _ke_raw(tile):
     return frag.load()
 
 
-def _ke_first(regs, k, tile, dtype, prefetch):
-    \"\"\"The row's k-th kept vector: from the registers the prefetch filled, else loaded now.\"\"\"
+def _ke_first(regs, k, tile, dtype, prefetch, staged=None, at=None):
+    \"\"\"The row's k-th kept vector: from shared memory where it is read again at each use
+    (``staged``, its slot ``at``), from the registers the prefetch filled, else loaded now.\"\"\"
+    if staged is not None:
+        return _ke_load(staged[(None, at)], dtype)
     if prefetch:
         return regs[None, k].load()
     v = _ke_load(tile, dtype)
     regs[None, k].store(v)
     return v
+
+
+def _ke_reread(staged):
+    \"\"\"Before a row staged in shared memory is read again: an empty asm that clobbers memory,
+    so the compiler reads it again instead of keeping the first read in registers.\"\"\"
+    if staged is not None:
+        llvm.inline_asm(None, [], "", "~{{memory}}", has_side_effects=True)
+
+
+def _ke_again(regs, k, staged, at, dtype):
+    \"\"\"The row's k-th kept vector once more: from shared memory (``staged``), else the
+    registers.\"\"\"
+    if staged is not None:
+        return _ke_load(staged[(None, at)], dtype)
+    return regs[None, k].load()
 
 
 def _ke_store(value, tile):
@@ -357,7 +400,7 @@ def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
 """
 
 _PREAMBLE = """
-    vec, per, keep, cluster, even, threads, prefetch, online, exchange = launch
+    vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage = launch
     tidx, _, _ = cute.arch.thread_idx()
     row, cta = _ke_where(cluster)
     n = cute.size(g_x, mode=[1])
@@ -389,7 +432,41 @@ _PREAMBLE_Y = (
 )
 
 _PREFETCH = """
-    if cutlass.const_expr(keep and prefetch):
+    staged = None
+    if cutlass.const_expr(stage):
+        # the row into shared memory by cp.async (no register waits on a load), then from there
+        # into the registers (1), or read from there at each use (2: QuACK's load path; the
+        # registers hold no row across the reduction, so more CTAs fit an SM)
+        x_smem = smem.allocate_tensor(
+            g_x.element_type, cute.make_layout((vec, per * threads)), 16
+        )
+        g2s = cute.make_copy_atom(
+            cpasync.CopyG2SOp(), g_x.element_type, num_bits_per_copy=vec * g_x.element_type.width
+        )
+        # cp.async reads global memory: the row's address as such (a host tensor traced for a
+        # compile-only check comes in as a generic one)
+        x_global = cute.make_tensor(
+            cute.make_ptr(
+                g_x.element_type, x_row.iterator.toint(), cute.AddressSpace.gmem,
+                assumed_align=vec * g_x.element_type.width // 8,
+            ),
+            x_row.layout,
+        )
+        for k in cutlass.range_constexpr(per):
+            jp = first + k * threads
+            if _ke_inside(jp, nvec, even):
+                cute.copy(g2s, x_global[(None, jp)], x_smem[(None, k * threads + tidx)])
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        if cutlass.const_expr(stage == 2):
+            staged = x_smem
+        else:
+            for k in cutlass.range_constexpr(per):
+                jp = first + k * threads
+                if _ke_inside(jp, nvec, even):
+                    v = _ke_load(x_smem[(None, k * threads + tidx)], g_x.element_type)
+                    regs[None, k].store(v)
+    elif cutlass.const_expr(keep and prefetch):
         # every load of the row in flight before the first use of any
         for k in cutlass.range_constexpr(per):
             jp = first + k * threads
@@ -446,8 +523,9 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
+            if _ke_inside(j, nvec, even):
+                at = k * threads + tidx
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
                 acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -458,11 +536,12 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
     zero = cutlass.Float32(0.0)
     total = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
     rstd = cute.math.rsqrt(total / cutlass.Float32(n) + eps)
+    _ke_reread(staged)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
-                v = regs[None, k].load()"""
+            if _ke_inside(j, nvec, even):
+                v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)"""
     + _kept_vector("w")
     + """
                 _ke_store(v * rstd * w, y_row[(None, j)])
@@ -502,8 +581,9 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
+            if _ke_inside(j, nvec, even):
+                at = k * threads + tidx
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
                 acc = acc + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -514,12 +594,13 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
     zero = cutlass.Float32(0.0)
     mean = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
     mean = mean / cutlass.Float32(n)
+    _ke_reread(staged)
     acc = cutlass.Float32(0.0)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
-                d = regs[None, k].load() - mean
+            if _ke_inside(j, nvec, even):
+                d = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type) - mean
                 acc = acc + (d * d).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
@@ -529,14 +610,16 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
                 acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     var = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch1, threads)
     rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
+    _ke_reread(staged)
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:"""
+            if _ke_inside(j, nvec, even):"""
     + _kept_vector("w")
     + _kept_vector("b")
     + """
-                _ke_store((regs[None, k].load() - mean) * rstd * w + b, y_row[(None, j)])
+                v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
+                _ke_store((v - mean) * rstd * w + b, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
             j3 = first + k * threads
@@ -565,16 +648,21 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     lowest = cutlass.Float32(LOWEST if online else -math.inf)
-    regs.fill(lowest)"""
+    regs.fill(lowest)
+    stage = min(stage, 1)  # the exps replace the row in the registers"""
     + _PREFETCH
     + """
     top = lowest
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
+            if _ke_inside(j, nvec, even):
                 v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
-                top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
+                top = cute.arch.fmax(top, v.reduce(cute.ReductionOp.MAX, lowest, 0), nan=True)
+        if cutlass.const_expr(online):
+            # the exps are taken against the warp's max: the pairs then agree over the warp and
+            # merge without an exp a shuffle
+            top = cute.arch.warp_reduction(top, _ke_fmax)
     else:
         if cutlass.const_expr(not online):
             for k in cutlass.range(per, unroll=4):
@@ -588,12 +676,24 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
         # each thread's (max, sum of exp(x - max)), then one exchange of the pairs
         acc = cutlass.Float32(0.0)
         if cutlass.const_expr(keep):
-            for k in cutlass.range_constexpr(per):
-                j = first + k * threads
-                if j < nvec:
-                    e = _ke_exp(regs[None, k].load() - top)
-                    regs[None, k].store(e)
-                    acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+            if top > SHIFT_SAFE:
+                # exp(x - top) as ex2(x * log2 e - top * log2 e): one FFMA and MUFU.EX2
+                shift = top * LOG2E
+                for k in cutlass.range_constexpr(per):
+                    j = first + k * threads
+                    if _ke_inside(j, nvec, even):
+                        e = cute.math.exp2(regs[None, k].load() * LOG2E - shift, fastmath=True)
+                        regs[None, k].store(e)
+                        acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+            else:
+                # top * log2 e would overflow (a row masked with the dtype's lowest value)
+                for k in cutlass.range_constexpr(per):
+                    j = first + k * threads
+                    if _ke_inside(j, nvec, even):
+                        e = _ke_exp(regs[None, k].load() - top)
+                        regs[None, k].store(e)
+                        acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+            acc = cute.arch.warp_reduction(acc, operator.add)
         else:
             for k in cutlass.range(per, unroll=4):
                 j6 = first + k * threads
@@ -606,7 +706,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
                     )
                     top = t6
         row_top, acc = _ke_reduce_pair(
-            top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads
+            top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads, keep
         )
         inv = cutlass.Float32(1.0) / acc
         # the kept exps are relative to this thread's max
@@ -619,7 +719,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
         if cutlass.const_expr(keep):
             for k in cutlass.range_constexpr(per):
                 j = first + k * threads
-                if j < nvec:
+                if _ke_inside(j, nvec, even):
                     e = _ke_exp(regs[None, k].load() - row_top)
                     regs[None, k].store(e)
                     acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
@@ -637,7 +737,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
+            if _ke_inside(j, nvec, even):
                 _ke_store(regs[None, k].load() * scale, y_row[(None, j)])
     else:
         for k in cutlass.range(per, unroll=4):
@@ -667,7 +767,8 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
     partial2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     lowest = cutlass.Float32(LOWEST)
-    regs.fill(lowest)"""
+    regs.fill(lowest)
+    stage = min(stage, 1)  # a kept row stays in the registers"""
     + _PREFETCH
     + """
     top = lowest
@@ -676,14 +777,14 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
     if cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
+            if _ke_inside(j, nvec, even):
                 v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
                 top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
                 if cutlass.const_expr(smooth > 0):
                     total = total + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
-            if j < nvec:
+            if _ke_inside(j, nvec, even):
                 e = _ke_exp(regs[None, k].load() - top)
                 acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
@@ -700,7 +801,7 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
                 if cutlass.const_expr(smooth > 0):
                     total = total + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     top, acc = _ke_reduce_pair(
-        top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads
+        top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads, False
     )
     if cutlass.const_expr(smooth > 0):
         total = _ke_reduce(
