@@ -266,6 +266,19 @@ def test_a_kept_softmax_row_takes_one_ffma_and_one_hardware_exp_an_element(tmp_p
     assert len(sass) < 1000 and art["spill_stores"] == 0
 
 
+def test_occupancy_caps_the_registers_so_more_ctas_fit_an_sm(tmp_path, monkeypatch):
+    """``occupancy`` 4: ptxas fits the kernel to four 256-thread CTAs an SM (64 registers a
+    thread), so more clusters of a long row run at once; 0 leaves the registers to ptxas."""
+    params = {"threads": 256, "max_cluster": 16, "stage": 2}
+    free = _compiled(tmp_path, monkeypatch, "rms_norm", 262144, "bfloat16", params)
+    capped = _compiled(
+        tmp_path, monkeypatch, "rms_norm", 262144, "bfloat16", {**params, "occupancy": 4}
+    )
+    kept_softmax = _compiled(tmp_path, monkeypatch, "softmax", 262144, "bfloat16", {})
+    assert capped["registers"] <= 64 < kept_softmax["registers"]
+    assert capped["spill_stores"] == 0 and free["spill_stores"] == 0
+
+
 def test_a_kept_row_can_be_staged_through_shared_memory_by_cp_async(tmp_path, monkeypatch):
     """``stage`` 1: a kept row goes into shared memory by cp.async (one 16-byte LDGSTS a
     vector, no register waiting on it), then into the registers; the row is not read from

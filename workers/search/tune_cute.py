@@ -47,6 +47,7 @@ CAMPAIGN_SPACE = {
     "online": [1],
     "exchange": [0, 1],
     "stage": [0],
+    "occupancy": [0],
 }
 
 
@@ -70,9 +71,11 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     # only a kept, prefetched row of 4-byte vectors or wider is staged (cute_row._ke_launch_of)
     vec, _, keep, _ = plan
     stage = params.get("stage", 0) if keep and params["prefetch"] and vec * itemsize >= 4 else 0
-    if hasattr(module, "_ke_softmax") or hasattr(module, "_ke_ce"):
+    if hasattr(module, "_ke_ce") or (hasattr(module, "_ke_softmax") and not params.get("online")):
         stage = min(stage, 1)  # their rows stay in registers (the exps replace them)
-    return (*plan, params["threads"], params["prefetch"], params.get("online", 0), exchange, stage)
+    online = params.get("online", 0)
+    occupancy = params.get("occupancy", 0)
+    return (*plan, params["threads"], params["prefetch"], online, exchange, stage, occupancy)
 
 
 def _floating(t) -> bool:

@@ -11,7 +11,8 @@ from workers.search.generators.templates import cute_row
 
 def test_online_is_swept_only_where_the_operator_reads_it():
     space = {"threads": [128, 256], "max_per_thread": [64], "max_cluster": [8, 16],
-             "prefetch": [0, 1], "online": [0, 1], "exchange": [1], "stage": [0, 1]}  # fmt: skip
+             "prefetch": [0, 1], "online": [0, 1], "exchange": [1], "stage": [0, 1],
+             "occupancy": [0]}  # fmt: skip
     assert len(tune_cute.param_sets("softmax", space)) == 32
     rms = tune_cute.param_sets("rms_norm", space)
     assert len(rms) == 16 and all("online" not in p for p in rms)
@@ -19,7 +20,8 @@ def test_online_is_swept_only_where_the_operator_reads_it():
 
 def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     space = {"threads": [256], "max_per_thread": [64], "max_cluster": [2, 4, 8, 16],
-             "prefetch": [1], "online": [1], "exchange": [0, 1], "stage": [0, 1]}  # fmt: skip
+             "prefetch": [1], "online": [1], "exchange": [0, 1], "stage": [0, 1],
+             "occupancy": [0]}  # fmt: skip
     sets = tune_cute.param_sets("softmax", space)
 
     def keys(rows, n, itemsize):
@@ -32,13 +34,13 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     # 32,768 bf16 columns fit a cluster of 2 whatever the largest cluster allowed: one launch
     # (two ways for the cluster to exchange its partials, two ways to load the row)
     assert keys(1024, 32768, 2) == {
-        (8, 8, True, 2, 256, 1, 1, exchange, stage) for exchange in (0, 1) for stage in (0, 1)
+        (8, 8, True, 2, 256, 1, 1, exchange, stage, 0) for exchange in (0, 1) for stage in (0, 1)
     }
     # 262,144 bf16 columns need 16 CTAs to stay in registers; 2, 4 and 8 all loop in one CTA,
     # where neither the exchange nor the staging matters
     assert keys(128, 262144, 2) == {
-        (8, 128, False, 1, 256, 1, 1, 0, 0),
-        *((8, 8, True, 16, 256, 1, 1, exchange, stage) for exchange in (0, 1) for stage in (0, 1)),
+        (8, 128, False, 1, 256, 1, 1, 0, 0, 0),
+        *((8, 8, True, 16, 256, 1, 1, xch, stage, 0) for xch in (0, 1) for stage in (0, 1)),
     }
 
 
@@ -68,8 +70,8 @@ def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypa
     src = cute_row.render("softmax", {"table": table})
     mod = P.load_module(src, "tc_table", str(tmp_path))
     tuned = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.bfloat16))
-    # (vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage)
-    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0)
+    # (vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, occupancy)
+    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0, 0)
     other = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.float32))
     assert other[5] == cute_row.DEFAULTS["threads"] and other[8] == cute_row.DEFAULTS["exchange"]
     with pytest.raises(ValueError, match="threads=96"):

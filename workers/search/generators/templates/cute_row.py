@@ -49,6 +49,7 @@ DEFAULTS = {
     "online": 1,
     "exchange": 1,
     "stage": 0,
+    "occupancy": 0,
 }
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -66,10 +67,14 @@ SPACE = {
     # mbarrier (no cluster barrier in the exchange, no GPU-wide memory barrier)
     "exchange": [0, 1],
     # a kept, prefetched row. 0: loaded into the registers directly; 1: by cp.async into shared
-    # memory (no register waits on the loads), then into the registers; 2 (RMSNorm, LayerNorm;
-    # softmax and cross-entropy read it as 1): into shared memory, read from there at each use
-    # (QuACK's path: no row held in registers across the reduction, so more CTAs fit an SM)
+    # memory (no register waits on the loads), then into the registers; 2: into shared memory,
+    # read from there at each use (no row held in registers across the reduction, so more CTAs
+    # fit an SM; RMSNorm and LayerNorm as QuACK does; the online softmax computes its exps
+    # twice; cross-entropy and the two-exchange softmax read it as 1)
     "stage": [0, 1, 2],
+    # CTAs an SM must hold (ptxas caps the registers to fit them; 0: its own choice). With a
+    # cluster per row, how many clusters run at once decides how many waves the rows take
+    "occupancy": [0, 2, 3, 4],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -95,6 +100,7 @@ PREFETCH = {prefetch}
 ONLINE = {online}
 EXCHANGE = {exchange}
 STAGE = {stage}
+OCCUPANCY = {occupancy}
 # Launch parameters per case shape ("rows,n,dtype", as the per-case tuner found them); a shape
 # not in the table takes the constants above.
 _KE_TABLE = {table}
@@ -109,7 +115,8 @@ def _ke_params(rows, n, dtype):
     \"\"\"The launch parameters for ``rows`` rows of ``n`` of ``dtype``: the table's, else the
     module's.\"\"\"
     p = {{"threads": THREADS, "max_per_thread": MAX_PER_THREAD, "max_cluster": MAX_CLUSTER,
-         "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE, "stage": STAGE}}
+         "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE, "stage": STAGE,
+         "occupancy": OCCUPANCY}}
     p.update(_KE_TABLE.get(f"{{rows}},{{n}},{{str(dtype).removeprefix('torch.')}}", {{}}))
     return p
 
@@ -143,7 +150,7 @@ def _ke_launch_of(x):
     # cp.async moves 4, 8 or 16 bytes
     stage = p["stage"] if keep and p["prefetch"] and vec * x.element_size() >= 4 else 0
     return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
-            p["exchange"], stage)
+            p["exchange"], stage, p["occupancy"])
 
 
 @cute.jit
@@ -391,16 +398,19 @@ def _ke_run(jit_fn, x, tensors, scalars):
 
 @cute.jit
 def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
-    cluster, threads = launch[3], launch[5]
+    cluster, threads, occupancy = launch[3], launch[5], launch[10]
+    # at least ``occupancy`` CTAs an SM (nvvm.minctasm: ptxas fits the registers to them); the
+    # shared memory carve-out is given so that the compile asks no device for it
+    fit = {{"min_blocks_per_mp": occupancy, "preferred_smem_carveout": 100}} if occupancy else {{}}
     if cutlass.const_expr(cluster > 1):
         kernel.launch(grid=(cluster, rows, 1), block=(threads, 1, 1), cluster=(cluster, 1, 1),
-                      stream=stream)
+                      stream=stream, **fit)
     else:
-        kernel.launch(grid=(rows, 1, 1), block=(threads, 1, 1), stream=stream)
+        kernel.launch(grid=(rows, 1, 1), block=(threads, 1, 1), stream=stream, **fit)
 """
 
 _PREAMBLE = """
-    vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage = launch
+    vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, _ = launch
     tidx, _, _ = cute.arch.thread_idx()
     row, cta = _ke_where(cluster)
     n = cute.size(g_x, mode=[1])
@@ -649,7 +659,10 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     lowest = cutlass.Float32(LOWEST if online else -math.inf)
     regs.fill(lowest)
-    stage = min(stage, 1)  # the exps replace the row in the registers"""
+    # 2 (online only): the row is read from shared memory for the max and again for the output,
+    # its exps computed twice (no row in registers across the exchange: more CTAs an SM);
+    # otherwise the exps replace the row in the registers
+    stage = stage if online else min(stage, 1)"""
     + _PREFETCH
     + """
     top = lowest
@@ -657,7 +670,8 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
             if _ke_inside(j, nvec, even):
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
+                at = k * threads + tidx
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
                 top = cute.arch.fmax(top, v.reduce(cute.ReductionOp.MAX, lowest, 0), nan=True)
         if cutlass.const_expr(online):
             # the exps are taken against the warp's max: the pairs then agree over the warp and
@@ -682,16 +696,20 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
                 for k in cutlass.range_constexpr(per):
                     j = first + k * threads
                     if _ke_inside(j, nvec, even):
-                        e = cute.math.exp2(regs[None, k].load() * LOG2E - shift, fastmath=True)
-                        regs[None, k].store(e)
+                        v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
+                        e = cute.math.exp2(v * LOG2E - shift, fastmath=True)
+                        if cutlass.const_expr(staged is None):
+                            regs[None, k].store(e)
                         acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
             else:
                 # top * log2 e would overflow (a row masked with the dtype's lowest value)
                 for k in cutlass.range_constexpr(per):
                     j = first + k * threads
                     if _ke_inside(j, nvec, even):
-                        e = _ke_exp(regs[None, k].load() - top)
-                        regs[None, k].store(e)
+                        v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
+                        e = _ke_exp(v - top)
+                        if cutlass.const_expr(staged is None):
+                            regs[None, k].store(e)
                         acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
             acc = cute.arch.warp_reduction(acc, operator.add)
         else:
@@ -734,7 +752,24 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             acc, operator.add, partial, slot, cutlass.Float32(0.0), cluster, xch1, threads
         )
         scale = inv
-    if cutlass.const_expr(keep):
+    if cutlass.const_expr(keep and staged is not None):
+        # the exps again, from the row in shared memory
+        _ke_reread(staged)
+        if top > SHIFT_SAFE:
+            shift2 = top * LOG2E
+            for k in cutlass.range_constexpr(per):
+                j = first + k * threads
+                if _ke_inside(j, nvec, even):
+                    v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
+                    e = cute.math.exp2(v * LOG2E - shift2, fastmath=True)
+                    _ke_store(e * scale, y_row[(None, j)])
+        else:
+            for k in cutlass.range_constexpr(per):
+                j = first + k * threads
+                if _ke_inside(j, nvec, even):
+                    v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
+                    _ke_store(_ke_exp(v - top) * scale, y_row[(None, j)])
+    elif cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
             if _ke_inside(j, nvec, even):
