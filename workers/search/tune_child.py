@@ -60,7 +60,7 @@ def _cute(source: str, workload: dict) -> dict:
     cute generator matches; ``{"ok": False, "skipped": True}`` for one it does not."""
     from workers.search.generators.cute import match, render_for
     from workers.search.trace import NoTemplate, trace_problem
-    from workers.search.tune_cute import CAMPAIGN_SPACE, tune
+    from workers.search.tune_cute import campaign_space, tune
 
     try:
         # traced here, in this process: it is already behind the boundary (the generator's
@@ -74,7 +74,8 @@ def _cute(source: str, workload: dict) -> dict:
                               out=folder, samples=8, finalists=2,
                               x_index=plan.forward_args.index(found["x"]),
                               row_dims=-int(plan.extra.get("red_from") or -1))  # fmt: skip
-    report = tune(args, CAMPAIGN_SPACE, lambda p: render_for(plan, found, p), lambda _: None)
+    space = campaign_space(found["op"])
+    report = tune(args, space, lambda p: render_for(plan, found, p), lambda _: None)
     cases = [
         {"name": c["name"], "key": c["key"], "speedup": c["finals"][0]["speedup"]["compile"]}
         for c in report["cases"]

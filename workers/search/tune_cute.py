@@ -37,8 +37,9 @@ from workers.search.generators.templates import cute_row
 
 # Parameters that only softmax and cross-entropy read.
 ONLINE_OPS = ("softmax", "cross_entropy")
-# What a campaign's start tunes (workers.search.tune_child): the values that won a case in the
-# H200 sweeps of session 32 (docs/benchmarks.md), about 90 s for five long-row cases there.
+# What a campaign's start tunes (workers.search.tune_child, ``campaign_space``): the values that
+# won a case in the H200 sweeps of sessions 32-33 (docs/benchmarks.md), about 90 s for five
+# long-row cases there.
 CAMPAIGN_SPACE = {
     "threads": [64, 128, 256, 512],
     "max_per_thread": [32, 64, 128],
@@ -49,6 +50,14 @@ CAMPAIGN_SPACE = {
     "stage": [0],
     "occupancy": [0],
 }
+# The norms' rows re-read from shared memory (stage 2) won their longest rows on the H200
+# (session 33: RMSNorm 262,144 bf16 0.875x -> 1.015x of QuACK); softmax's never did.
+_CAMPAIGN_BY_OP = {"rms_norm": {"stage": [0, 2]}, "layer_norm": {"stage": [0, 2]}}
+
+
+def campaign_space(op: str) -> dict[str, list[int]]:
+    """The parameter values a campaign's start tunes for ``op``."""
+    return {**CAMPAIGN_SPACE, **_CAMPAIGN_BY_OP.get(op, {})}
 
 
 def _ints(text: str) -> list[int]:

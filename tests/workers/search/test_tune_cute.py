@@ -44,6 +44,18 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     }
 
 
+def test_a_campaign_tunes_the_norms_rows_read_again_from_shared_memory():
+    """The H200 runs of session 33: re-reading a norm's row from shared memory (stage 2) won
+    its longest rows; a campaign's start tries it for RMSNorm and LayerNorm, not for softmax,
+    whose exps it would compute twice (it never won there)."""
+    for op in ("rms_norm", "layer_norm"):
+        assert tune_cute.campaign_space(op)["stage"] == [0, 2]
+    assert tune_cute.campaign_space("softmax")["stage"] == [0]
+    for op in cute_row.OPS:
+        space = tune_cute.campaign_space(op)
+        assert all(set(v) <= set(cute_row.SPACE[k]) for k, v in space.items())
+
+
 def test_a_value_outside_the_template_space_is_refused(capsys):
     with pytest.raises(SystemExit):
         tune_cute.main(["--op", "softmax", "--problem", "p.py", "--workload", "w.json",

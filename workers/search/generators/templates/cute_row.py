@@ -32,6 +32,14 @@ that CTA's mbarrier), as QuACK does. Every launch parameter can differ per case 
 kernels take one launch tuple as a constexpr, and ``_KE_TABLE`` (``render(op, {"table":
 ...})``) maps a shape ``"rows,n,dtype"`` to its own parameters.
 
+From QuACK's SASS read beside ours (session 33): softmax takes its exps against the warp's max
+as one FFMA and MUFU.EX2 (``ex2(x log2 e - max log2 e)``; a row whose max times log2 e would
+overflow, one masked with the dtype's lowest value, keeps the subtract-then-multiply form,
+where the FFMA form gives NaN), a row that fills every thread compiles no bounds tests, and
+``stage`` stages a kept row in shared memory by ``cp.async`` (2: read again from there at each
+use, so no register holds the row across the reduction; it won the norms' longest rows).
+``occupancy`` asks ptxas to fit that many CTAs an SM.
+
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
 """
