@@ -284,7 +284,13 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     "templates slice only between pointwise ops"
                 )
             if isinstance(value, Flipped):
-                raise NoTemplate(f"a flip ({a.name}) other than around a cumulative scan")
+                # a flip read as a row (not by a scan): its inputs read from the far end
+                if self.scan_dim != len(self.row_shape) - 1:
+                    raise NoTemplate(
+                        f"a flip ({a.name}) along other than the last dimension, outside a "
+                        "cumulative scan"
+                    )
+                return self._mirrored(value.id)
             if isinstance(value, Deferred):
                 raise NoTemplate(
                     f"a value ({a.name}) of shape {list(value.shape)} computed from inputs that "
@@ -520,6 +526,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             narrow
             or "scan_prefix" in plan.extra
             or any(n.attrs.get("shift") or n.op == "col_lt" for n in self.nodes)
+            or any(n.attrs.get("mirror") for n in self.nodes)
         ):
             # The traced width: a slice bound that is a number of columns is told from a
             # fraction of the row by tracing again at other widths (``trace._slice_offsets``).
@@ -583,10 +590,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
             )
         if plan.reductions() and any(n.id in used for n in plan.inputs("scalar")):
             raise NoTemplate("a number input (a 0-d tensor or a Python float) in a reduction")
-        shifted = any(n.kind == "input" and n.attrs.get("shift") for n in plan.nodes)
+        shifted = any(
+            n.kind == "input" and (n.attrs.get("shift") or n.attrs.get("mirror"))
+            for n in plan.nodes
+        )
         if shifted and plan.reductions():
             raise NoTemplate(
-                "columns moved by a slice or a cat in a reference with reductions are not covered"
+                "columns moved by a slice, a cat or a flip in a reference with reductions are "
+                "not covered"
             )
         if not plan.reductions() and (
             shifted
@@ -678,8 +689,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if plan.extra.get("bcast"):
                 seen = {n.attrs["ref"]: _read_as(n) for n in plan.inputs("bcast")}
                 plan.summary += "".join(f", {r} {b}" for r, b in seen.items())
-            if shifted:
+            if any(n.attrs.get("shift") or n.op == "col_lt" for n in plan.nodes):
                 plan.summary += ", columns moved by slices and cat along the last dimension"
+            if any(n.attrs.get("mirror") for n in plan.nodes):
+                plan.summary += ", rows read from their far end (a flip)"
             if self.outer:
                 plan.summary += f", rows {list(self.row_shape)} wider than every input"
         else:

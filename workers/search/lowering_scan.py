@@ -11,26 +11,18 @@ mask)``) is read as 0/1.
 
 A scan along another dimension reads its rows K apart (K the product of the dimensions after
 it). Not covered, refused in words: two scans in one reference, a scan beside reductions,
-inputs that broadcast, and a flip anywhere but around a scan.
+inputs that broadcast, and a flip beside a scan other than around it (a flip elsewhere reads
+its inputs mirrored: ``lowering_slices``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from workers.search.ir import NoTemplate
-from workers.search.lowering_slices import Narrow, ScanPrefix
+from workers.search.lowering_slices import Flipped, Narrow, ScanPrefix
 
 aten = torch.ops.aten
-
-
-@dataclass(frozen=True)
-class Flipped:
-    """A value reversed along the last dimension: node ``id`` read from the row's far end."""
-
-    id: int
 
 
 class ScanMixin:
@@ -64,6 +56,19 @@ class ScanMixin:
         self.scan_dim = dim
 
     def _lower_flip(self, n: torch.fx.Node) -> None:
+        shape = tuple(n.args[0].meta["val"].shape)
+        dims = [n.args[1]] if isinstance(n.args[1], int) else list(n.args[1])
+        if (
+            shape != tuple(self.row_shape)
+            and len(dims) == 1
+            and shape
+            and dims[0] % len(shape) == len(shape) - 1
+            and shape[-1] == self.row_shape[-1]
+        ):
+            # a value that broadcasts along the rows (a table per column), flipped along the
+            # row: read from the far end now
+            self.env[n] = self._mirrored(self.arg(n.args[0]))
+            return
         self._scan_last(n, n.args[1])
         value = self.env.get(n.args[0])
         # The flip of a flipped value is the value; of anything else, a flipped value.
@@ -105,7 +110,9 @@ class ScanMixin:
         if self.vec_pos or any(
             n.kind == "input"
             and (
-                n.attrs.get("role") in ("bcast", "vec") or (n.attrs.get("shift") and not exclusive)
+                n.attrs.get("role") in ("bcast", "vec")
+                or (n.attrs.get("shift") and not exclusive)
+                or n.attrs.get("mirror")
             )
             for n in plan.nodes
         ):

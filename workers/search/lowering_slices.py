@@ -10,8 +10,13 @@ shifted columns (``input`` nodes with ``attrs["shift"]``). Boundaries and shifts
 of the row length ``N`` (a traced ``chunk(2)`` of a 16-wide row splits at 8, which is ``N/2``
 at every width), written into the kernel as ``N * p // q``.
 
+A flip along the last dimension read as a row (not by a scan) reads its inputs from the row's
+far end (``attrs["mirror"]``: column ``N - 1 - (c + shift)``), so a flip, a slice of a flip or
+a flip between pointwise ops gets the same elementwise kernel.
+
 Not covered, refused in words: slices along other dimensions or with a step, a slice in a
-reduction, and a slice combined with a full row. An output narrower than the row (a GLU's
+reduction, a flip of a slice or of columns a cat joined, and a slice combined with a full
+row. An output narrower than the row (a GLU's
 half, ``F.glu`` itself) is computed over its first columns (``plan.extra["narrow_outputs"]``).
 """
 
@@ -39,6 +44,15 @@ class Narrow:
     # A piece of another slice (or of a whole row): where it starts in it, and which.
     start: Fraction | None = None
     src: Narrow | None = None
+
+
+@dataclass(frozen=True)
+class Flipped:
+    """A value reversed along the last dimension: node ``id`` read from the row's far end
+    (kept symbolic so that a scan of it runs from the row's end; read as a row, its inputs are
+    read mirrored, ``SlicesMixin._mirrored``)."""
+
+    id: int
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class SlicesMixin:
         value = self.env.get(a) if isinstance(a, torch.fx.Node) else None
         if isinstance(value, Narrow):
             return value
+        if isinstance(value, Flipped):  # a slice (or a cat) of a flip: the flip read as a row
+            value = self.arg(a)
         if not isinstance(value, int) or a.meta["val"].shape[-1] != self._width():
             raise NoTemplate("a slice of a value that is not a row of the rows' width")
         return Narrow(Fraction(1), lambda f, v=value: self._shifted(v, f))
@@ -104,6 +120,35 @@ class SlicesMixin:
             bound = Fraction(*node.attrs["frac"]) - f
             return self.new("pw", op="col_lt", attrs={"frac": [bound.numerator, bound.denominator]})
         args = tuple(self._shifted(a, f) for a in node.args)
+        return self.new("pw", op=node.op, args=args, attrs=dict(node.attrs))
+
+    def _mirrored(self, i: int) -> int:
+        """Node ``i`` read from the row's far end (a flip along the last dimension, outside a
+        scan): a copy of its expression whose row inputs are loaded at column ``N - 1 - c``
+        (``attrs["mirror"]``; a shift already there is negated, so a slice of a flip and a
+        flip of a flip compose)."""
+        node = self.nodes[i]
+        if node.kind == "const":
+            return i
+        if node.kind == "reduce":
+            return i  # one value a row: the same read from either end
+        if node.kind == "scan":
+            raise NoTemplate("a flip of a cumulative scan's result other than its flip back")
+        if node.kind == "input":
+            role = node.attrs["role"]
+            if role == "vec" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
+                if role == "vec":
+                    raise NoTemplate("a weight vector read from the row's far end is not covered")
+                return i
+            attrs = {**node.attrs, "mirror": not node.attrs.get("mirror")}
+            shift = -Fraction(*node.attrs.get("shift", (0, 1)))
+            attrs.pop("shift", None)
+            if shift:
+                attrs["shift"] = [shift.numerator, shift.denominator]
+            return self.new("input", attrs=attrs)
+        if node.op == "col_lt":
+            raise NoTemplate("a flip of columns joined by a cat is not covered")
+        args = tuple(self._mirrored(a) for a in node.args)
         return self.new("pw", op=node.op, args=args, attrs=dict(node.attrs))
 
     def _col_lt(self, bound: Fraction) -> int:

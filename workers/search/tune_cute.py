@@ -77,9 +77,8 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     (two sets with one key run the same kernel)."""
     plan = module._ke_plan(n, itemsize, rows)
     exchange = params.get("exchange", 0) if plan[3] > 1 else 0  # only a cluster exchanges
-    # only a kept, prefetched row of 4-byte vectors or wider is staged (cute_row._ke_launch_of)
-    vec, _, keep, _ = plan
-    stage = params.get("stage", 0) if keep and params["prefetch"] and vec * itemsize >= 4 else 0
+    vec, per, keep, _ = plan
+    stage = module._ke_stage({**params, "stage": params.get("stage", 0)}, vec, per, keep, itemsize)
     if hasattr(module, "_ke_ce") or (hasattr(module, "_ke_softmax") and not params.get("online")):
         stage = min(stage, 1)  # their rows stay in registers (the exps replace them)
     online = params.get("online", 0)

@@ -2,8 +2,9 @@
 ops the lowering does not know: ``split``/``chunk``"). Rotary embeddings' ``rotate_half`` is
 ``cat(-x2, x1)`` of the two halves of each head; these graphs get an elementwise kernel that
 reads the columns where the slices put them, correct at the traced width and at others (the
-split points are fractions of the row, not the traced numbers). What is not covered is refused
-in words."""
+split points are fractions of the row, not the traced numbers). A flip along the row between
+pointwise ops reads its inputs from the row's far end. What is not covered is refused in
+words."""
 
 from __future__ import annotations
 
@@ -87,6 +88,27 @@ def get_inputs():
 )
 
 
+FLIPS = (
+    HEADER
+    + """rows = 5
+width = 16
+
+
+class Model(nn.Module):
+    def forward(self, x, y, z):
+        n = x.shape[-1]
+        back = x.flip(-1) * z
+        halves = torch.cat([back[..., n // 2 :], back[..., : n // 2]], dim=-1)
+        return torch.relu(x.flip(-1)) * y.flip(-1) + halves - (x * 2.0).flip(-1).flip(-1)
+
+
+def get_inputs():
+    return [torch.randn(rows, width), torch.randn(1, width), torch.randn(rows, 1)]
+"""
+    + FOOTER.format(init="[]")
+)
+
+
 @pytest.mark.parametrize(
     "source, sizes",
     [
@@ -102,8 +124,14 @@ def get_inputs():
         ),
         (PIECES, [{}, {"width": 64, "rows": 3}]),
         (GLU, [{}, {"hidden": 100, "tokens": 1}, {"hidden": 1}]),
+        (FLIPS, [{}, {"width": 33, "rows": 3}, {"width": 7, "rows": 1}]),
     ],
-    ids=["rotary-rotate-half", "split-three-ways-and-swap", "glu-and-swiglu-half-outputs"],
+    ids=[
+        "rotary-rotate-half",
+        "split-three-ways-and-swap",
+        "glu-and-swiglu-half-outputs",
+        "flips-between-pointwise-ops",
+    ],
 )
 def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path):
     result = run_child(_CHECK, source, json.dumps(sizes), str(tmp_path))
@@ -122,8 +150,22 @@ def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path
         ("torch.cat([x[..., 1::2], x[..., ::2]], dim=-1)", "step"),
         ("torch.softmax(torch.cat([x[..., 8:], x[..., :8]], dim=-1), dim=-1)", "reductions"),
         ("torch.cat([x[:2], x[2:]], dim=0)", "along dimension 0"),
+        ("x.flip(0) * 2.0", "a flip .* along other than the last dimension"),
+        ("torch.softmax(x.flip(-1), dim=-1)", "a flip in a reference with reductions"),
+        ("x[..., :8].flip(-1)", "flip.* of a value that is not a whole row"),
+        ("torch.cat([x[..., 8:], x[..., :8]], dim=-1).flip(-1)", "a flip of columns joined"),
     ],
-    ids=["wider-output", "narrow-softmax", "strided-slice", "in-a-softmax", "first-dimension"],
+    ids=[
+        "wider-output",
+        "narrow-softmax",
+        "strided-slice",
+        "in-a-softmax",
+        "first-dimension",
+        "flip-along-rows",
+        "flip-in-a-softmax",
+        "flip-of-a-slice",
+        "flip-of-a-cat",
+    ],
 )
 def test_slices_the_templates_do_not_cover_are_refused_in_words(forward, says):
     source = (
@@ -228,9 +270,10 @@ print("RESULTS" + json.dumps(out))
 
 
 def test_kernels_that_slice_columns_from_the_ends_compile_for_sm90(tmp_path):
-    """The clamped widths (``tl.minimum`` / ``tl.maximum`` of the row length) and the moved
-    columns compile ahead of time for the H200's architecture, as on the GPU host."""
+    """The clamped widths (``tl.minimum`` / ``tl.maximum`` of the row length), the moved
+    columns and the mirrored reads of a flip compile ahead of time for the H200's architecture,
+    as on the GPU host."""
     forwards = [COLUMN_SLICES[k][0] for k in ("diff", "fixed", "roll-by-one-cat")]
-    sources = [COLUMNS.format(forward=f) for f in forwards]
+    sources = [COLUMNS.format(forward=f) for f in forwards] + [FLIPS]
     got = run_child(_COMPILE, json.dumps(sources), str(tmp_path), interpret=False)
-    assert len(got) == 3 and all(size > 1000 for size in got.values()), got
+    assert len(got) == 4 and all(size > 1000 for size in got.values()), got

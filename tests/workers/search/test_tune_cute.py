@@ -44,6 +44,21 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     }
 
 
+def test_a_row_too_large_for_shared_memory_is_not_staged_there(tmp_path):
+    """``stage`` asks for the kept row in shared memory; where it would not fit an SM's (64k
+    fp32 columns in one 512-thread CTA is 256 KB), the launch keeps it in registers instead of
+    failing to launch (the H200 sweep's CUDA_LAUNCH_INVALID_CONFIG)."""
+    import torch
+
+    params = {"threads": 512, "max_per_thread": 128, "max_cluster": 1, "stage": 2}
+    mod = P.load_module(cute_row.render("rms_norm", params), "tc_stage", str(tmp_path))
+    big = mod._ke_launch_of(torch.empty(2, 65536, dtype=torch.float32))
+    fits = mod._ke_launch_of(torch.empty(2, 32768, dtype=torch.float32))
+    assert big[2] and fits[2]  # both kept in one CTA
+    assert big[9] == 0 and fits[9] == 2
+    assert tune_cute.launch_key(mod, {**params, "prefetch": 1}, 65536, 4, 2)[9] == 0
+
+
 def test_a_campaign_tunes_the_norms_rows_read_again_from_shared_memory():
     """The H200 runs of session 33: re-reading a norm's row from shared memory (stage 2) won
     its longest rows; a campaign's start tries it for RMSNorm and LayerNorm, not for softmax,

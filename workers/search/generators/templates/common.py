@@ -134,12 +134,11 @@ class _Emitter:
             if node.attrs["ref"] == "acc":
                 return f"v{node.id} = acc"
             role = node.attrs["role"]
-            if node.attrs.get("shift"):
+            if node.attrs.get("shift") or node.attrs.get("mirror"):
                 if self.shifted is None:
                     raise NoTemplate("this kernel does not read columns moved by a slice")
-                load = self.shifted(
-                    node, self.ptr[node.id], self.index[node.id], _frac(*node.attrs["shift"])
-                )
+                shift = _frac(*node.attrs.get("shift", (0, 1)))
+                load = self.shifted(node, self.ptr[node.id], self.index[node.id], shift)
                 return f"v{node.id} = {load}.to(tl.float32)"
             if role in ("scalar", "index", "unread"):
                 # a number passed as a float argument, a gather's indices (read by the rows'

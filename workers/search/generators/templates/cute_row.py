@@ -115,6 +115,8 @@ _KE_TABLE = {table}
 # The largest finite float32, negated: "no value yet" in an online softmax (-inf - -inf is NaN).
 LOWEST = -3.4028234663852886e38
 LOG2E = 1.4426950408889634
+# The most bytes of a row staged in one CTA's shared memory.
+STAGE_BYTES = 200 * 1024
 # Below this a max times log2 e overflows float32 (x * log2 e - max * log2 e would be NaN).
 SHIFT_SAFE = -2.0e38
 
@@ -148,6 +150,16 @@ def _ke_plan(n, itemsize, rows, p=None):
     return vec, max(1, math.ceil(nvec / threads)), False, 1
 
 
+def _ke_stage(p, vec, per, keep, itemsize):
+    \"\"\"The row's staging through shared memory under the parameters ``p``: none unless the
+    row is kept and prefetched in vectors cp.async can move (4, 8 or 16 bytes), and none where
+    the staged row would not fit an SM's shared memory (227 KB on Hopper, less the reduction's
+    buffers).\"\"\"
+    if not (keep and p["prefetch"] and vec * itemsize >= 4):
+        return 0
+    return p["stage"] if per * p["threads"] * vec * itemsize <= STAGE_BYTES else 0
+
+
 def _ke_launch_of(x):
     \"\"\"Everything a kernel is compiled with for the rows ``x`` (2-d): its plan, whether every
     kept vector lies inside the row (no bounds tests), and the kernel's parameters.\"\"\"
@@ -155,8 +167,7 @@ def _ke_launch_of(x):
     p = _ke_params(rows, n, x.dtype)
     vec, per, keep, cluster = _ke_plan(n, x.element_size(), rows, p)
     even = keep and n // vec == per * p["threads"] * cluster
-    # cp.async moves 4, 8 or 16 bytes
-    stage = p["stage"] if keep and p["prefetch"] and vec * x.element_size() >= 4 else 0
+    stage = _ke_stage(p, vec, per, keep, x.element_size())
     return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
             p["exchange"], stage, p["occupancy"])
 
@@ -365,7 +376,8 @@ def _ke_first(regs, k, tile, dtype, prefetch, staged=None, at=None):
 
 def _ke_reread(staged):
     \"\"\"Before a row staged in shared memory is read again: an empty asm that clobbers memory,
-    so the compiler reads it again instead of keeping the first read in registers.\"\"\"
+    so that no compiler keeps the first read in registers instead (none did without it, with
+    the DSL 4.8.1; this keeps it so).\"\"\"
     if staged is not None:
         llvm.inline_asm(None, [], "", "~{{memory}}", has_side_effects=True)
 
@@ -735,7 +747,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             top, acc, partial, partial2, slot, slot2, lowest, cluster, xch0, threads, keep
         )
         inv = cutlass.Float32(1.0) / acc
-        # the kept exps are relative to this thread's max
+        # the kept exps are relative to this thread's max (its warp's, for a kept row)
         scale = _ke_exp(top - row_top) * inv
     else:
         row_top = _ke_reduce(

@@ -49,8 +49,17 @@ def _bcast_kernel(plan: Plan) -> str:
     kept, last = _bcast(plan), _bcast_rank(plan) - 1
 
     def shifted(node, ptr, k, sh):
-        # A column moved by a slice or a cat: the same row, ``sh`` columns on, masked to it.
+        # A column moved by a slice or a cat: the same row, ``sh`` columns on, masked to it;
+        # read from the row's far end (``N - 1 - (c + sh)``) where a flip mirrors it.
         inside = f"mask & ((cols + {sh} >= 0) & (cols + {sh} < N))[None, :]"
+        if node.attrs.get("mirror"):
+            col = f"(N - 1 - cols - {sh})"
+            if node.attrs["role"] == "bcast":
+                at = f"boff{k}"  # the same value along the row
+                if last in kept[k]:
+                    at = f"rb{k}[:, None] + {col}[None, :] * s{k}_{last}"
+                return f"tl.load({ptr} + {at}, mask={inside}, other=0.0)"
+            return f"tl.load({ptr} + rows[:, None] * N + {col}[None, :], mask={inside}, other=0.0)"
         if node.attrs["role"] == "bcast":
             step = f" + {sh} * s{k}_{last}" if last in kept[k] else ""
             return f"tl.load({ptr} + boff{k}{step}, mask={inside}, other=0.0)"

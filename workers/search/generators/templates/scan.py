@@ -25,7 +25,7 @@ from workers.search.generators.templates.common import (
     _reduce_expr,
     _refs,
 )
-from workers.search.ir import Plan
+from workers.search.ir import NoTemplate, Plan
 
 _IDENTITY = {
     "cumsum": "0.0",
@@ -91,6 +91,8 @@ def _scan_kernel(plan: Plan) -> str:
     segment is scanned and stored. ``PHASE`` 0: a whole row, as one program walks it."""
 
     def shifted(node, ptr, k, sh):
+        if node.attrs.get("mirror"):
+            raise NoTemplate("a flip outside the scan beside a cumulative scan is not covered")
         # An exclusive scan reads its input one column back (zero before the row's start).
         inside = f"mask & (cols + {sh} >= 0) & (cols + {sh} < N)"
         return f"tl.load({ptr} + toff + ({sh}) * K, mask={inside}, other=0.0)"
