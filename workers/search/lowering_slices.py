@@ -109,10 +109,12 @@ class SlicesMixin:
             raise NoTemplate("a slice of a row-reduced value is not covered")
         if node.kind == "input":
             role = node.attrs["role"]
-            if role == "vec" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
-                if role == "vec":
-                    raise NoTemplate("a weight vector read at shifted columns is not covered")
+            if role == "vec":
+                raise NoTemplate("a weight vector read at shifted columns is not covered")
+            if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
                 return i  # the same for every column
+            if role != "tile" and role != "bcast":
+                raise NoTemplate(f"a {role} input read at shifted columns is not covered")
             total = Fraction(*node.attrs.get("shift", (0, 1))) + f
             attrs = {**node.attrs, "shift": [total.numerator, total.denominator]}
             return self.new("input", attrs=attrs)
@@ -136,10 +138,12 @@ class SlicesMixin:
             raise NoTemplate("a flip of a cumulative scan's result other than its flip back")
         if node.kind == "input":
             role = node.attrs["role"]
-            if role == "vec" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
-                if role == "vec":
-                    raise NoTemplate("a weight vector read from the row's far end is not covered")
-                return i
+            if role == "vec":
+                raise NoTemplate("a weight vector read from the row's far end is not covered")
+            if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
+                return i  # the same for every column
+            if role != "tile" and role != "bcast":
+                raise NoTemplate(f"a {role} input read from the row's far end is not covered")
             attrs = {**node.attrs, "mirror": not node.attrs.get("mirror")}
             shift = -Fraction(*node.attrs.get("shift", (0, 1)))
             attrs.pop("shift", None)

@@ -88,6 +88,7 @@ def get_inputs():
 )
 
 
+NUMBER = "        torch.tensor(2.5),  # a number: the same at either end of the row\n"
 FLIPS = (
     HEADER
     + """rows = 5
@@ -95,15 +96,21 @@ width = 16
 
 
 class Model(nn.Module):
-    def forward(self, x, y, z):
+    def forward(self, x, y, z, s):
         n = x.shape[-1]
         back = x.flip(-1) * z
         halves = torch.cat([back[..., n // 2 :], back[..., : n // 2]], dim=-1)
-        return torch.relu(x.flip(-1)) * y.flip(-1) + halves - (x * 2.0).flip(-1).flip(-1)
+        return torch.relu(x.flip(-1)) * y.flip(-1) + halves - (x * s).flip(-1).flip(-1)
 
 
 def get_inputs():
-    return [torch.randn(rows, width), torch.randn(1, width), torch.randn(rows, 1)]
+    return [
+        torch.randn(rows, width),
+        torch.randn(1, width),
+        torch.randn(rows, 1),
+"""
+    + NUMBER
+    + """    ]
 """
     + FOOTER.format(init="[]")
 )
@@ -274,6 +281,9 @@ def test_kernels_that_slice_columns_from_the_ends_compile_for_sm90(tmp_path):
     columns and the mirrored reads of a flip compile ahead of time for the H200's architecture,
     as on the GPU host."""
     forwards = [COLUMN_SLICES[k][0] for k in ("diff", "fixed", "roll-by-one-cat")]
-    sources = [COLUMNS.format(forward=f) for f in forwards] + [FLIPS]
+    # (the number input aside: this harness declares every argument a pointer)
+    flips = FLIPS.replace("x, y, z, s)", "x, y, z)").replace("(x * s)", "(x * 2.0)")
+    flips = flips.replace(NUMBER, "")
+    sources = [COLUMNS.format(forward=f) for f in forwards] + [flips]
     got = run_child(_COMPILE, json.dumps(sources), str(tmp_path), interpret=False)
     assert len(got) == 4 and all(size > 1000 for size in got.values()), got
