@@ -16,8 +16,8 @@ a flip between pointwise ops gets the same elementwise kernel.
 
 Not covered, refused in words: slices along other dimensions or with a step, a slice in a
 reduction, a flip of a slice or of columns a cat joined, and a slice combined with a full
-row. An output narrower than the row (a GLU's
-half, ``F.glu`` itself) is computed over its first columns (``plan.extra["narrow_outputs"]``).
+row. An output narrower than the row (a GLU's half, ``F.glu`` itself) is computed over its
+first columns (``plan.extra["narrow_outputs"]``).
 """
 
 from __future__ import annotations
