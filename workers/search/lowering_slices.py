@@ -64,6 +64,20 @@ class ScanPrefix:
     frac: Fraction
 
 
+def _varies_along_row(node, how: str) -> bool:
+    """Whether input ``node`` differs from column to column (a row, or an input broadcast along
+    the rows that varies along them), so that reading it ``how`` moves its columns; a number
+    or an input constant along the row reads the same. Others are refused in words."""
+    role = node.attrs["role"]
+    if role == "vec":
+        raise NoTemplate(f"a weight vector read {how} is not covered")
+    if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
+        return False
+    if role != "tile" and role != "bcast":
+        raise NoTemplate(f"a {role} input read {how} is not covered")
+    return True
+
+
 class SlicesMixin:
     """The lowerer's handling of slices (``self`` is a ``_Lowerer``)."""
 
@@ -108,13 +122,8 @@ class SlicesMixin:
         if node.kind == "reduce":
             raise NoTemplate("a slice of a row-reduced value is not covered")
         if node.kind == "input":
-            role = node.attrs["role"]
-            if role == "vec":
-                raise NoTemplate("a weight vector read at shifted columns is not covered")
-            if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
-                return i  # the same for every column
-            if role != "tile" and role != "bcast":
-                raise NoTemplate(f"a {role} input read at shifted columns is not covered")
+            if not _varies_along_row(node, "at shifted columns"):
+                return i
             total = Fraction(*node.attrs.get("shift", (0, 1))) + f
             attrs = {**node.attrs, "shift": [total.numerator, total.denominator]}
             return self.new("input", attrs=attrs)
@@ -137,13 +146,8 @@ class SlicesMixin:
         if node.kind == "scan":
             raise NoTemplate("a flip of a cumulative scan's result other than its flip back")
         if node.kind == "input":
-            role = node.attrs["role"]
-            if role == "vec":
-                raise NoTemplate("a weight vector read from the row's far end is not covered")
-            if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
-                return i  # the same for every column
-            if role != "tile" and role != "bcast":
-                raise NoTemplate(f"a {role} input read from the row's far end is not covered")
+            if not _varies_along_row(node, "from the row's far end"):
+                return i
             attrs = {**node.attrs, "mirror": not node.attrs.get("mirror")}
             shift = -Fraction(*node.attrs.get("shift", (0, 1)))
             attrs.pop("shift", None)
