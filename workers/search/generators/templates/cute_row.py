@@ -536,6 +536,36 @@ def _kept_vector(name):
     )
 
 
+def _kept_exps(indent: int, shift: str, body: list[str]) -> str:
+    """A kept softmax row's exps against the warp's max ``top``, then ``body`` with each as
+    ``e``: one FFMA and MUFU.EX2 (``x log2 e - top log2 e``) unless ``top log2 e`` would
+    overflow float32 (a row masked with the dtype's lowest value), where the FFMA form gives
+    NaN and the subtract-then-multiply form is used. The branch (uniform over the warp) holds
+    the whole loop, so each form is one loop."""
+    pad = " " * indent
+
+    def loop(exp: str) -> str:
+        lines = [
+            "for k in cutlass.range_constexpr(per):",
+            "    j = first + k * threads",
+            "    if _ke_inside(j, nvec, even):",
+            "        v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)",
+            f"        e = {exp}",
+            *("        " + line for line in body),
+        ]
+        return "".join(f"\n{pad}    {line}" for line in lines)
+
+    return (
+        f"\n{pad}if top > SHIFT_SAFE:"
+        f"\n{pad}    # exp(x - top) as ex2(x * log2 e - top * log2 e): one FFMA and MUFU.EX2"
+        f"\n{pad}    {shift} = top * LOG2E"
+        + loop(f"cute.math.exp2(v * LOG2E - {shift}, fastmath=True)")
+        + f"\n{pad}else:"
+        f"\n{pad}    # top * log2 e would overflow (a row masked with the dtype's lowest value)"
+        + loop("_ke_exp(v - top)")
+    )
+
+
 _RMS = (
     """
 
@@ -709,28 +739,17 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     if cutlass.const_expr(online):
         # each thread's (max, sum of exp(x - max)), then one exchange of the pairs
         acc = cutlass.Float32(0.0)
-        if cutlass.const_expr(keep):
-            if top > SHIFT_SAFE:
-                # exp(x - top) as ex2(x * log2 e - top * log2 e): one FFMA and MUFU.EX2
-                shift = top * LOG2E
-                for k in cutlass.range_constexpr(per):
-                    j = first + k * threads
-                    if _ke_inside(j, nvec, even):
-                        v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
-                        e = cute.math.exp2(v * LOG2E - shift, fastmath=True)
-                        if cutlass.const_expr(staged is None):
-                            regs[None, k].store(e)
-                        acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-            else:
-                # top * log2 e would overflow (a row masked with the dtype's lowest value)
-                for k in cutlass.range_constexpr(per):
-                    j = first + k * threads
-                    if _ke_inside(j, nvec, even):
-                        v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
-                        e = _ke_exp(v - top)
-                        if cutlass.const_expr(staged is None):
-                            regs[None, k].store(e)
-                        acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        if cutlass.const_expr(keep):"""
+    + _kept_exps(
+        12,
+        "shift",
+        [
+            "if cutlass.const_expr(staged is None):",
+            "    regs[None, k].store(e)",
+            "acc = acc + e.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)",
+        ],
+    )
+    + """
             acc = cute.arch.warp_reduction(acc, operator.add)
         else:
             for k in cutlass.range(per, unroll=4):
@@ -774,21 +793,9 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
         scale = inv
     if cutlass.const_expr(keep and staged is not None):
         # the exps again, from the row in shared memory
-        _ke_reread(staged)
-        if top > SHIFT_SAFE:
-            shift2 = top * LOG2E
-            for k in cutlass.range_constexpr(per):
-                j = first + k * threads
-                if _ke_inside(j, nvec, even):
-                    v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
-                    e = cute.math.exp2(v * LOG2E - shift2, fastmath=True)
-                    _ke_store(e * scale, y_row[(None, j)])
-        else:
-            for k in cutlass.range_constexpr(per):
-                j = first + k * threads
-                if _ke_inside(j, nvec, even):
-                    v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
-                    _ke_store(_ke_exp(v - top) * scale, y_row[(None, j)])
+        _ke_reread(staged)"""
+    + _kept_exps(8, "shift2", ["_ke_store(e * scale, y_row[(None, j)])"])
+    + """
     elif cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
