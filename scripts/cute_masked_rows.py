@@ -6,8 +6,10 @@ float32, on the GPU host (issue 15; docs/benchmarks.md, "the last gaps (session 
 Rows: the dtype's lowest value throughout (a padding row masked as Hugging Face masks), half
 -inf, all but three of the lowest value, one NaN, all -inf (NaN in torch too), x1000 and one
 spike; for several launch shapes (one CTA, a cluster of 16, the two-barrier exchange, the
-two-pass softmax, the row staged in shared memory) and widths. A row passes where its NaNs
-are torch's and the error is within bf16's or fp32's tolerance. Exits 1 if any row fails.
+two-pass softmax, the row staged in shared memory or kept in registers in its own dtype, the
+packed exchange with the cluster along y and streaming cache hints) and widths. A row passes
+where its NaNs are torch's and the error is within bf16's or fp32's tolerance. Exits 1 if any
+row fails.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ LAUNCHES = [
     {"max_cluster": 1, "threads": 128},
     {"max_cluster": 16, "exchange": 0},
     {"online": 0},
+    {"stage": 2},
+    {"stage": 3},
+    {"pack": 1, "order": 1, "cache": 3},
 ]
 WIDTHS = [
     (32768, torch.bfloat16),

@@ -333,3 +333,47 @@ def test_cross_entropy_over_a_large_vocabulary_is_one_read_of_each_row(tmp_path,
         assert rows["ptx_features"]["ld_global_v4"] and rows["spill_stores"] == 0
         assert bool(rows["ptx_features"]["dsmem_map"]) == (cluster > 1)
         assert total["spill_stores"] == 0 and total["cubin_sm"] == 90
+
+
+def test_cache_hints_stream_the_row_and_its_output(tmp_path, monkeypatch):
+    """``cache`` (session 34: 3 won the catalog's bf16 softmax rows on the H200, 2048x8192 from
+    0.988x to 1.014x of QuACK): bit 0 reads the row evict-first (``LDG.E.EF``), bit 1 writes
+    the output streaming (``STG.E.EF``); the weight's loads keep the default, and 0 hints
+    nothing."""
+    hinted = _sass(_compiled(tmp_path, monkeypatch, "rms_norm", 8192, "bfloat16", {"cache": 3}),
+                   tmp_path)  # fmt: skip
+    plain = _sass(_compiled(tmp_path, monkeypatch, "rms_norm", 8192, "bfloat16", {}), tmp_path)
+    loads = sum(ins.startswith("LDG.E.EF.128") for ins in hinted)
+    assert loads == 4 and sum(ins.startswith("STG.E.EF.128") for ins in hinted) == 4
+    assert sum(ins.startswith("LDG.E.128") for ins in hinted) == 4  # the weight
+    assert not any(".EF" in ins for ins in plain)
+    reads_only = _compiled(tmp_path, monkeypatch, "rms_norm", 8192, "bfloat16", {"cache": 1})
+    sass = _sass(reads_only, tmp_path)
+    assert sum(".EF" in ins for ins in sass) == 4 and reads_only["spill_stores"] == 0
+
+
+def test_an_online_softmax_exchange_can_pack_each_pair_in_one_store(tmp_path, monkeypatch):
+    """``pack`` (QuACK's; session 34 on the H200: softmax 128x262,144 bf16 from 0.986x to
+    0.995x of QuACK): the (max, sum) pair each warp sends a peer CTA is one 64-bit
+    ``st.async`` (``STAS.64``) instead of two 32-bit ones."""
+    packed = _compiled(tmp_path, monkeypatch, "softmax", 262144, "bfloat16", {"pack": 1})
+    apart = _compiled(tmp_path, monkeypatch, "softmax", 262144, "bfloat16", {"pack": 0})
+    packed_sass, apart_sass = _sass(packed, tmp_path), _sass(apart, tmp_path)
+    assert any(ins.startswith("STAS.64") for ins in packed_sass)
+    assert not any(ins.startswith("STAS ") for ins in packed_sass)
+    assert any(ins.startswith("STAS ") for ins in apart_sass)
+    assert not any(ins.startswith("STAS.64") for ins in apart_sass)
+    assert packed["spill_stores"] == 0
+
+
+def test_a_row_kept_in_its_own_dtype_takes_fewer_registers(tmp_path, monkeypatch):
+    """``stage`` 3: a kept bf16 row stays in registers as bf16 and is converted at each use,
+    no shared memory and no cp.async; RMSNorm over 262,144 bf16 columns (64 a thread) takes
+    about two thirds of the registers the float32 row does."""
+    params = {"threads": 256, "max_cluster": 16}
+    raw = _compiled(tmp_path, monkeypatch, "rms_norm", 262144, "bfloat16", {**params, "stage": 3})
+    f32 = _compiled(tmp_path, monkeypatch, "rms_norm", 262144, "bfloat16", params)
+    sass = _sass(raw, tmp_path)
+    assert raw["registers"] < f32["registers"] * 0.75, (raw["registers"], f32["registers"])
+    assert not any(ins.startswith(("LDGSTS", "LDS.128")) for ins in sass)  # no row in smem
+    assert raw["spill_stores"] == 0

@@ -1,12 +1,12 @@
 """Per-case launch tuning of the CuTe row template (issue 15), against the peers on the device.
 
-The CuTe template (``templates/cute_row.py``) has five launch parameters (threads, elements a
-thread keeps, the largest cluster, prefetch, online softmax). This times, for every case of a
-workload, every distinct launch they give (parameter sets that plan the same launch for a shape
-are timed once), beside ``torch.compile`` and an incumbent peer (QuACK), in one process with the
-performance gate's graph-replay device time; the leaders are then timed against the peers in the
-gate's own paired rounds. A launch whose output differs from the reference beyond the
-workload's tolerance is dropped and counted.
+The CuTe template (``templates/cute_row.py``) has launch parameters (``cute_row.SPACE``:
+threads, elements a thread keeps, the largest cluster, prefetch, online softmax, ...). This
+times, for every case of a workload, every distinct launch they give (parameter sets that plan
+the same launch for a shape are timed once), beside ``torch.compile`` and an incumbent peer
+(QuACK), in one process with the performance gate's graph-replay device time; the leaders are
+then timed against the peers in the gate's own paired rounds. A launch whose output differs
+from the reference beyond the workload's tolerance is dropped and counted.
 
 It runs the generator's own kernels (code this project writes, as ``tune.py`` does for the
 Triton row template), not a user's candidate: what it finds is a proposal, and the candidate
@@ -49,10 +49,19 @@ CAMPAIGN_SPACE = {
     "exchange": [0, 1],
     "stage": [0],
     "occupancy": [0],
+    "order": [0],
+    "pack": [1],
+    "cache": [0],
 }
 # The norms' rows re-read from shared memory (stage 2) won their longest rows on the H200
-# (session 33: RMSNorm 262,144 bf16 0.875x -> 1.015x of QuACK); softmax's never did.
-_CAMPAIGN_BY_OP = {"rms_norm": {"stage": [0, 2]}, "layer_norm": {"stage": [0, 2]}}
+# (session 33: RMSNorm 262,144 bf16 0.875x -> 1.015x of QuACK); softmax's never did. Streaming
+# cache hints (cache 3) won three of the five catalog softmax cases (session 34: 2048x8192 bf16
+# 0.988x -> 1.014x of QuACK); the packed pair exchange never lost.
+_CAMPAIGN_BY_OP = {
+    "rms_norm": {"stage": [0, 2]},
+    "layer_norm": {"stage": [0, 2]},
+    "softmax": {"cache": [0, 3]},
+}
 
 
 def campaign_space(op: str) -> dict[str, list[int]]:
@@ -66,9 +75,9 @@ def _ints(text: str) -> list[int]:
 
 def param_sets(op: str, space: dict[str, list[int]]) -> list[dict]:
     """Every combination of the template's parameters in ``space`` (``online`` only where the
-    operator reads it)."""
+    operator reads it); a parameter ``space`` does not name keeps the template's default."""
     names = [n for n in cute_row.SPACE if n != "online" or op in ONLINE_OPS]
-    values = [space.get(n, cute_row.SPACE[n]) for n in names]
+    values = [space.get(n, [cute_row.DEFAULTS[n]]) for n in names]
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
 
 
@@ -76,14 +85,19 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     """What a parameter set launches for a shape: its plan and the parameters the kernel reads
     (two sets with one key run the same kernel)."""
     plan = module._ke_plan(n, itemsize, rows)
-    exchange = params.get("exchange", 0) if plan[3] > 1 else 0  # only a cluster exchanges
+    cluster = plan[3] > 1
+    exchange = params.get("exchange", 0) if cluster else 0  # only a cluster exchanges
     vec, per, keep, _ = plan
     stage = module._ke_stage({**params, "stage": params.get("stage", 0)}, vec, per, keep, itemsize)
-    if hasattr(module, "_ke_ce") or (hasattr(module, "_ke_softmax") and not params.get("online")):
-        stage = min(stage, 1)  # their rows stay in registers (the exps replace them)
     online = params.get("online", 0)
+    pairs = hasattr(module, "_ke_ce") or (hasattr(module, "_ke_softmax") and online)
+    if hasattr(module, "_ke_ce") or (hasattr(module, "_ke_softmax") and not online):
+        stage = module._ke_exps_kept(stage)  # their rows stay in registers (the exps replace them)
     occupancy = params.get("occupancy", 0)
-    return (*plan, params["threads"], params["prefetch"], online, exchange, stage, occupancy)
+    order = params.get("order", 0) if cluster else 0
+    pack = params.get("pack", 0) if exchange and pairs else 0  # only pairs are packed
+    return (*plan, params["threads"], params["prefetch"], online, exchange, stage, occupancy,
+            order, pack, params.get("cache", 0))  # fmt: skip
 
 
 def _floating(t) -> bool:

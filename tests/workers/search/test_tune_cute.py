@@ -34,13 +34,19 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     # 32,768 bf16 columns fit a cluster of 2 whatever the largest cluster allowed: one launch
     # (two ways for the cluster to exchange its partials, two ways to load the row)
     assert keys(1024, 32768, 2) == {
-        (8, 8, True, 2, 256, 1, 1, exchange, stage, 0) for exchange in (0, 1) for stage in (0, 1)
+        (8, 8, True, 2, 256, 1, 1, exchange, stage, 0, 0, 0, 0)
+        for exchange in (0, 1)
+        for stage in (0, 1)
     }
     # 262,144 bf16 columns need 16 CTAs to stay in registers; 2, 4 and 8 all loop in one CTA,
     # where neither the exchange nor the staging matters
     assert keys(128, 262144, 2) == {
-        (8, 128, False, 1, 256, 1, 1, 0, 0, 0),
-        *((8, 8, True, 16, 256, 1, 1, xch, stage, 0) for xch in (0, 1) for stage in (0, 1)),
+        (8, 128, False, 1, 256, 1, 1, 0, 0, 0, 0, 0, 0),
+        *(
+            (8, 8, True, 16, 256, 1, 1, xch, stage, 0, 0, 0, 0)
+            for xch in (0, 1)
+            for stage in (0, 1)
+        ),
     }
 
 
@@ -66,6 +72,11 @@ def test_a_campaign_tunes_the_norms_rows_read_again_from_shared_memory():
     for op in ("rms_norm", "layer_norm"):
         assert tune_cute.campaign_space(op)["stage"] == [0, 2]
     assert tune_cute.campaign_space("softmax")["stage"] == [0]
+    # session 34: streaming cache hints won the catalog's bf16 softmax rows; the packed pair
+    # exchange never lost
+    assert tune_cute.campaign_space("softmax")["cache"] == [0, 3]
+    assert tune_cute.campaign_space("rms_norm")["cache"] == [0]
+    assert all(tune_cute.campaign_space(op)["pack"] == [1] for op in cute_row.OPS)
     for op in cute_row.OPS:
         space = tune_cute.campaign_space(op)
         assert all(set(v) <= set(cute_row.SPACE[k]) for k, v in space.items())
@@ -97,8 +108,9 @@ def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypa
     src = cute_row.render("softmax", {"table": table})
     mod = P.load_module(src, "tc_table", str(tmp_path))
     tuned = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.bfloat16))
-    # (vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, occupancy)
-    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0, 0)
+    # (vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, occupancy,
+    # order, pack, cache)
+    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0, 0, 0, 0, 0)
     other = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.float32))
     assert other[5] == cute_row.DEFAULTS["threads"] and other[8] == cute_row.DEFAULTS["exchange"]
     with pytest.raises(ValueError, match="threads=96"):
@@ -115,3 +127,20 @@ def test_the_template_cli_writes_the_candidate_of_a_recorded_table(capsys):
     with pytest.raises(SystemExit):
         cute_row.main(["layer_norm", "--table", '{"4,8,bfloat16": {"warps": 4}}'])
     assert "table['4,8,bfloat16']" in capsys.readouterr().err
+
+
+def test_the_grid_order_and_the_packed_exchange_count_only_where_they_change_the_launch(tmp_path):
+    """``order`` moves a cluster's CTAs from the grid's x to its y, and ``pack`` packs an
+    online softmax's pairs: for a row one CTA holds, neither changes the kernel, so the tuner
+    times it once; for RMSNorm, which exchanges single values, ``pack`` never does."""
+    space = {"max_cluster": [16], "order": [0, 1], "pack": [0, 1]}
+    launches = {}
+    for op in ("softmax", "rms_norm"):
+        for i, params in enumerate(tune_cute.param_sets(op, space)):
+            mod = P.load_module(cute_row.render(op, params), f"tc_{op}{i}", str(tmp_path))
+            for n in (1024, 262144):
+                key = tune_cute.launch_key(mod, params, n, 2, 64)
+                launches.setdefault((op, n), set()).add(key[-3:-1])
+    assert launches[("softmax", 1024)] == {(0, 0)}
+    assert launches[("softmax", 262144)] == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert launches[("rms_norm", 262144)] == {(0, 0), (1, 0)}

@@ -40,6 +40,13 @@ where the FFMA form gives NaN), a row that fills every thread compiles no bounds
 use, so no register holds the row across the reduction; it won the norms' longest rows).
 ``occupancy`` asks ptxas to fit that many CTAs an SM.
 
+From the H200 runs of session 34: ``pack`` sends an online softmax's (max, sum) pair to a peer
+CTA as one 64-bit ``st.async`` (QuACK's; it closed most of the last gap on 262,144-column bf16
+rows), ``cache`` reads the row evict-first and writes the output streaming (it won the
+catalog's bf16 softmax rows of 1,024 to 8,192), ``order`` puts a cluster along the grid's y
+(QuACK's grid; no measurable effect), and ``stage`` 3 keeps a row in registers in its own
+dtype (a bf16 row in half the registers), converted at each use.
+
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
 """
@@ -58,6 +65,9 @@ DEFAULTS = {
     "exchange": 1,
     "stage": 0,
     "occupancy": 0,
+    "order": 0,
+    "pack": 0,
+    "cache": 0,
 }
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -78,11 +88,23 @@ SPACE = {
     # memory (no register waits on the loads), then into the registers; 2: into shared memory,
     # read from there at each use (no row held in registers across the reduction, so more CTAs
     # fit an SM; RMSNorm and LayerNorm as QuACK does; the online softmax computes its exps
-    # twice; cross-entropy and the two-exchange softmax read it as 1)
-    "stage": [0, 1, 2],
+    # twice); 3: kept in registers in its own dtype, converted at each use (a bf16 row in half
+    # the registers; the online softmax computes its exps twice). Cross-entropy and the
+    # two-exchange softmax keep their exps in the registers: they read 2 as 1 and 3 as 0
+    "stage": [0, 1, 2, 3],
     # CTAs an SM must hold (ptxas caps the registers to fit them; 0: its own choice). With a
     # cluster per row, how many clusters run at once decides how many waves the rows take
     "occupancy": [0, 2, 3, 4],
+    # with a cluster. 0: the grid's x is the CTA's rank in its cluster, y the row; 1: x is the
+    # row, y the rank (QuACK's grid: the cluster along y)
+    "order": [0, 1],
+    # an online softmax's exchange by st.async (cross-entropy's too). 0: the max and the sum
+    # as two 32-bit stores a peer; 1: packed as one 64-bit store (QuACK's)
+    "pack": [0, 1],
+    # cache hints on the row's traffic. bit 0: the row read streaming (ld.global.cs, evicted
+    # first; cp.async .cg where the row is staged); bit 1: the output written streaming
+    # (st.global.cs). 0: the default (.ca loads, write-back stores)
+    "cache": [0, 1, 2, 3],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -95,7 +117,7 @@ import cutlass
 import cutlass.cute as cute
 import torch
 import torch.nn as nn
-from cutlass._mlir.dialects import llvm
+from cutlass._mlir.dialects import llvm, vector
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cute.runtime import from_dlpack
 from cutlass.cutlass_dsl import T
@@ -109,6 +131,9 @@ ONLINE = {online}
 EXCHANGE = {exchange}
 STAGE = {stage}
 OCCUPANCY = {occupancy}
+ORDER = {order}
+PACK = {pack}
+CACHE = {cache}
 # Launch parameters per case shape ("rows,n,dtype", as the per-case tuner found them); a shape
 # not in the table takes the constants above.
 _KE_TABLE = {table}
@@ -126,7 +151,7 @@ def _ke_params(rows, n, dtype):
     module's.\"\"\"
     p = {{"threads": THREADS, "max_per_thread": MAX_PER_THREAD, "max_cluster": MAX_CLUSTER,
          "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE, "stage": STAGE,
-         "occupancy": OCCUPANCY}}
+         "occupancy": OCCUPANCY, "order": ORDER, "pack": PACK, "cache": CACHE}}
     p.update(_KE_TABLE.get(f"{{rows}},{{n}},{{str(dtype).removeprefix('torch.')}}", {{}}))
     return p
 
@@ -151,13 +176,23 @@ def _ke_plan(n, itemsize, rows, p=None):
 
 
 def _ke_stage(p, vec, per, keep, itemsize):
-    \"\"\"The row's staging through shared memory under the parameters ``p``: none unless the
-    row is kept and prefetched in vectors cp.async can move (4, 8 or 16 bytes), and none where
-    the staged row would not fit an SM's shared memory (227 KB on Hopper, less the reduction's
-    buffers).\"\"\"
-    if not (keep and p["prefetch"] and vec * itemsize >= 4):
+    \"\"\"Where a kept row is kept in its own dtype under the parameters ``p``: nowhere unless
+    it is kept and prefetched; in registers (3); in shared memory (1, 2) only in vectors
+    cp.async can move (4, 8 or 16 bytes) and where the row fits an SM's shared memory (227 KB
+    on Hopper, less the reduction's buffers).\"\"\"
+    if not (keep and p["prefetch"]):
+        return 0
+    if p["stage"] == 3:  # in registers
+        return 3
+    if vec * itemsize < 4:
         return 0
     return p["stage"] if per * p["threads"] * vec * itemsize <= STAGE_BYTES else 0
+
+
+def _ke_exps_kept(stage):
+    \"\"\"The staging of a kernel whose exps replace the row in float32 registers (cross-entropy,
+    the two-exchange softmax): shared memory then registers (1) or none.\"\"\"
+    return 1 if stage in (1, 2) else 0
 
 
 def _ke_launch_of(x):
@@ -169,7 +204,8 @@ def _ke_launch_of(x):
     even = keep and n // vec == per * p["threads"] * cluster
     stage = _ke_stage(p, vec, per, keep, x.element_size())
     return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
-            p["exchange"], stage, p["occupancy"])
+            p["exchange"], stage, p["occupancy"], p["order"] if cluster > 1 else 0,
+            p["pack"] if cluster > 1 and p["exchange"] else 0, p["cache"])
 
 
 @cute.jit
@@ -186,11 +222,29 @@ def _ke_send(value, slot, mbar, peer):
 
 
 @cute.jit
+def _ke_send_pair(a, b, slot, mbar, peer):
+    \"\"\"The pair (``a``, ``b``) into ``slot`` and the float after it in CTA ``peer``, as one
+    64-bit ``st.async`` counted by that CTA's mbarrier ``mbar`` (QuACK packs its online
+    softmax's max and sum so).\"\"\"
+    to = cutlass.Int32(cute.arch.map_dsmem_ptr(slot, peer).toint())
+    bar = cutlass.Int32(cute.arch.map_dsmem_ptr(mbar, peer).toint())
+    both = vector.from_elements(
+        T.vector(2, T.f32()), [cutlass.Float32(a).ir_value(), cutlass.Float32(b).ir_value()]
+    )
+    cute.arch.inline_ptx(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [{{$r0}}], {{$r1}}, [{{$r2}}];",
+        read_only_args=[to, cutlass.Int64(llvm.bitcast(T.i64(), both)), bar],
+    )
+
+
+@cute.jit
 def _ke_post(values, xch, cluster: cutlass.Constexpr, threads: cutlass.Constexpr):
     \"\"\"Each warp's ``values`` (equal over its lanes) to its slots in every CTA of the cluster;
     returns once this CTA has received every CTA's (its mbarrier counted the bytes). The first
-    exchange waits for the cluster to have started: the preamble initialised the mbarriers.\"\"\"
-    xbuf, mbar, stage = xch
+    exchange waits for the cluster to have started: the preamble initialised the mbarriers.
+    A pair is sent as one 64-bit store where ``xch`` packs (its values side by side, slot
+    ``2 i`` and ``2 i + 1``; else value ``v`` of slot ``i`` is at ``i + v width``).\"\"\"
+    xbuf, mbar, stage, pack = xch
     tidx, _, _ = cute.arch.thread_idx()
     warps = threads // 32
     width = warps * cluster
@@ -201,9 +255,12 @@ def _ke_post(values, xch, cluster: cutlass.Constexpr, threads: cutlass.Constexpr
         cute.arch.mbarrier_arrive_and_expect_tx(mbar + stage, len(values) * width * 4)
     lane = tidx % 32
     if lane < cluster:
-        at = base + (tidx // 32) * cluster + cute.arch.block_idx_in_cluster()
-        for v in cutlass.range_constexpr(len(values)):
-            _ke_send(values[v], xbuf.iterator + (at + v * width), mbar + stage, lane)
+        at = (tidx // 32) * cluster + cute.arch.block_idx_in_cluster()
+        if cutlass.const_expr(pack and len(values) == 2):
+            _ke_send_pair(values[0], values[1], xbuf.iterator + (base + 2 * at), mbar + stage, lane)
+        else:
+            for v in cutlass.range_constexpr(len(values)):
+                _ke_send(values[v], xbuf.iterator + (base + at + v * width), mbar + stage, lane)
     cute.arch.mbarrier_wait(mbar + stage, 0)
     return base, width
 
@@ -302,8 +359,12 @@ def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass
         acc = cutlass.Float32(0.0)
         for i in cutlass.range_constexpr((width + 31) // 32):
             if lane + i * 32 < width:
-                at = base + lane + i * 32
-                top, acc = _ke_merge(top, acc, xch[0][at], xch[0][at + width])
+                at = lane + i * 32
+                if cutlass.const_expr(xch[3]):
+                    far_top, far_acc = xch[0][base + 2 * at], xch[0][base + 2 * at + 1]
+                else:
+                    far_top, far_acc = xch[0][base + at], xch[0][base + at + width]
+                top, acc = _ke_merge(top, acc, far_top, far_acc)
         top, acc = _ke_pair_shuffle(top, acc)
     else:
         cute.arch.sync_threads()
@@ -335,8 +396,11 @@ def _ke_reduce_pair(top, acc, smem, smem2, slot, slot2, lowest, cluster: cutlass
 
 
 @cute.jit
-def _ke_where(cluster: cutlass.Constexpr):
+def _ke_where(cluster: cutlass.Constexpr, order: cutlass.Constexpr):
     \"\"\"(the row, this CTA's rank in its cluster) of one CTA or one cluster per row.\"\"\"
+    if cutlass.const_expr(cluster > 1 and order):
+        row, cta, _ = cute.arch.block_idx()
+        return row, cta
     if cutlass.const_expr(cluster > 1):
         cta, row, _ = cute.arch.block_idx()
         return row, cta
@@ -350,50 +414,106 @@ def _ke_inside(j, nvec, even):
     return True if even else j < nvec
 
 
-def _ke_load(tile, dtype):
+def _ke_hinted(g, vec, hint, load):
+    \"\"\"A copy atom for one vector of ``g`` with a streaming cache hint (``ld.global.cs``
+    where ``load``, else ``st.global.cs``), or None (no hint: the compiler's own vector copy).\"\"\"
+    if not hint:
+        return None
+    bits = vec * g.element_type.width
+    if load:
+        mode = cute.nvgpu.LoadCacheMode.STREAMING
+        return cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), g.element_type,
+                                   num_bits_per_copy=bits, load_cache_mode=mode)
+    mode = cute.nvgpu.StoreCacheMode.STREAMING
+    return cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), g.element_type, num_bits_per_copy=bits,
+                               store_cache_mode=mode)
+
+
+def _ke_global(rows, g, vec):
+    \"\"\"``rows`` (vectors of ``g``) with its address in the global space, as the hinted and
+    the asynchronous copies need (a host tensor traced for a compile-only check comes in as a
+    generic one).\"\"\"
+    ptr = cute.make_ptr(g.element_type, rows.iterator.toint(), cute.AddressSpace.gmem,
+                        assumed_align=vec * g.element_type.width // 8)
+    return cute.make_tensor(ptr, rows.layout)
+
+
+def _ke_load(tile, dtype, ld=None):
     frag = cute.make_rmem_tensor((cute.size(tile),), dtype)
-    cute.autovec_copy(tile, frag)
+    if ld is None:
+        cute.autovec_copy(tile, frag)
+    else:
+        cute.copy(ld, tile, frag)
     return frag.load().to(cutlass.Float32)
 
 
-def _ke_raw(tile):
+def _ke_raw(tile, ld=None):
     frag = cute.make_rmem_tensor((cute.size(tile),), tile.element_type)
-    cute.autovec_copy(tile, frag)
+    if ld is None:
+        cute.autovec_copy(tile, frag)
+    else:
+        cute.copy(ld, tile, frag)
     return frag.load()
 
 
-def _ke_first(regs, k, tile, dtype, prefetch, staged=None, at=None):
-    \"\"\"The row's k-th kept vector: from shared memory where it is read again at each use
-    (``staged``, its slot ``at``), from the registers the prefetch filled, else loaded now.\"\"\"
+def _ke_kept(staged, k, at, dtype):
+    \"\"\"The row's k-th kept vector from where it is kept in its own dtype (``staged``: shared
+    memory, at slot ``at``; or registers, at ``k``), in float32.\"\"\"
+    row, in_smem = staged
+    return _ke_load(row[(None, at if in_smem else k)], dtype)
+
+
+def _ke_first(regs, k, tile, dtype, prefetch, staged=None, at=None, ld=None):
+    \"\"\"The row's k-th kept vector: from where it is kept in its own dtype and read again at
+    each use (``staged``), from the registers the prefetch filled, else loaded now.\"\"\"
     if staged is not None:
-        return _ke_load(staged[(None, at)], dtype)
+        return _ke_kept(staged, k, at, dtype)
     if prefetch:
         return regs[None, k].load()
-    v = _ke_load(tile, dtype)
+    v = _ke_load(tile, dtype, ld)
     regs[None, k].store(v)
     return v
 
 
 def _ke_reread(staged):
-    \"\"\"Before a row staged in shared memory is read again: an empty asm that clobbers memory,
-    so that no compiler keeps the first read in registers instead (none did without it, with
-    the DSL 4.8.1; this keeps it so).\"\"\"
-    if staged is not None:
+    \"\"\"Before a kept row is read again from where it is kept in its own dtype: in shared
+    memory, an empty asm that clobbers memory, so that no compiler keeps the first read in
+    registers instead (none did without it, with the DSL 4.8.1; this keeps it so); in
+    registers, ``_ke_launder``.\"\"\"
+    if staged is not None and staged[1]:
         llvm.inline_asm(None, [], "", "~{{memory}}", has_side_effects=True)
+    _ke_launder(staged)
+
+
+def _ke_launder(staged):
+    \"\"\"A row kept in registers in its own dtype passed word by word through an asm ``mov``
+    the compiler cannot see through: each later use converts it again, where ptxas would
+    otherwise keep the first conversion's float32 values live (a bf16 row of 64 elements a
+    thread took 138 registers instead of about 70).\"\"\"
+    if staged is not None and not staged[1]:
+        words = cute.recast_tensor(staged[0], cutlass.Int32)
+        for i in range(cute.size(words)):
+            word = words[i].ir_value()
+            words[i] = cutlass.Int32(
+                llvm.inline_asm(T.i32(), [word], "mov.b32 $0, $1;", "=r,r", has_side_effects=True)
+            )
 
 
 def _ke_again(regs, k, staged, at, dtype):
-    \"\"\"The row's k-th kept vector once more: from shared memory (``staged``), else the
-    registers.\"\"\"
+    \"\"\"The row's k-th kept vector once more: from where it is kept in its own dtype
+    (``staged``), else the float32 registers.\"\"\"
     if staged is not None:
-        return _ke_load(staged[(None, at)], dtype)
+        return _ke_kept(staged, k, at, dtype)
     return regs[None, k].load()
 
 
-def _ke_store(value, tile):
+def _ke_store(value, tile, st=None):
     out = cute.make_rmem_tensor((cute.size(tile),), tile.element_type)
     out.store(value.to(tile.element_type))
-    cute.autovec_copy(out, tile)
+    if st is None:
+        cute.autovec_copy(out, tile)
+    else:
+        cute.copy(st, out, tile)
 
 
 _COMPILED = {{}}
@@ -422,7 +542,10 @@ def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
     # at least ``occupancy`` CTAs an SM (nvvm.minctasm: ptxas fits the registers to them); the
     # shared memory carve-out is given so that the compile asks no device for it
     fit = {{"min_blocks_per_mp": occupancy, "preferred_smem_carveout": 100}} if occupancy else {{}}
-    if cutlass.const_expr(cluster > 1):
+    if cutlass.const_expr(cluster > 1 and launch[11]):  # the cluster along y
+        kernel.launch(grid=(rows, cluster, 1), block=(threads, 1, 1), cluster=(1, cluster, 1),
+                      stream=stream, **fit)
+    elif cutlass.const_expr(cluster > 1):
         kernel.launch(grid=(cluster, rows, 1), block=(threads, 1, 1), cluster=(cluster, 1, 1),
                       stream=stream, **fit)
     else:
@@ -430,13 +553,17 @@ def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
 """
 
 _PREAMBLE = """
-    vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, _ = launch
+    vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, _ = launch[:11]
+    order, pack, cache = launch[11:]
     tidx, _, _ = cute.arch.thread_idx()
-    row, cta = _ke_where(cluster)
+    row, cta = _ke_where(cluster, order)
     n = cute.size(g_x, mode=[1])
     nvec = n // vec
     first = cta * (per * threads) + tidx
     x_row = cute.zipped_divide(g_x[row, None], (vec,))
+    ld = _ke_hinted(g_x, vec, cache & 1, True)
+    if cutlass.const_expr(ld is not None):
+        x_row = _ke_global(x_row, g_x, vec)
     smem = cutlass.memory.SmemAllocator()
     partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(threads // 32), 16)
     slot = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
@@ -453,35 +580,42 @@ _PREAMBLE = """
             cute.arch.mbarrier_init(mbar + tidx, 1)
         cute.arch.mbarrier_init_fence()
         cute.arch.cluster_arrive_relaxed()
-        xch0 = (xbuf, mbar, 0)
-        xch1 = (xbuf, mbar, 1)"""
+        xch0 = (xbuf, mbar, 0, pack)
+        xch1 = (xbuf, mbar, 1, pack)"""
 _PREAMBLE_Y = (
     _PREAMBLE
     + """
-    y_row = cute.zipped_divide(g_y[row, None], (vec,))"""
+    y_row = cute.zipped_divide(g_y[row, None], (vec,))
+    st = _ke_hinted(g_y, vec, cache & 2, False)
+    if cutlass.const_expr(st is not None):
+        y_row = _ke_global(y_row, g_y, vec)"""
 )
 
 _PREFETCH = """
     staged = None
-    if cutlass.const_expr(stage):
+    if cutlass.const_expr(stage == 3):
+        # the row kept in registers in its own dtype (a bf16 row in half the registers of
+        # float32), converted at each use
+        raw = cute.make_rmem_tensor((vec, per), g_x.element_type)
+        for k in cutlass.range_constexpr(per):
+            jp = first + k * threads
+            if _ke_inside(jp, nvec, even):
+                raw[None, k].store(_ke_raw(x_row[(None, jp)], ld))
+        staged = (raw, False)
+    elif cutlass.const_expr(stage):
         # the row into shared memory by cp.async (no register waits on a load), then from there
         # into the registers (1), or read from there at each use (2: QuACK's load path; the
         # registers hold no row across the reduction, so more CTAs fit an SM)
         x_smem = smem.allocate_tensor(
             g_x.element_type, cute.make_layout((vec, per * threads)), 16
         )
+        # .cg (cached in L2 only) where the row is read streaming
+        mode = cpasync.LoadCacheMode.GLOBAL if cache & 1 else cpasync.LoadCacheMode.ALWAYS
         g2s = cute.make_copy_atom(
-            cpasync.CopyG2SOp(), g_x.element_type, num_bits_per_copy=vec * g_x.element_type.width
+            cpasync.CopyG2SOp(mode), g_x.element_type,
+            num_bits_per_copy=vec * g_x.element_type.width,
         )
-        # cp.async reads global memory: the row's address as such (a host tensor traced for a
-        # compile-only check comes in as a generic one)
-        x_global = cute.make_tensor(
-            cute.make_ptr(
-                g_x.element_type, x_row.iterator.toint(), cute.AddressSpace.gmem,
-                assumed_align=vec * g_x.element_type.width // 8,
-            ),
-            x_row.layout,
-        )
+        x_global = _ke_global(x_row, g_x, vec)
         for k in cutlass.range_constexpr(per):
             jp = first + k * threads
             if _ke_inside(jp, nvec, even):
@@ -489,7 +623,7 @@ _PREFETCH = """
         cute.arch.cp_async_commit_group()
         cute.arch.cp_async_wait_group(0)
         if cutlass.const_expr(stage == 2):
-            staged = x_smem
+            staged = (x_smem, True)
         else:
             for k in cutlass.range_constexpr(per):
                 jp = first + k * threads
@@ -501,10 +635,10 @@ _PREFETCH = """
         for k in cutlass.range_constexpr(per):
             jp = first + k * threads
             if cutlass.const_expr(even):
-                regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))
+                regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type, ld))
             else:
                 if jp < nvec:
-                    regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type))"""
+                    regs[None, k].store(_ke_load(x_row[(None, jp)], g_x.element_type, ld))"""
 
 
 def _prefetch_vector(name):
@@ -585,13 +719,13 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
             j = first + k * threads
             if _ke_inside(j, nvec, even):
                 at = k * threads + tidx
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at, ld)
                 acc = acc + (v * v).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
             j1 = first + k * threads
             if j1 < nvec:
-                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld)
                 acc = acc + (v1 * v1).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     zero = cutlass.Float32(0.0)
     total = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
@@ -604,14 +738,14 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
                 v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)"""
     + _kept_vector("w")
     + """
-                _ke_store(v * rstd * w, y_row[(None, j)])
+                _ke_store(v * rstd * w, y_row[(None, j)], st)
     else:
         for k in cutlass.range(per, unroll=4):
             j2 = first + k * threads
             if j2 < nvec:
-                v2 = _ke_load(x_row[(None, j2)], g_x.element_type)
+                v2 = _ke_load(x_row[(None, j2)], g_x.element_type, ld)
                 w2 = _ke_load(w_all[(None, j2)], g_w.element_type)
-                _ke_store(v2 * rstd * w2, y_row[(None, j2)])
+                _ke_store(v2 * rstd * w2, y_row[(None, j2)], st)
 
 
 @cute.jit
@@ -643,13 +777,13 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
             j = first + k * threads
             if _ke_inside(j, nvec, even):
                 at = k * threads + tidx
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at, ld)
                 acc = acc + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     else:
         for k in cutlass.range(per, unroll=4):
             j1 = first + k * threads
             if j1 < nvec:
-                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld)
                 acc = acc + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     zero = cutlass.Float32(0.0)
     mean = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
@@ -666,7 +800,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
         for k in cutlass.range(per, unroll=4):
             j2 = first + k * threads
             if j2 < nvec:
-                d2 = _ke_load(x_row[(None, j2)], g_x.element_type) - mean
+                d2 = _ke_load(x_row[(None, j2)], g_x.element_type, ld) - mean
                 acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     var = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch1, threads)
     rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
@@ -679,15 +813,15 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
     + _kept_vector("b")
     + """
                 v = _ke_again(regs, k, staged, k * threads + tidx, g_x.element_type)
-                _ke_store((v - mean) * rstd * w + b, y_row[(None, j)])
+                _ke_store((v - mean) * rstd * w + b, y_row[(None, j)], st)
     else:
         for k in cutlass.range(per, unroll=4):
             j3 = first + k * threads
             if j3 < nvec:
-                v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
+                v3 = _ke_load(x_row[(None, j3)], g_x.element_type, ld)
                 w3 = _ke_load(w_all[(None, j3)], g_w.element_type)
                 b3 = _ke_load(b_all[(None, j3)], g_b.element_type)
-                _ke_store((v3 - mean) * rstd * w3 + b3, y_row[(None, j3)])
+                _ke_store((v3 - mean) * rstd * w3 + b3, y_row[(None, j3)], st)
 
 
 @cute.jit
@@ -712,7 +846,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     # 2 (online only): the row is read from shared memory for the max and again for the output,
     # its exps computed twice (no row in registers across the exchange: more CTAs an SM);
     # otherwise the exps replace the row in the registers
-    stage = stage if online else min(stage, 1)"""
+    stage = stage if online else _ke_exps_kept(stage)"""
     + _PREFETCH
     + """
     top = lowest
@@ -721,18 +855,19 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             j = first + k * threads
             if _ke_inside(j, nvec, even):
                 at = k * threads + tidx
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, staged, at, ld)
                 top = cute.arch.fmax(top, v.reduce(cute.ReductionOp.MAX, lowest, 0), nan=True)
         if cutlass.const_expr(online):
             # the exps are taken against the warp's max: the pairs then agree over the warp and
             # merge without an exp a shuffle
             top = cute.arch.warp_reduction(top, _ke_fmax)
+            _ke_launder(staged)  # a row kept in registers is converted again for its exps
     else:
         if cutlass.const_expr(not online):
             for k in cutlass.range(per, unroll=4):
                 j3 = first + k * threads
                 if j3 < nvec:
-                    v3 = _ke_load(x_row[(None, j3)], g_x.element_type)
+                    v3 = _ke_load(x_row[(None, j3)], g_x.element_type, ld)
                     top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
     # A kept row's exp is computed once: it replaces the row in the registers, and the output
     # is that times one scale per thread.
@@ -755,7 +890,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             for k in cutlass.range(per, unroll=4):
                 j6 = first + k * threads
                 if j6 < nvec:
-                    v6 = _ke_load(x_row[(None, j6)], g_x.element_type)
+                    v6 = _ke_load(x_row[(None, j6)], g_x.element_type, ld)
                     t6 = cute.math.max(top, v6.reduce(cute.ReductionOp.MAX, lowest, 0))
                     e6 = _ke_exp(v6 - t6)
                     acc = acc * _ke_exp(top - t6) + e6.reduce(
@@ -784,7 +919,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             for k in cutlass.range(per, unroll=4):
                 j4 = first + k * threads
                 if j4 < nvec:
-                    v4 = _ke_load(x_row[(None, j4)], g_x.element_type)
+                    v4 = _ke_load(x_row[(None, j4)], g_x.element_type, ld)
                     e4 = _ke_exp(v4 - row_top)
                     acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         inv = cutlass.Float32(1.0) / _ke_reduce(
@@ -794,19 +929,19 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
     if cutlass.const_expr(keep and staged is not None):
         # the exps again, from the row in shared memory
         _ke_reread(staged)"""
-    + _kept_exps(8, "shift2", ["_ke_store(e * scale, y_row[(None, j)])"])
+    + _kept_exps(8, "shift2", ["_ke_store(e * scale, y_row[(None, j)], st)"])
     + """
     elif cutlass.const_expr(keep):
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
             if _ke_inside(j, nvec, even):
-                _ke_store(regs[None, k].load() * scale, y_row[(None, j)])
+                _ke_store(regs[None, k].load() * scale, y_row[(None, j)], st)
     else:
         for k in cutlass.range(per, unroll=4):
             j5 = first + k * threads
             if j5 < nvec:
-                v5 = _ke_load(x_row[(None, j5)], g_x.element_type)
-                _ke_store(_ke_exp(v5 - row_top) * inv, y_row[(None, j5)])
+                v5 = _ke_load(x_row[(None, j5)], g_x.element_type, ld)
+                _ke_store(_ke_exp(v5 - row_top) * inv, y_row[(None, j5)], st)
 
 
 @cute.jit
@@ -830,7 +965,7 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
     slot2 = smem.allocate_array(cutlass.Float32, 1, byte_alignment=16)
     lowest = cutlass.Float32(LOWEST)
     regs.fill(lowest)
-    stage = min(stage, 1)  # a kept row stays in the registers"""
+    stage = _ke_exps_kept(stage)  # a kept row stays in the registers"""
     + _PREFETCH
     + """
     top = lowest
@@ -840,7 +975,7 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
         for k in cutlass.range_constexpr(per):
             j = first + k * threads
             if _ke_inside(j, nvec, even):
-                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch)
+                v = _ke_first(regs, k, x_row[(None, j)], g_x.element_type, prefetch, ld=ld)
                 top = cute.math.max(top, v.reduce(cute.ReductionOp.MAX, lowest, 0))
                 if cutlass.const_expr(smooth > 0):
                     total = total + v.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
@@ -853,7 +988,7 @@ def _ke_ce_kernel(g_x: cute.Tensor, g_t: cute.Tensor, g_loss: cute.Tensor, g_val
         for k in cutlass.range(per, unroll=4):
             j1 = first + k * threads
             if j1 < nvec:
-                v1 = _ke_load(x_row[(None, j1)], g_x.element_type)
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld)
                 t1 = cute.math.max(top, v1.reduce(cute.ReductionOp.MAX, lowest, 0))
                 e1 = _ke_exp(v1 - t1)
                 acc = acc * _ke_exp(top - t1) + e1.reduce(
