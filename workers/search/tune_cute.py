@@ -314,7 +314,10 @@ def tune(args, space: dict[str, list[int]], render=None, progress=print) -> dict
               "ceilings": bench.ceilings, "cases": []}  # fmt: skip
     name = os.path.splitext(os.path.basename(args.workload))[0]
     path = os.path.join(args.out, f"tune-cute-{args.op}-{name}.json")
+    wanted = getattr(args, "cases", None)
     for case in bench.workload.cases:
+        if wanted and case.name not in wanted:
+            continue
         entry = bench.run_case(case, sets)
         report["cases"].append(entry)
         progress(json.dumps({k: entry.get(k) for k in ("name", "peers", "best_us", "vs_best_peer",
@@ -340,10 +343,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--finalists", type=int, default=2)
+    ap.add_argument("--cases", help="only these cases of the workload (names, comma-separated)")
     for name, allowed in cute_row.SPACE.items():
         ap.add_argument(f"--{name.replace('_', '-')}", default=",".join(map(str, allowed)),
                         help=f"values to try (of {allowed})")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.cases:
+        from workers.contract.workload import load_workload_text
+
+        names = {c.name for c in load_workload_text(open(args.workload).read()).cases}
+        args.cases = [c for c in args.cases.split(",") if c.strip()]
+        unknown = [c for c in args.cases if c not in names]
+        if unknown:
+            ap.error(f"--cases: {unknown} not in the workload ({', '.join(sorted(names))})")
     space = {name: _ints(getattr(args, name)) for name in cute_row.SPACE}
     for name, values in space.items():
         bad = [v for v in values if v not in cute_row.SPACE[name]]

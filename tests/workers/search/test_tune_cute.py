@@ -89,6 +89,17 @@ def test_a_value_outside_the_template_space_is_refused(capsys):
     assert "[96] not in [64, 128, 256, 512, 1024]" in capsys.readouterr().err
 
 
+def test_a_case_the_workload_does_not_have_is_refused_by_name(capsys):
+    """``--cases`` times only the named cases of a workload (one slow case re-tuned on its
+    own); a name the workload does not have is refused with the names it has."""
+    with pytest.raises(SystemExit):
+        tune_cute.main(["--op", "softmax", "--problem", "workers/catalog/problems/softmax.py",
+                        "--workload", "workers/catalog/problems/softmax.json", "--out", "o",
+                        "--cases", "b2048_d8192_bf16,b9_d9_bf16"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert "['b9_d9_bf16'] not in the workload" in err and "b4096_d1024_bf16" in err
+
+
 def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypatch):
     """The tuner's report becomes one candidate whose table gives each case shape the launch
     that won it; a shape outside the table takes the defaults. Both compile for sm_90a."""
