@@ -16,7 +16,9 @@ class IRNode:
 
     kind: ``input`` (attrs: ref, role), ``const`` (value), ``pw`` (op, args), ``reduce``
     (op in sum/max/min/mean, args=(x,)). ``cat`` is filled by :func:`_categorise`: ``tile``
-    (varies along the row), ``rowscalar`` (one value per row) or ``const``.
+    (varies along the row), ``rowscalar`` (one value per row: also an input marked ``per_row``)
+    or ``const``. An integer input has ``int_dtype``; a number the reference wrote as an integer,
+    ``whole`` (see :mod:`workers.search.lowering_per_row`).
     """
 
     id: int

@@ -10,8 +10,10 @@ Families:
   RMSNorm, sum/mean/max/prod, ...) over the last dimension, a middle one or several adjacent
   ones (strided rows), trailing ones (merged), dimensions apart (rows gathered by coordinates),
   groups of contiguous elements (GroupNorm) or the whole tensor, with per-column vectors and
-  inputs that broadcast (read by coordinates where rows are not the last dimension); a per-row
-  value folded over every row (a triplet loss) is stored per row and folded in a fixed order;
+  inputs that broadcast (read by coordinates where rows are not the last dimension), inputs with
+  one value per row (a loss's targets, float or integer: :mod:`workers.search.lowering_per_row`);
+  a per-row value folded over every row (a triplet loss) is stored per row and folded in a fixed
+  order;
 - ``matmul``: ``mm``/``addmm``/``linear``/``bmm`` (either operand transposed) followed by a
   pointwise epilogue (bias, activation, ``triu``/``tril``);
 - ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits;
@@ -38,6 +40,7 @@ from fractions import Fraction
 import torch
 
 from workers.search.ir import IRNode, NoTemplate, Plan
+from workers.search.lowering_per_row import PerRowMixin, Vector
 from workers.search.lowering_scan import Flipped, ScanMixin
 from workers.search.lowering_slices import Narrow, SlicesMixin
 
@@ -105,6 +108,7 @@ _LOSSES = {
 }
 
 _SAME = {aten.alias.default, aten.detach.default}  # the value as it is
+_MASKED_FILLS = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 # Rows of a table picked by an integer index (an embedding lookup, ``table[idx]``).
 _GATHERS = {aten.embedding.default, aten.index.Tensor, aten.index_select.default}
 
@@ -225,7 +229,7 @@ _PW_SIMPLE = {
 _SPECIAL = {"lgamma", "digamma", "polygamma", "i0", "special_i0e", "special_i1", "mvlgamma"}
 
 
-class _Lowerer(SlicesMixin, ScanMixin):
+class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
     def __init__(self, gm: torch.fx.GraphModule, refs: list[str]) -> None:
         self.gm = gm
         self.refs = refs
@@ -253,6 +257,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
         self.chunk: tuple | None = None
         self.tables: set = set()  # inputs read only as a gather's table (see _find_gathers)
         self.indices: set = set()  # and their integer indices
+        # Values of 1-d inputs alone, built ({(fx node, per row): node}), and inputs read one
+        # value per row where torch broadcasts them against a value per row ({input: its
+        # per-row node}): see lowering_per_row.
+        self.vectors: dict = {}
+        self.per_row_inputs: dict[int, int] = {}
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -262,6 +271,10 @@ class _Lowerer(SlicesMixin, ScanMixin):
 
     def const(self, value) -> int:
         return self.new("const", value=float(value))
+
+    def _cat(self, i: int) -> str:
+        """Node ``i``'s category as the lowering stands (see ``_cat_of``)."""
+        return _cat_of(self.nodes, i)
 
     def pw(self, op: str, *args: int, **attrs) -> int:
         return self.new("pw", op=op, args=tuple(args), attrs=attrs)
@@ -302,6 +315,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     f"arithmetic on a reduction over every row ({a.name}) is not covered; "
                     "templates return it as it is"
                 )
+            if isinstance(value, Vector):  # met by a row's elements: along the row
+                return value.build(False)
             node = self.nodes[value]
             if node.kind == "input" and node.attrs.get("pending"):
                 permutes = any(c.target in _PERMUTES for c in self.gm.graph.nodes)
@@ -316,7 +331,9 @@ class _Lowerer(SlicesMixin, ScanMixin):
                     )
                 )
             return value
-        if isinstance(a, bool | int | float):
+        if isinstance(a, int) and not isinstance(a, bool):  # an integer input compares exactly
+            return self.new("const", value=float(a), attrs={"whole": True})
+        if isinstance(a, bool | float):
             return self.const(a)
         raise NoTemplate(f"unsupported argument {a!r}")
 
@@ -502,6 +519,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
             if j in narrow
             else totals[j].arg
             if j in totals
+            else self._vector_output(o)
+            if self._is_vector(o)
             else self.arg(o)
             for j, o in enumerate(outs)
         ]
@@ -531,8 +550,16 @@ class _Lowerer(SlicesMixin, ScanMixin):
             # The traced width: a slice bound that is a number of columns is told from a
             # fraction of the row by tracing again at other widths (``trace._slice_offsets``).
             plan.extra["row_width"] = int(self.row_shape[-1])
+        self._settle_per_row()
         _categorise(plan)
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        for node in plan.inputs():
+            if node.attrs.get("int_dtype") and node.id in used and node.cat != "rowscalar":
+                raise NoTemplate(
+                    f"non-floating input {node.attrs['ref']} of dtype {node.attrs['int_dtype']} "
+                    "is covered only as one value per row (a target per row beside a row "
+                    "reduction), not along the row"
+                )
         for node in plan.nodes:
             if node.kind == "input" and node.attrs["role"] == "bcast" and node.id not in used:
                 node.attrs["role"] = "unread"  # an input used only through its views
@@ -628,6 +655,11 @@ class _Lowerer(SlicesMixin, ScanMixin):
             length = self.nodes[node_id].attrs.pop("length")
             if plan.extra.get("vec_mod"):
                 continue  # checked above: along the last dimension of the flattened rows
+            if node_id not in used and plan.reductions():
+                # a weight read only through its copies (one per row, or viewed): its own node
+                # loads nothing (its length need not be the row's)
+                self.nodes[node_id].attrs["role"] = "unread"
+                continue
             if node_id in used and (pos != red or length != self._n()):
                 raise NoTemplate(
                     f"a weight of length {length} varies along dimension {pos}; the rows run "
@@ -750,7 +782,7 @@ class _Lowerer(SlicesMixin, ScanMixin):
             raise NoTemplate(f"{n.target} puts a weight of length {length} in shape {list(shape)}")
         placed = self.new("input", attrs=dict(self.nodes[src].attrs))
         self.vec_pos[placed] = big[0] + ndim - len(shape)  # broadcasting aligns on the right
-        return placed
+        return self._mark_per_row(placed)
 
     def _bind_inputs(self, placeholders) -> None:
         for p, ref in zip(placeholders, self.refs, strict=True):
@@ -767,8 +799,6 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 continue
             if val.dtype == torch.bool:
                 self.masks.append(ref)  # read as 0/1; a condition compares it (_condition)
-            elif not val.is_floating_point():
-                raise NoTemplate(f"non-floating input {ref} of dtype {val.dtype} is not supported")
             merged = self.merge_from is not None and _strip_ones(shape) == tuple(
                 self.row_shape[self.merge_from :]
             )
@@ -796,11 +826,13 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 attrs["pending"] = not _broadcasts(shape, self.row_shape)
             if ref in self.masks:
                 attrs["mask"] = True
+            elif not val.is_floating_point():  # read only one value per row (checked at the end)
+                attrs["int_dtype"] = str(val.dtype)
             if role == "vec":
                 attrs["length"] = math.prod(shape)
             if role == "bcast" and not attrs["pending"]:
                 attrs["bshape"] = [1] * (len(self.row_shape) - len(shape)) + list(shape)
-            self.env[p] = self.new("input", attrs=attrs)
+            self.env[p] = self._mark_per_row(self.new("input", attrs=attrs))
             if role == "vec":  # a 1-d weight broadcasts along the last dimension until viewed
                 self.vec_pos[self.env[p]] = len(self.row_shape) - 1
 
@@ -887,7 +919,8 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 op = _REDUCE_OPS[t]
                 if op == "prod":
                     raise NoTemplate("a product over every row of a per-row value")
-                self.env[n] = Total(op, self.arg(a[0]), len(n.meta["val"].shape))
+                x = self._vector_as(a[0], True) if self._is_vector(a[0]) else self.arg(a[0])
+                self.env[n] = Total(op, x, len(n.meta["val"].shape))
                 return
             if self._whole_of_rows(n, dims):
                 # KL divergence's sum over everything after a log-softmax of each row: each
@@ -1003,13 +1036,6 @@ class _Lowerer(SlicesMixin, ScanMixin):
             self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
             self.env[n] = self._logsumexp(self.arg(a[0]))
             return
-        if t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
-            cond = self._condition(a[1])
-            self.env[n] = self.pw("where", cond, self.arg(a[2]), self.arg(a[0]))
-            return
-        if t == aten.where.self:
-            self.env[n] = self.pw("where", self._condition(a[0]), self.arg(a[1]), self.arg(a[2]))
-            return
         if t == aten.native_layer_norm.default:
             x, shape, w, b, eps = a
             if len(shape) != 1 and self.merge_from != len(self.row_shape) - len(shape):
@@ -1029,18 +1055,12 @@ class _Lowerer(SlicesMixin, ScanMixin):
                 y = self.pw("add", y, self.arg(b))
             self.env[n] = (y, mean, rstd)
             return
-        if t in _PW_SIMPLE and (scaled := self._scaled_total(n, _PW_SIMPLE[t])) is not None:
-            self.env[n] = scaled
-            return
-        if t in _PW_SIMPLE:
-            if any(self._deferred(x) for x in a) and t is not aten.where.self:
-                self.env[n] = self._defer_pointwise(_PW_SIMPLE[t], n)
-            elif any(
-                isinstance(self.env.get(x), Narrow) for x in a if isinstance(x, torch.fx.Node)
-            ):
-                self.env[n] = self._narrow_pointwise(_PW_SIMPLE[t], n, self._pointwise)
-            else:
-                self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
+        if t in _MASKED_FILLS or t in _PW_SIMPLE:
+            # Pointwise ops on 1-d inputs alone wait to be met (lowering_per_row); one that
+            # computes a value per row reads such operands one value per row.
+            if not self._vector_value(n, self._lower_pointwise):
+                with self._swapped(self._per_row_operands(n)):
+                    self._lower_pointwise(n)
             return
         name = getattr(t, "__name__", str(t))
         if name.split(".")[0] in _SPECIAL:
@@ -1048,6 +1068,26 @@ class _Lowerer(SlicesMixin, ScanMixin):
         if "convolution" in name or "conv" in name:
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
+
+    def _lower_pointwise(self, n: torch.fx.Node) -> None:
+        """A pointwise op: ``masked_fill``, ``where`` or one of ``_PW_SIMPLE``."""
+        t, a = n.target, n.args
+        if t in _MASKED_FILLS:
+            cond = self._condition(a[1])
+            self.env[n] = self.pw("where", cond, self.arg(a[2]), self.arg(a[0]))
+            return
+        if t == aten.where.self:
+            self.env[n] = self.pw("where", self._condition(a[0]), self.arg(a[1]), self.arg(a[2]))
+            return
+        if (scaled := self._scaled_total(n, _PW_SIMPLE[t])) is not None:
+            self.env[n] = scaled
+            return
+        if any(self._deferred(x) for x in a):
+            self.env[n] = self._defer_pointwise(_PW_SIMPLE[t], n)
+        elif any(isinstance(self.env.get(x), Narrow) for x in a if isinstance(x, torch.fx.Node)):
+            self.env[n] = self._narrow_pointwise(_PW_SIMPLE[t], n, self._pointwise)
+        else:
+            self.env[n] = self._pointwise(_PW_SIMPLE[t], n)
 
     def _loss(self, n: torch.fx.Node) -> int:
         """An elementwise loss of two tensors, then its reduction (``mean`` and ``sum`` over the
@@ -1186,11 +1226,16 @@ class _Lowerer(SlicesMixin, ScanMixin):
         return self.pw("div_n", ss, self.const(correction or 0)), mean
 
     def _is_total(self, n: torch.fx.Node, dims) -> bool:
-        """Whether this reduction folds a per-row value (one per row) over every row."""
+        """Whether this reduction folds a per-row value (one per row) over every row: a 1-d
+        input's values are per row where they cannot lie along the row (not of its length)."""
         src = self.env.get(n.args[0])
-        if not isinstance(src, int) or _cat_of(self.nodes, src) != "rowscalar" or self.full:
-            return False
         shape = tuple(n.args[0].meta["val"].shape)
+        if self._is_vector(n.args[0]):
+            rows = tuple(self.row_shape)
+            if shape != rows[:-1] or shape[-1] == rows[-1] or not self._per_row_ready():
+                return False
+        elif not isinstance(src, int) or _cat_of(self.nodes, src) != "rowscalar" or self.full:
+            return False
         dims = [dims] if isinstance(dims, int) else list(dims or [])
         every = not dims or sorted(d % max(len(shape), 1) for d in dims) == list(range(len(shape)))
         if not every or math.prod(shape) * self._n() != math.prod(self.row_shape):
@@ -1280,14 +1325,14 @@ class _Lowerer(SlicesMixin, ScanMixin):
         """A new input node for a view of an input, of shape ``new`` (``attrs["vdims"]`` of its
         rank): placed against the rows where it broadcasts to them, else pending (refused if
         used before another view makes it so)."""
-        attrs = {k: v for k, v in attrs.items() if k not in ("bshape", "pending")}
+        attrs = {k: v for k, v in attrs.items() if k not in ("bshape", "pending", "per_row")}
         new, rank = tuple(new), len(self.row_shape)
         if len(new) <= rank and (_broadcasts(new, self.row_shape) or new == self.row_shape):
             attrs.update(pending=False, bshape=[1] * (rank - len(new)) + list(new))
             attrs["vdims"] = [None] * (rank - len(new)) + list(attrs["vdims"])
         else:
             attrs.update(pending=True)
-        return self.new("input", attrs=attrs)
+        return self._mark_per_row(self.new("input", attrs=attrs))
 
     def _permute(self, n: torch.fx.Node) -> int | Deferred:
         """A transpose or permute of an input (``x.transpose(1, 2) + y``, ``x * w.t()``,
@@ -1726,6 +1771,8 @@ def _read_as(node: IRNode) -> str:
     if node.attrs.get("permuted"):
         order = [d for d in node.attrs["vdims"] if d is not None]
         return f"read permuted ({', '.join(map(str, order))})"
+    if node.cat == "rowscalar":
+        return f"{node.attrs['bshape']} broadcast (one value per row)"
     return f"{node.attrs['bshape']} broadcast"
 
 
@@ -1788,7 +1835,7 @@ def _cat_of(nodes: list[IRNode], i: int) -> str:
     if n.kind == "const":
         return "const"
     if n.kind == "input":
-        return "tile"
+        return "rowscalar" if n.attrs.get("per_row") else "tile"
     if n.kind == "reduce":
         return "rowscalar"
     cats = {_cat_of(nodes, a) for a in n.args}
@@ -1803,8 +1850,8 @@ def _categorise(plan: Plan) -> None:
     for n in plan.nodes:
         if n.kind == "const":
             n.cat = "const"
-        elif n.kind == "input":
-            n.cat = "tile"
+        elif n.kind == "input":  # one value per row where constant along rows of the last dim
+            n.cat = "rowscalar" if n.attrs.get("per_row") else "tile"
         elif n.kind == "reduce":
             if plan.nodes[n.args[0]].cat != "tile":
                 raise NoTemplate("a reduction of a per-row value is not covered")

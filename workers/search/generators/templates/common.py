@@ -19,6 +19,7 @@ def _literal(value: float) -> str:
 
 # torch's maximum, minimum, clamp and relu keep a NaN; Triton's drop it unless told.
 _NAN = "tl.PropagateNan.ALL"
+_COMPARISONS = {"eq", "ne", "gt", "lt", "ge", "le"}
 
 
 def _pw_expr(op: str, a: list[str], consts: list[float | None]) -> str:
@@ -103,12 +104,21 @@ class _Emitter:
     """Writes the Triton statements that evaluate IR nodes."""
 
     def __init__(
-        self, plan: Plan, load_tile: str, load_vec: str, load_bcast: str = "", shifted=None
+        self,
+        plan: Plan,
+        load_tile: str,
+        load_vec: str,
+        load_bcast: str = "",
+        shifted=None,
+        load_row: str = "",
     ) -> None:
         self.plan = plan
         self.load_tile = load_tile  # e.g. "tl.load({ptr} + roff + cols, mask=mask, other=0.0)"
         self.load_vec = load_vec
         self.load_bcast = load_bcast  # {ptr} and {k}, the input's index (its offsets: boff{k})
+        # An input with one value per row (cat "rowscalar"), where the kernel has a per-row
+        # stage: {ptr} and {k}, as a broadcast input's.
+        self.load_row = load_row
         # Columns moved by a slice or a cat (``workers.search.lowering_slices``): the kernel's
         # ``shifted(node, ptr, k, shift_expr)`` load and its column vector, where it has them.
         self.shifted = shifted
@@ -144,11 +154,16 @@ class _Emitter:
                 # a number passed as a float argument, a gather's indices (read by the rows'
                 # offsets, see _bcast_rows), an input read only through its views
                 return None
+            # An integer input (a target per row) is loaded as it is (see _operands).
+            cast = "" if node.attrs.get("int_dtype") else ".to(tl.float32)"
             if role == "bcast":
-                load = self.load_bcast.format(ptr=self.ptr[node.id], k=self.index[node.id])
-                return f"v{node.id} = {load}.to(tl.float32)"
+                tmpl = self.load_row if node.cat == "rowscalar" else self.load_bcast
+                if not tmpl:
+                    raise NoTemplate("this kernel does not read an input one value per row")
+                load = tmpl.format(ptr=self.ptr[node.id], k=self.index[node.id])
+                return f"v{node.id} = {load}{cast}"
             tmpl = self.load_vec if role == "vec" else self.load_tile
-            return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}.to(tl.float32)"
+            return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}{cast}"
         if node.kind == "pw" and node.op == "col_lt":
             if self.shifted is None:
                 raise NoTemplate("this kernel does not read columns moved by a slice")
@@ -158,10 +173,26 @@ class _Emitter:
             x, k = self.name(nodes[node.args[0]]), node.attrs["diagonal"]
             return f"v{node.id} = tl.where(cols - rows {keep} {k}, {x}, 0.0)"
         if node.kind == "pw":
-            args = [self.name(nodes[a]) for a in node.args]
+            args = self._operands(node)
             consts = [nodes[a].value if nodes[a].kind == "const" else None for a in node.args]
             return f"v{node.id} = {_pw_expr(node.op, args, consts)}"
         raise AssertionError(node.kind)
+
+    def _operands(self, node: IRNode) -> list[str]:
+        """A pointwise op's operands as written. An integer input is compared as torch compares
+        it: with another integer, or a number the reference wrote as an integer (``y == 1``,
+        written as one here), exactly; in any other op it is a float32 value."""
+        nodes = self.plan.nodes
+        args = [nodes[a] for a in node.args]
+        names = [self.name(a) for a in args]
+        if not any(a.attrs.get("int_dtype") for a in args):
+            return names
+        whole = [a.attrs.get("int_dtype") or a.attrs.get("whole") for a in args]
+        if node.op in _COMPARISONS and all(whole):
+            pairs = zip(args, names, strict=True)
+            return [str(int(a.value)) if a.kind == "const" else s for a, s in pairs]
+        pairs = zip(args, names, strict=True)
+        return [f"{s}.to(tl.float32)" if a.attrs.get("int_dtype") else s for a, s in pairs]
 
     def deps(self, ids, stop) -> list[int]:
         """Transitive dependencies of ``ids`` (themselves included), not crossing ``stop``."""

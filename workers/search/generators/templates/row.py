@@ -159,6 +159,16 @@ def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
     return "tl.load({ptr} + rb{k} + " + cols + " * cs{k}, mask=" + mask + ", other=0.0)"
 
 
+# An input with one value per row: read once per row, at its row's offset (see _bcast_rows).
+_ROW_LOAD = "tl.load({ptr} + rb{k}, mask=rmask, other=0)"
+
+
+def _row_scope(node) -> bool:
+    """Whether the kernels that loop over a row's blocks compute ``node`` once per row, outside
+    the loop: a pointwise op on values per row, or an input with one value per row."""
+    return node.cat == "rowscalar" and node.kind in ("pw", "input")
+
+
 def _row_one_pass(plan: Plan) -> str:
     # EV_T / EV_V: eviction hints for the tile (read once) and the row-vector (weights, read by
     # every row) loads; "" leaves the default.
@@ -168,6 +178,7 @@ def _row_one_pass(plan: Plan) -> str:
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_T)",
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
+        load_row=_ROW_LOAD,
     )
     lines = [
         *_row_index(plan, roff),
@@ -218,7 +229,7 @@ def _row_split(plan: Plan) -> str:
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     ]
-    em = _Emitter(plan, *loads)
+    em = _Emitter(plan, *loads, load_row=_ROW_LOAD)
     eb = _ChunkEmitter(
         plan,
         "tl.load({ptr} + roff + "
@@ -328,6 +339,7 @@ def _passes_emitter(plan: Plan, coff: str) -> _Emitter:
         "tl.load({ptr} + roff + " + coff + ", mask=mask, other=0.0, eviction_policy=EV_K)",
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
+        load_row=_ROW_LOAD,
     )
 
 
@@ -413,7 +425,7 @@ def _row_looped(plan: Plan) -> str:
 
     def emit_pass(targets: list[int], body_tail, last: bool = False) -> None:
         need = em.deps(targets, done)
-        outer = [i for i in need if nodes[i].cat == "rowscalar" and nodes[i].kind == "pw"]
+        outer = [i for i in need if _row_scope(nodes[i])]
         for i in outer:
             lines.append(em.stmt(nodes[i]))
             done.add(i)
@@ -476,7 +488,7 @@ def _row_looped(plan: Plan) -> str:
         lines.extend("    " + s for s in stores)
     scal = [o for o, k in zip(plan.outputs, plan.extra["output_kinds"], strict=True) if k != "tile"]
     for i in em.deps(scal, done):
-        if nodes[i].kind == "pw":
+        if nodes[i].kind == "pw" or _row_scope(nodes[i]):
             lines.append(em.stmt(nodes[i]))
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
@@ -552,7 +564,7 @@ def _row_segmented(plan: Plan) -> str:
         deps = em.deps(need, done)
         out = []
         for i in deps:
-            if nodes[i].cat == "rowscalar" and nodes[i].kind == "pw":
+            if _row_scope(nodes[i]):
                 out.append(em.stmt(nodes[i]))
                 done.add(i)
         out.append("for start in range(lo, lo + SEG, BLOCK_N):")
@@ -624,7 +636,7 @@ def _row_segmented(plan: Plan) -> str:
         final += ["    " + x for x in _row_stores(plan, em, f"roff + {coff}", "mask", ("tile",))]
     scal = [o for o, k in zip(plan.outputs, kinds, strict=True) if k != "tile"]
     for i in em.deps(scal, done):
-        if nodes[i].kind == "pw":
+        if nodes[i].kind == "pw" or _row_scope(nodes[i]):
             final.append(em.stmt(nodes[i]))
             done.add(i)
     scalar_stores = _row_stores(plan, em, "", "", ("rowscalar",))
