@@ -13,9 +13,9 @@ def test_starter_set_loads_idempotently(capsys):
     call_command("knowledge_load_starter")
     call_command("knowledge_load_starter")
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("knowledge starter: 18 created")
-    assert out[1] == "knowledge starter: 0 created, 0 updated, 18 unchanged"
-    assert Entry.objects.filter(origin="starter", status="active", version=1).count() == 18
+    assert out[0].startswith("knowledge starter: 19 created")
+    assert out[1] == "knowledge starter: 0 created, 0 updated, 19 unchanged"
+    assert Entry.objects.filter(origin="starter", status="active", version=1).count() == 19
 
 
 def test_every_starter_entry_has_honest_provenance(starter):
