@@ -7,7 +7,8 @@ Rows: the dtype's lowest value throughout (a padding row masked as Hugging Face 
 -inf, all but three of the lowest value, one NaN, all -inf (NaN in torch too), x1000 and one
 spike; for several launch shapes (one CTA, a cluster of 16, the two-barrier exchange, the
 two-pass softmax, the row staged in shared memory or kept in registers in its own dtype, the
-packed exchange with the cluster along y and streaming cache hints) and widths. A row passes
+packed exchange with the cluster along y and streaming cache hints, the row read again
+through L2) and widths. A row passes
 where its NaNs are torch's and the error is within bf16's or fp32's tolerance. Exits 1 if any
 row fails.
 """
@@ -32,6 +33,7 @@ LAUNCHES = [
     {"stage": 2},
     {"stage": 3},
     {"pack": 1, "order": 1, "cache": 3},
+    {"reread": 1},
 ]
 WIDTHS = [
     (32768, torch.bfloat16),

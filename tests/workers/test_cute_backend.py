@@ -377,3 +377,18 @@ def test_a_row_kept_in_its_own_dtype_takes_fewer_registers(tmp_path, monkeypatch
     assert raw["registers"] < f32["registers"] * 0.75, (raw["registers"], f32["registers"])
     assert not any(ins.startswith(("LDGSTS", "LDS.128")) for ins in sass)  # no row in smem
     assert raw["spill_stores"] == 0
+
+
+def test_a_row_can_be_read_again_through_l2_as_compile_does(tmp_path, monkeypatch):
+    """``reread`` (compile's RMSNorm for 8,192 bf16 columns, read on the H200: one row a
+    program, read twice): the first read keeps the row in L2 (``createpolicy`` evict-last and
+    ``ld.global.L2::cache_hint``), the last evicts it first (``ld.global.cs``), and no row is
+    held across the reduction (about 30 registers, where the kept row takes twice that)."""
+    reread = _compiled(tmp_path, monkeypatch, "rms_norm", 8192, "bfloat16", {"reread": 1})
+    kept = _compiled(tmp_path, monkeypatch, "rms_norm", 8192, "bfloat16", {})
+    loads = [ln.strip() for ln in reread["ir"]["ptx"].splitlines() if "ld.global" in ln]
+    assert "createpolicy.fractional.L2::evict_last" in reread["ir"]["ptx"]
+    assert sum(ln.startswith("ld.global.L2::cache_hint.v4") for ln in loads) == 4
+    assert sum(ln.startswith("ld.global.cs.v4") for ln in loads) == 4
+    assert reread["registers"] <= 40 < kept["registers"]
+    assert reread["spill_stores"] == 0

@@ -52,6 +52,7 @@ CAMPAIGN_SPACE = {
     "order": [0],
     "pack": [1],
     "cache": [0],
+    "reread": [0],
 }
 # The norms' rows re-read from shared memory (stage 2) won their longest rows on the H200
 # (session 33: RMSNorm 262,144 bf16 0.875x -> 1.015x of QuACK); softmax's never did. Streaming
@@ -97,7 +98,7 @@ def launch_key(module, params: dict, n: int, itemsize: int, rows: int) -> tuple:
     order = params.get("order", 0) if cluster else 0
     pack = params.get("pack", 0) if exchange and pairs else 0  # only pairs are packed
     return (*plan, params["threads"], params["prefetch"], online, exchange, stage, occupancy,
-            order, pack, params.get("cache", 0))  # fmt: skip
+            order, pack, params.get("cache", 0), params.get("reread", 0))  # fmt: skip
 
 
 def _floating(t) -> bool:

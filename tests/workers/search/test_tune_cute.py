@@ -34,16 +34,16 @@ def test_parameter_sets_that_plan_one_launch_are_timed_once(tmp_path):
     # 32,768 bf16 columns fit a cluster of 2 whatever the largest cluster allowed: one launch
     # (two ways for the cluster to exchange its partials, two ways to load the row)
     assert keys(1024, 32768, 2) == {
-        (8, 8, True, 2, 256, 1, 1, exchange, stage, 0, 0, 0, 0)
+        (8, 8, True, 2, 256, 1, 1, exchange, stage, 0, 0, 0, 0, 0)
         for exchange in (0, 1)
         for stage in (0, 1)
     }
     # 262,144 bf16 columns need 16 CTAs to stay in registers; 2, 4 and 8 all loop in one CTA,
     # where neither the exchange nor the staging matters
     assert keys(128, 262144, 2) == {
-        (8, 128, False, 1, 256, 1, 1, 0, 0, 0, 0, 0, 0),
+        (8, 128, False, 1, 256, 1, 1, 0, 0, 0, 0, 0, 0, 0),
         *(
-            (8, 8, True, 16, 256, 1, 1, xch, stage, 0, 0, 0, 0)
+            (8, 8, True, 16, 256, 1, 1, xch, stage, 0, 0, 0, 0, 0)
             for xch in (0, 1)
             for stage in (0, 1)
         ),
@@ -120,8 +120,8 @@ def test_the_tuned_table_sends_each_case_shape_its_own_launch(tmp_path, monkeypa
     mod = P.load_module(src, "tc_table", str(tmp_path))
     tuned = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.bfloat16))
     # (vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, occupancy,
-    # order, pack, cache)
-    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0, 0, 0, 0, 0)
+    # order, pack, cache, reread)
+    assert tuned == (8, 8, True, 4, True, 128, 1, 1, 1, 0, 0, 0, 0, 0, 0)
     other = mod._ke_launch_of(torch.empty(4, 32768, dtype=torch.float32))
     assert other[5] == cute_row.DEFAULTS["threads"] and other[8] == cute_row.DEFAULTS["exchange"]
     with pytest.raises(ValueError, match="threads=96"):
@@ -151,7 +151,7 @@ def test_the_grid_order_and_the_packed_exchange_count_only_where_they_change_the
             mod = P.load_module(cute_row.render(op, params), f"tc_{op}{i}", str(tmp_path))
             for n in (1024, 262144):
                 key = tune_cute.launch_key(mod, params, n, 2, 64)
-                launches.setdefault((op, n), set()).add(key[-3:-1])
+                launches.setdefault((op, n), set()).add(key[-4:-2])
     assert launches[("softmax", 1024)] == {(0, 0)}
     assert launches[("softmax", 262144)] == {(0, 0), (0, 1), (1, 0), (1, 1)}
     assert launches[("rms_norm", 262144)] == {(0, 0), (1, 0)}

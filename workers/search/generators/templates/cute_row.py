@@ -45,7 +45,9 @@ CTA as one 64-bit ``st.async`` (QuACK's; it closed most of the last gap on 262,1
 rows), ``cache`` reads the row evict-first and writes the output streaming (it won the
 catalog's bf16 softmax rows of 1,024 to 8,192), ``order`` puts a cluster along the grid's y
 (QuACK's grid; no measurable effect), and ``stage`` 3 keeps a row in registers in its own
-dtype (a bf16 row in half the registers), converted at each use.
+dtype (a bf16 row in half the registers), converted at each use. ``reread`` reads the row from
+global memory at each use, the reads before the last keeping it in L2 (an evict-last policy),
+as compile's own RMSNorm kernel does for 8,192 columns (not yet timed).
 
 ``render(op, params)`` writes a complete candidate (``BACKEND = "cute"``, ``ModelNew`` with the
 catalog problem's constructor). The compute core: no Django here.
@@ -68,6 +70,7 @@ DEFAULTS = {
     "order": 0,
     "pack": 0,
     "cache": 0,
+    "reread": 0,
 }
 SPACE = {
     "threads": [64, 128, 256, 512, 1024],
@@ -105,6 +108,11 @@ SPACE = {
     # first; cp.async .cg where the row is staged); bit 1: the output written streaming
     # (st.global.cs). 0: the default (.ca loads, write-back stores)
     "cache": [0, 1, 2, 3],
+    # 1: the row is not held on chip but read from global memory at each use, the reads
+    # before the last keeping it in L2 (an evict-last policy) and the last evicting it first,
+    # one CTA a row: what compile's RMSNorm does for 8,192 columns (little held in registers
+    # across the reduction, so more rows in flight an SM)
+    "reread": [0, 1],
 }
 
 _HEAD = """\"\"\"{title} in CuTe DSL, one CTA or one cluster per row (templates/cute_row.py).\"\"\"
@@ -134,6 +142,7 @@ OCCUPANCY = {occupancy}
 ORDER = {order}
 PACK = {pack}
 CACHE = {cache}
+REREAD = {reread}
 # Launch parameters per case shape ("rows,n,dtype", as the per-case tuner found them); a shape
 # not in the table takes the constants above.
 _KE_TABLE = {table}
@@ -151,7 +160,8 @@ def _ke_params(rows, n, dtype):
     module's.\"\"\"
     p = {{"threads": THREADS, "max_per_thread": MAX_PER_THREAD, "max_cluster": MAX_CLUSTER,
          "prefetch": PREFETCH, "online": ONLINE, "exchange": EXCHANGE, "stage": STAGE,
-         "occupancy": OCCUPANCY, "order": ORDER, "pack": PACK, "cache": CACHE}}
+         "occupancy": OCCUPANCY, "order": ORDER, "pack": PACK, "cache": CACHE,
+         "reread": REREAD}}
     p.update(_KE_TABLE.get(f"{{rows}},{{n}},{{str(dtype).removeprefix('torch.')}}", {{}}))
     return p
 
@@ -159,13 +169,16 @@ def _ke_params(rows, n, dtype):
 def _ke_plan(n, itemsize, rows, p=None):
     \"\"\"(vector width, vectors per thread, whether the row stays in registers, CTAs per row)
     for ``rows`` rows of ``n`` under the parameters ``p``: the fewest CTAs (a thread-block
-    cluster) that hold the row in registers, else one CTA that reads it twice.\"\"\"
+    cluster) that hold the row in registers, else one CTA that reads it twice (as with
+    ``reread``).\"\"\"
     p = p or _ke_params(rows, n, None)
     threads = p["threads"]
     vec = 16 // itemsize
     while vec > 1 and n % vec:
         vec //= 2
     nvec = n // vec
+    if p["reread"]:  # read at each use, through L2
+        return vec, max(1, math.ceil(nvec / threads)), False, 1
     cluster = 1
     while cluster <= p["max_cluster"] and (cluster == 1 or rows <= 65535):
         per = max(1, math.ceil(nvec / (threads * cluster)))
@@ -205,7 +218,7 @@ def _ke_launch_of(x):
     stage = _ke_stage(p, vec, per, keep, x.element_size())
     return (vec, per, keep, cluster, even, p["threads"], p["prefetch"], p["online"],
             p["exchange"], stage, p["occupancy"], p["order"] if cluster > 1 else 0,
-            p["pack"] if cluster > 1 and p["exchange"] else 0, p["cache"])
+            p["pack"] if cluster > 1 and p["exchange"] else 0, p["cache"], p["reread"])
 
 
 @cute.jit
@@ -429,6 +442,18 @@ def _ke_hinted(g, vec, hint, load):
                                store_cache_mode=mode)
 
 
+def _ke_kept_in_l2(g, vec):
+    \"\"\"A copy atom for one vector of ``g`` whose loads keep it in L2 (an evict-last policy
+    made by ``createpolicy``), with the policy: for a row read again later.\"\"\"
+    atom = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), g.element_type,
+                               num_bits_per_copy=vec * g.element_type.width)
+    policy = cute.arch.inline_ptx(
+        "createpolicy.fractional.L2::evict_last.b64 {{$w0}}, 1.0;",
+        write_only_types=[cutlass.Int64],
+    )
+    return atom, policy
+
+
 def _ke_global(rows, g, vec):
     \"\"\"``rows`` (vectors of ``g``) with its address in the global space, as the hinted and
     the asynchronous copies need (a host tensor traced for a compile-only check comes in as a
@@ -439,9 +464,13 @@ def _ke_global(rows, g, vec):
 
 
 def _ke_load(tile, dtype, ld=None):
+    \"\"\"The vector ``tile`` in float32, loaded by ``ld`` (a copy atom, or an atom and its
+    cache policy), else the compiler's own vector copy.\"\"\"
     frag = cute.make_rmem_tensor((cute.size(tile),), dtype)
     if ld is None:
         cute.autovec_copy(tile, frag)
+    elif isinstance(ld, tuple):
+        cute.copy(ld[0], tile, frag, cache_policy=ld[1])
     else:
         cute.copy(ld, tile, frag)
     return frag.load().to(cutlass.Float32)
@@ -554,7 +583,7 @@ def _ke_launch(kernel, rows, launch: cutlass.Constexpr, stream):
 
 _PREAMBLE = """
     vec, per, keep, cluster, even, threads, prefetch, online, exchange, stage, _ = launch[:11]
-    order, pack, cache = launch[11:]
+    order, pack, cache, reread = launch[11:]
     tidx, _, _ = cute.arch.thread_idx()
     row, cta = _ke_where(cluster, order)
     n = cute.size(g_x, mode=[1])
@@ -562,6 +591,11 @@ _PREAMBLE = """
     first = cta * (per * threads) + tidx
     x_row = cute.zipped_divide(g_x[row, None], (vec,))
     ld = _ke_hinted(g_x, vec, cache & 1, True)
+    # a row read again from global memory: the reads but the last keep it in L2 (``ld_keep``)
+    ld_keep = ld
+    if cutlass.const_expr(reread):
+        ld = _ke_hinted(g_x, vec, 1, True)
+        ld_keep = _ke_kept_in_l2(g_x, vec)
     if cutlass.const_expr(ld is not None):
         x_row = _ke_global(x_row, g_x, vec)
     smem = cutlass.memory.SmemAllocator()
@@ -725,7 +759,7 @@ def _ke_rms_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_y: cute.Tensor, eps: cu
         for k in cutlass.range(per, unroll=4):
             j1 = first + k * threads
             if j1 < nvec:
-                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld)
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld_keep)
                 acc = acc + (v1 * v1).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     zero = cutlass.Float32(0.0)
     total = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
@@ -783,7 +817,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
         for k in cutlass.range(per, unroll=4):
             j1 = first + k * threads
             if j1 < nvec:
-                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld)
+                v1 = _ke_load(x_row[(None, j1)], g_x.element_type, ld_keep)
                 acc = acc + v1.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     zero = cutlass.Float32(0.0)
     mean = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch0, threads)
@@ -800,7 +834,7 @@ def _ke_layer_kernel(g_x: cute.Tensor, g_w: cute.Tensor, g_b: cute.Tensor, g_y: 
         for k in cutlass.range(per, unroll=4):
             j2 = first + k * threads
             if j2 < nvec:
-                d2 = _ke_load(x_row[(None, j2)], g_x.element_type, ld) - mean
+                d2 = _ke_load(x_row[(None, j2)], g_x.element_type, ld_keep) - mean
                 acc = acc + (d2 * d2).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
     var = _ke_reduce(acc, operator.add, partial, slot, zero, cluster, xch1, threads)
     rstd = cute.math.rsqrt(var / cutlass.Float32(n) + eps)
@@ -868,7 +902,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             for k in cutlass.range(per, unroll=4):
                 j3 = first + k * threads
                 if j3 < nvec:
-                    v3 = _ke_load(x_row[(None, j3)], g_x.element_type, ld)
+                    v3 = _ke_load(x_row[(None, j3)], g_x.element_type, ld_keep)
                     top = cute.math.max(top, v3.reduce(cute.ReductionOp.MAX, lowest, 0))
     # A kept row's exp is computed once: it replaces the row in the registers, and the output
     # is that times one scale per thread.
@@ -891,7 +925,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             for k in cutlass.range(per, unroll=4):
                 j6 = first + k * threads
                 if j6 < nvec:
-                    v6 = _ke_load(x_row[(None, j6)], g_x.element_type, ld)
+                    v6 = _ke_load(x_row[(None, j6)], g_x.element_type, ld_keep)
                     t6 = cute.math.max(top, v6.reduce(cute.ReductionOp.MAX, lowest, 0))
                     e6 = _ke_exp(v6 - t6)
                     acc = acc * _ke_exp(top - t6) + e6.reduce(
@@ -920,7 +954,7 @@ def _ke_softmax_kernel(g_x: cute.Tensor, g_y: cute.Tensor, launch: cutlass.Const
             for k in cutlass.range(per, unroll=4):
                 j4 = first + k * threads
                 if j4 < nvec:
-                    v4 = _ke_load(x_row[(None, j4)], g_x.element_type, ld)
+                    v4 = _ke_load(x_row[(None, j4)], g_x.element_type, ld_keep)
                     e4 = _ke_exp(v4 - row_top)
                     acc = acc + e4.reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         inv = cutlass.Float32(1.0) / _ke_reduce(
