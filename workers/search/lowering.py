@@ -227,6 +227,10 @@ _PW_SIMPLE = {
 }
 # Special functions no template writes (said in one line rather than as an unknown op).
 _SPECIAL = {"lgamma", "digamma", "polygamma", "i0", "special_i0e", "special_i1", "mvlgamma"}
+# Ops whose output the values' order decides: not graphs of pointwise ops, reductions and
+# views (refused in one line saying so; ops whose output's shape the values decide fail the
+# trace itself, trace.py says so).
+_ORDERED = {"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"}
 
 
 class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
@@ -1067,6 +1071,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             raise NoTemplate(f"the reference uses {name}, a special function no template writes")
         if "convolution" in name or "conv" in name:
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        if name.split(".")[0] in _ORDERED:
+            raise NoTemplate(
+                f"the reference uses {name}: the values' order decides its output (sorting or "
+                "selection), not a graph of pointwise ops, reductions and views; no template fits"
+            )
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
 
     def _lower_pointwise(self, n: torch.fx.Node) -> None:

@@ -239,6 +239,11 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
+        if type(exc).__name__ in ("DynamicOutputShapeException", "DataDependentOutputException"):
+            raise NoTemplate(
+                f"the reference uses {exc}: its output's shape depends on the values; "
+                "no template fits"
+            ) from exc
         raise NoTemplate(f"the reference could not be traced: {type(exc).__name__}: {exc}") from exc
 
     forward_args = [p for p in inspect.signature(model_cls.forward).parameters if p != "self"]

@@ -276,3 +276,19 @@ def test_cross_entropy_with_label_smoothing_is_the_cross_entropy_kernel_with_its
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
     with pytest.raises(NoTemplate, match="extra ops"):
         trace_problem(_smoothed("mean").replace("reduction='mean')", "reduction='mean') * 2.0"))
+
+
+@pytest.mark.parametrize(
+    "forward, reason",
+    [
+        ("torch.sort(x, dim=-1).values + y", "the values' order decides its output"),
+        ("torch.topk(x, 3, dim=-1).values.sum(-1) + y.sum(-1)", "sorting or selection"),
+        ("x.median(-1).values + y.sum(-1)", "sorting or selection"),
+        ("x[x > 0].sum() + y.sum()", "its output's shape depends on the values"),
+    ],
+)
+def test_sorting_and_data_shaped_outputs_are_refused_saying_why(forward, reason):
+    """What truly is not a graph of pointwise ops, reductions and views (issue 11: "no template
+    fits" said in one line, with the reason)."""
+    with pytest.raises(NoTemplate, match=reason):
+        trace_problem(_problem(forward, X2, ROWS))
