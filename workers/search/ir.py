@@ -50,3 +50,10 @@ class Plan:
 
     def reductions(self) -> list[IRNode]:
         return [n for n in self.nodes if n.kind == "reduce"]
+
+
+def wider_than_row(p: int, q: int, off: int) -> bool:
+    """Whether an output of ``N·p/q + off`` columns (``plan.extra["narrow_outputs"]``) is wider
+    than the row of ``N`` (a pad, a repeat or a cat of more than the row) rather than a slice of
+    it: a slice's width is clamped to the row, a wider output's is not."""
+    return p > q or (p == q and off > 0)

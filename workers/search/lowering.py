@@ -5,7 +5,9 @@ reduction over the first dimension). The graph comes from :mod:`workers.search.t
 
 Families:
 
-- ``elementwise``: pointwise ops over same-shape tensors (any activation expression);
+- ``elementwise``: pointwise ops over same-shape tensors (any activation expression), with
+  columns moved along the last dimension by slices, cats, flips, constant pads and repeats, and
+  each column's index (``F.one_hot``) (:mod:`workers.search.lowering_slices`);
 - ``row``: pointwise ops plus reductions (softmax, log-softmax, RMSNorm, LayerNorm, residual +
   RMSNorm, sum/mean/max/prod, ...) over the last dimension, a middle one or several adjacent
   ones (strided rows), trailing ones (merged), dimensions apart (rows gathered by coordinates),
@@ -297,8 +299,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 raise NoTemplate(value)
             if isinstance(value, Narrow):
                 raise NoTemplate(
-                    f"a slice of the row ({a.name}) where a whole row is needed (a reduction); "
-                    "templates slice only between pointwise ops"
+                    f"columns of the row moved by a slice, cat, pad or repeat ({a.name}) where a "
+                    "whole row is needed (a reduction); templates move columns only between "
+                    "pointwise ops"
                 )
             if isinstance(value, Flipped):
                 # a flip read as a row (not by a scan): its inputs read from the far end
@@ -490,15 +493,23 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             for p in placeholders
             if p.meta["val"].is_floating_point() and p.meta["val"].ndim and p not in self.tables
         ] + [n for n in calls if n.target in _GATHERS]
-        if not float_inputs:
+        tensors = [p for p in placeholders if p.meta["val"].ndim]
+        if float_inputs:
+            self.row_shape = _row_shape(float_inputs, shapes, calls)
+        elif aten.arange.default in targets and tensors:
+            # Integer inputs against an arange along the row (``F.one_hot(t, 16)``): the rows
+            # are the output's, as wide as the arange (``plan.extra["columns"]``).
+            self.row_shape = max(shapes, key=math.prod)
+        else:
             raise NoTemplate("the reference has no floating-point tensor input")
-        self.row_shape = _row_shape(float_inputs, shapes, calls)
         try:  # inputs that broadcast against each other (an outer sum): the rows are theirs
             wide = tuple(torch.broadcast_shapes(*(p.meta["val"].shape for p in float_inputs)))
         except RuntimeError:
             wide = self.row_shape
-        # Values that broadcast their operands (a cat widens by moving columns, not this way).
-        values = [n.meta.get("val") for n in calls if n.target in _PW_SIMPLE]
+        # Values that broadcast their operands (a cat, a pad or a repeat widens by moving
+        # columns, not this way: the rows stay the inputs').
+        moved = _widened(calls, self.SLICE_OPS)
+        values = [n.meta.get("val") for n in calls if n.target in _PW_SIMPLE and n not in moved]
         widest = max(
             [tuple(v.shape) for v in values if isinstance(v, torch.Tensor)] + [self.row_shape],
             key=math.prod,
@@ -513,7 +524,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         for n in calls:
             self._lower_call(n)
         # An output narrower than the row (a GLU returns one half gated by the other): its
-        # element at column c is the slice's, so the kernel computes it over the first columns.
+        # element at column c is the slice's, so the kernel computes it over the first columns;
+        # one wider (a pad, a repeat) over all of its own.
         narrow = {
             j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Narrow)
         }
@@ -533,9 +545,10 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         plan.outputs = outputs
         if narrow:
             if any(n.kind == "reduce" for n in self.nodes):
-                raise NoTemplate("an output narrower than the row in a reference with reductions")
-            if any(v.frac > 1 for v in narrow.values()):
-                raise NoTemplate("an output wider than the row (a cat of more than its width)")
+                raise NoTemplate(
+                    "an output narrower or wider than the row (a slice, cat, pad or repeat along "
+                    "it) in a reference with reductions"
+                )
             plan.extra["narrow_outputs"] = [
                 [j, v.frac.numerator, v.frac.denominator, 0] for j, v in narrow.items()
             ]
@@ -557,12 +570,23 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         self._settle_per_row()
         _categorise(plan)
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
+        last = len(self.row_shape) - 1
         for node in plan.inputs():
-            if node.attrs.get("int_dtype") and node.id in used and node.cat != "rowscalar":
+            # One value per row: a target beside a row reduction, or, in an elementwise graph,
+            # an input placed along a leading dimension (``t[:, None] == arange``: a one-hot).
+            along = self.vec_pos.get(node.id, last) == last and (
+                node.attrs.get("bshape") is None or int(node.attrs["bshape"][-1]) != 1
+            )
+            if (
+                node.attrs.get("int_dtype")
+                and node.id in used
+                and node.cat != "rowscalar"
+                and along
+            ):
                 raise NoTemplate(
                     f"non-floating input {node.attrs['ref']} of dtype {node.attrs['int_dtype']} "
                     "is covered only as one value per row (a target per row beside a row "
-                    "reduction), not along the row"
+                    "reduction or compared with a column index), not along the row"
                 )
         for node in plan.nodes:
             if node.kind == "input" and node.attrs["role"] == "bcast" and node.id not in used:
@@ -625,6 +649,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             n.kind == "input" and (n.attrs.get("shift") or n.attrs.get("mirror"))
             for n in plan.nodes
         )
+        if any(n.op == "col" for n in self.nodes) and plan.reductions():
+            raise NoTemplate(
+                "a column index (an arange along the row, F.one_hot) in a reference with "
+                "reductions is not covered; templates read it between pointwise ops"
+            )
         if shifted and plan.reductions():
             raise NoTemplate(
                 "columns moved by a slice, a cat or a flip in a reference with reductions are "
@@ -633,6 +662,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if not plan.reductions() and (
             shifted
             or narrow
+            or any(n.op == "col" for n in self.nodes)
             or any(n.id in used for n in bcast)
             or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
         ):
@@ -640,6 +670,20 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             # tensor is one): every weight vector becomes such an input.
             self._vecs_as_bcast(used)
             plan.extra["bcast"] = True
+            spans = any(
+                n.id in used and (n.attrs["role"] == "tile" or int(n.attrs["bshape"][-1]) != 1)
+                for n in plan.inputs()
+                if n.attrs["role"] in ("tile", "bcast")
+            )
+            if any(n.op == "col" for n in self.nodes) and not spans:
+                # No input as wide as the rows (``F.one_hot(t, 16)`` alone): the arange's length.
+                plan.extra["columns"] = int(self.row_shape[-1])
+            if not float_inputs:  # integers in, a float out (a smoothed one-hot target)
+                floats = {o.meta["val"].is_floating_point() for o in outs}
+                if floats == {True, False}:
+                    raise NoTemplate("integer and floating-point outputs from integer inputs")
+                if floats == {True}:
+                    plan.extra["float_out"] = True
         if self.outer and plan.reductions():
             raise NoTemplate(
                 "a reduction over rows wider than every input (an outer broadcast) is not covered"
@@ -719,16 +763,22 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             and all(k == "tile" for k in plan.extra["output_kinds"])
         ):
             plan.family = "elementwise"
-            ops = sorted({n.op for n in plan.nodes if n.kind == "pw" and n.op != "col_lt"})
+            ops = sorted(
+                {n.op for n in plan.nodes if n.kind == "pw" and n.op not in ("col_lt", "col")}
+            )
             tiles = {n.attrs["ref"] for n in plan.inputs("tile")}
             plan.summary = f"elementwise over {len(tiles)} input(s): {', '.join(ops)}"
             if plan.extra.get("bcast"):
                 seen = {n.attrs["ref"]: _read_as(n) for n in plan.inputs("bcast")}
                 plan.summary += "".join(f", {r} {b}" for r, b in seen.items())
             if any(n.attrs.get("shift") or n.op == "col_lt" for n in plan.nodes):
-                plan.summary += ", columns moved by slices and cat along the last dimension"
+                plan.summary += (
+                    ", columns moved by slices, cats, pads or repeats along the last dimension"
+                )
             if any(n.attrs.get("mirror") for n in plan.nodes):
                 plan.summary += ", rows read from their far end (a flip)"
+            if any(n.op == "col" for n in plan.nodes):
+                plan.summary += ", each column's index (an arange along the row, a one-hot)"
             if self.outer:
                 plan.summary += f", rows {list(self.row_shape)} wider than every input"
         else:
@@ -859,6 +909,10 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if t in self.SLICE_OPS:
             self._lower_slice(n)
             return
+        if t in self.OTHER_PADS:
+            raise NoTemplate(
+                f"a {self.OTHER_PADS[t]} pad ({t}) is not covered; templates pad with a constant"
+            )
         if t in self.SCAN_OPS:
             self._lower_scan(n)
             return
@@ -887,6 +941,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             cat = _cat_of(self.nodes, src)
             if src in self.vec_pos:  # a weight placed along one dimension: w.view(1, -1, 1, 1)
                 self.env[n] = self._place_vec(src, shape, n)
+                return
+            if self.nodes[src].op == "col" and shape and math.prod(shape) == shape[-1]:
+                self.env[n] = src  # the column index viewed or cast: each column's own still
                 return
             if cat == "tile" and (
                 self.merge_from is not None
@@ -983,6 +1040,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 self.env[n] = self.pw("div", self.pw("exp", shifted), s)
             else:
                 self.env[n] = self.pw("sub", shifted, self.pw("log", s))
+            return
+        if t == aten.arange.default:
+            self.env[n] = self._column_index(n)
             return
         if t == aten.scalar_tensor.default:  # a number made a 0-d tensor (an eps)
             self.env[n] = self.const(a[0])
@@ -1809,6 +1869,16 @@ def _row_shape(float_inputs, out_shapes, calls) -> tuple:
     return largest[0]
 
 
+def _widened(calls, moving) -> set:
+    """The values computed from a cat, a pad or a repeat (one of ``moving``): wider than the
+    rows because columns moved, not because operands broadcast."""
+    out: set = set()
+    for n in calls:
+        if n.target in moving or any(a in out for a in n.all_input_nodes):
+            out.add(n)
+    return out
+
+
 def _flattened_from(shape, row_shape) -> int | None:
     """k when ``shape`` is ``row_shape`` with its dimensions from k on (two or more) flattened
     into one (``x.flatten(1)``, ``x.view(b, -1)``); else None."""
@@ -1847,6 +1917,8 @@ def _cat_of(nodes: list[IRNode], i: int) -> str:
         return "rowscalar" if n.attrs.get("per_row") else "tile"
     if n.kind == "reduce":
         return "rowscalar"
+    if n.op in ("col_lt", "col"):
+        return "tile"
     cats = {_cat_of(nodes, a) for a in n.args}
     if "tile" in cats:
         return "tile"
@@ -1867,7 +1939,7 @@ def _categorise(plan: Plan) -> None:
             n.cat = "rowscalar"
         elif n.kind == "scan":  # varies along the row, as its input does
             n.cat = "tile"
-        elif n.op == "col_lt":  # a column's index against a boundary: varies along the row
+        elif n.op in ("col_lt", "col"):  # a column's index (against a boundary): varies along it
             n.cat = "tile"
         else:
             cats = {plan.nodes[a].cat for a in n.args}
@@ -1884,7 +1956,7 @@ def _strip_ones(shape: tuple) -> tuple:
 
 def _columns(p: int, q: int, off: int) -> str:
     """``N * p / q + off`` columns, in words for a plan's summary."""
-    part = "N" if (p, q) == (1, 1) else f"{p}/{q} of N" if p else ""
+    part = "N" if (p, q) == (1, 1) else f"{p}·N" if q == 1 and p else f"{p}/{q} of N" if p else ""
     if not off:
         return part
     return f"{part} {'+' if off > 0 else '-'} {abs(off)}" if part else str(off)

@@ -14,10 +14,22 @@ A flip along the last dimension read as a row (not by a scan) reads its inputs f
 far end (``attrs["mirror"]``: column ``N - 1 - (c + shift)``), so a flip, a slice of a flip or
 a flip between pointwise ops gets the same elementwise kernel.
 
+A constant pad of the last dimension (``F.pad(x, (2, 3), value=v)``) is a cat of ``v``
+columns, the row and ``v`` columns again (a negative pad, a slice); a repeat along the row
+(``x.repeat(1, 3)``, ``x.tile(3)``) is a cat of the row with itself. The output is then wider
+than the row: the kernel runs over its columns and reads each input where the cat puts it,
+nothing outside the input's row.
+
 Not covered, refused in words: slices along other dimensions or with a step, a slice in a
-reduction, a flip of a slice or of columns a cat joined, and a slice combined with a full
-row. An output narrower than the row (a GLU's half, ``F.glu`` itself) is computed over its
-first columns (``plan.extra["narrow_outputs"]``).
+reduction, a flip of a slice or of columns a cat joined, a slice combined with a full row,
+pads of other dimensions or by reflection or replication, and repeats along other dimensions.
+An output narrower than the row (a GLU's half, ``F.glu`` itself) is computed over its first
+columns, one wider over all of its own (``plan.extra["narrow_outputs"]``).
+
+``torch.arange(N)`` along the row is each column's own index (a ``col`` node): ``F.one_hot(t,
+C)`` is ``t[..., None] == arange(C)``, so a one-hot row (and what pointwise ops make of it, a
+smoothed target) is an elementwise kernel whose rows are the output's, each target read once
+per row.
 """
 
 from __future__ import annotations
@@ -88,6 +100,17 @@ class SlicesMixin:
         aten.narrow.default,
         aten.cat.default,
         aten.glu.default,
+        aten.constant_pad_nd.default,
+        aten.repeat.default,
+    }
+    # Pads that read the row at other columns than a cat can say (refused in words).
+    OTHER_PADS = {
+        aten.reflection_pad1d.default: "reflect",
+        aten.reflection_pad2d.default: "reflect",
+        aten.reflection_pad3d.default: "reflect",
+        aten.replication_pad1d.default: "replicate",
+        aten.replication_pad2d.default: "replicate",
+        aten.replication_pad3d.default: "replicate",
     }
 
     def _width(self) -> int:
@@ -208,6 +231,12 @@ class SlicesMixin:
                 src, Fraction(start, width), Fraction(max(0, stop - start), width)
             )
             return
+        if t == aten.constant_pad_nd.default:
+            self.env[n] = self._pad(n)
+            return
+        if t == aten.repeat.default:
+            self.env[n] = self._repeat(n)
+            return
         # cat along the last dimension
         dim = a[1] if len(a) > 1 else n.kwargs.get("dim", 0)
         self._last(n, dim)
@@ -216,6 +245,49 @@ class SlicesMixin:
             self.env[n] = self._exclusive_scan(a[0], values)
             return
         self.env[n] = self._concat([self._as_narrow(x) for x in a[0]])
+
+    def _pad(self, n: torch.fx.Node):
+        """``F.pad(x, (left, right), value=v)``: ``left`` columns of ``v``, the row, ``right``
+        columns of ``v`` (a negative pad drops columns from that end: a slice)."""
+        pad = [int(v) for v in n.args[1]]
+        value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0.0)
+        if any(pad[2:]):
+            raise NoTemplate(
+                f"a pad of other than the last dimension (F.pad with {pad}); templates pad the "
+                "last dimension"
+            )
+        left, right = (pad + [0, 0])[:2]
+        width, size = self._width(), int(n.args[0].meta["val"].shape[-1])
+        src = self._as_narrow(n.args[0])
+        lo = max(0, -left)
+        hi = max(lo, size - max(0, -right))
+        if (lo, hi) != (0, size):
+            src = self._piece(src, Fraction(lo, width), Fraction(hi - lo, width))
+        fill = self.const(0.0 if value is None else value)
+        ends = [Narrow(Fraction(max(0, k), width), lambda f, c=fill: c) for k in (left, right)]
+        return self._concat([p for p in (ends[0], src, ends[1]) if p.frac or p is src])
+
+    def _repeat(self, n: torch.fx.Node):
+        """``x.repeat(1, k)`` (``x.tile(k)``): the row ``k`` times side by side."""
+        reps = [int(v) for v in n.args[1]]
+        ndim = len(n.args[0].meta["val"].shape)
+        if len(reps) != ndim or any(r != 1 for r in reps[:-1]) or reps[-1] < 1:
+            raise NoTemplate(
+                f"a repeat by {reps} of a {ndim}-d tensor; templates repeat only the last "
+                "dimension, at least once (x.repeat(1, k))"
+            )
+        return self._concat([self._as_narrow(n.args[0])] * reps[-1])
+
+    def _column_index(self, n: torch.fx.Node) -> int:
+        """``torch.arange(N)`` as long as the rows (``F.one_hot`` compares each target with
+        one): each column's own index, compared exactly with an integer."""
+        length, width = int(n.args[0]), self._width()
+        if length != width:
+            raise NoTemplate(
+                f"an arange of {length} values against rows of {width} columns; templates read "
+                "an arange only as the rows' column index"
+            )
+        return self.new("pw", op="col", attrs={"whole": True})
 
     def _exclusive_scan(self, nodes: list, values: list) -> int:
         """``cat([zeros(..., 1), cumsum(x[..., :-1])], -1)``: the exclusive cumulative sum of

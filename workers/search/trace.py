@@ -19,6 +19,7 @@ import logging
 import math
 from fractions import Fraction
 
+from workers.search.ir import wider_than_row
 from workers.search.lowering import IRNode, NoTemplate, Plan, _columns, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
@@ -42,14 +43,32 @@ def trace_problem(source: str) -> Plan:
         _symbolic_constants(source, plan, shapes)
     if plan.family in ("row", "elementwise", "scan") and _slice_bounds(plan):
         _slice_offsets(source, plan)
+    if "columns" in plan.extra:
+        _fixed_columns(source, plan)
     if plan.extra.get("scan_prefix", [1, 1, -1]) != [1, 1, -1]:
         raise NoTemplate(
             "a cumsum of a row's first columns other than all but the last (an exclusive "
             "cumsum is cat([zeros, cumsum(x[..., :-1])]))"
         )
     for j, p, q, off in plan.extra.get("narrow_outputs", []):
-        plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
+        if wider_than_row(p, q, off):
+            plan.summary += f", output {j} {_columns(p, q, off)} columns wide"
+        else:
+            plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
     return plan
+
+
+def _fixed_columns(source: str, plan: Plan) -> None:
+    """Rows as wide as an arange no input has (``F.one_hot(t, 16)``): the wrapper writes that
+    width as traced, so it must not move with the problem's sizes (traced again with them
+    doubled); one that does is refused in words."""
+    sizes = _size_constants(load_problem(source))
+    again = _trace_moved(source, {k: 2 * v for k, v in sizes.items()}) if sizes else None
+    if again is not None and again[0].extra.get("columns") != plan.extra["columns"]:
+        raise NoTemplate(
+            "an arange along the row whose length moves with the input sizes but is no input's "
+            "width; templates take the rows' width from an input or a fixed number"
+        )
 
 
 def _slice_bounds(plan: Plan) -> list:

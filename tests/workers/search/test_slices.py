@@ -152,7 +152,7 @@ def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("torch.cat([x, x * 2.0], dim=-1)", "wider than the row"),
+        ("(torch.cat([x, x * 2.0], dim=-1), x.sum(-1))", "wider than the row .* reductions"),
         ("torch.softmax(x[..., :8], dim=-1)", "where a whole row is needed"),
         ("torch.cat([x[..., 1::2], x[..., ::2]], dim=-1)", "step"),
         ("torch.softmax(torch.cat([x[..., 8:], x[..., :8]], dim=-1), dim=-1)", "reductions"),
@@ -163,7 +163,7 @@ def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path
         ("torch.cat([x[..., 8:], x[..., :8]], dim=-1).flip(-1)", "a flip of columns joined"),
     ],
     ids=[
-        "wider-output",
+        "wider-output-beside-a-reduction",
         "narrow-softmax",
         "strided-slice",
         "in-a-softmax",

@@ -168,6 +168,10 @@ class _Emitter:
             if self.shifted is None:
                 raise NoTemplate("this kernel does not read columns moved by a slice")
             return f"v{node.id} = cols[None, :] < {_frac(*node.attrs['frac'])}"
+        if node.kind == "pw" and node.op == "col":  # an arange along the row: the column index
+            if self.shifted is None:
+                raise NoTemplate("this kernel does not read the column index (an arange)")
+            return f"v{node.id} = cols[None, :]"
         if node.kind == "pw" and node.op in ("tril", "triu"):  # a matmul epilogue's rows/cols
             keep = "<=" if node.op == "tril" else ">="
             x, k = self.name(nodes[node.args[0]]), node.attrs["diagonal"]

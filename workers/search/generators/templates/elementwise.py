@@ -19,6 +19,7 @@ from workers.search.generators.templates.common import (
     _refs,
     bcast_view,
 )
+from workers.search.ir import wider_than_row
 from workers.search.trace import Plan
 
 
@@ -47,11 +48,17 @@ def _bcast_kernel(plan: Plan) -> str:
     broadcast input's offsets are its rows' (from each row's leading coordinates, worked out
     once per row) plus its column stride, so no per-element division."""
     kept, last = _bcast(plan), _bcast_rank(plan) - 1
+    narrow = {j: (p, q, off) for j, p, q, off in plan.extra.get("narrow_outputs", [])}
+    # An output wider than the row (a pad, a repeat): the loop runs over its columns, past the
+    # row's N, so a moved column's read and a wide output's store are masked by the rows alone
+    # and their own columns (``mask`` keeps the inputs' columns below N).
+    wide = any(wider_than_row(*w) for w in narrow.values())
+    rows_only = "rmask[:, None]" if wide else "mask"
 
     def shifted(node, ptr, k, sh):
         # A column moved by a slice or a cat: the same row, ``sh`` columns on, masked to it;
         # read from the row's far end (``N - 1 - (c + sh)``) where a flip mirrors it.
-        inside = f"mask & ((cols + {sh} >= 0) & (cols + {sh} < N))[None, :]"
+        inside = f"{rows_only} & ((cols + {sh} >= 0) & (cols + {sh} < N))[None, :]"
         if node.attrs.get("mirror"):
             col = f"(N - 1 - cols - {sh})"
             if node.attrs["role"] == "bcast":
@@ -97,19 +104,26 @@ def _bcast_kernel(plan: Plan) -> str:
         stmt = em.stmt(node)
         if stmt:
             inner.append(stmt)
-    narrow = {j: (p, q, off) for j, p, q, off in plan.extra.get("narrow_outputs", [])}
     for j, o in enumerate(plan.outputs):
         val = em.name(plan.nodes[o])
-        if j in narrow:  # its row is the first N·p/q + off columns (a GLU's half, a diff)
+        if j in narrow:  # its row: the first N·p/q + off columns (a GLU's half), or more (a pad)
             inner.append(f"NO{j} = {_width(*narrow[j])}")
             inner.append(
                 f"tl.store(out{j}_ptr + rows[:, None] * NO{j} + cols[None, :], {val}, "
-                f"mask=mask & (cols < NO{j})[None, :])"
+                f"mask={rows_only} & (cols < NO{j})[None, :])"
             )
         else:
             inner.append(f"tl.store(out{j}_ptr + toff, {val}, mask=mask)")
     # Only as many columns as the widest output has (all of them unless every output is narrow).
-    if narrow and len(narrow) == len(plan.outputs):
+    if wide:
+        widths = sorted(
+            {_width(*narrow[j]) if j in narrow else "N" for j in range(len(plan.outputs))}
+        )
+        bound = widths[0]
+        for other in widths[1:]:
+            bound = f"tl.maximum({bound}, {other})"
+        body.append(f"for start in range(0, {bound}, BLOCK):")
+    elif narrow and len(narrow) == len(plan.outputs):
         widths = set(narrow.values())
         if all(off == 0 for _, _, off in widths):  # fractions of the row: the largest
             bound = _width(*max(widths, key=lambda pqo: pqo[0] / pqo[1]))
@@ -124,10 +138,14 @@ def _bcast_kernel(plan: Plan) -> str:
 
 def _out_shape(narrow: tuple[int, int, int] | None) -> str:
     """An output's shape: the rows', or for a narrow output its first N·p/q + off columns
-    (none where the row has fewer: ``x[..., 1:]`` of an empty row is empty)."""
+    (none where the row has fewer: ``x[..., 1:]`` of an empty row is empty), for a wider one
+    its N·p/q + off columns."""
     if narrow is None:
         return "shape"
     p, q, off = narrow
+    if wider_than_row(p, q, off):
+        width = f"shape[-1] * {p} // {q}" + (f" + {off}" if off else "")
+        return f"(*shape[:-1], {f'max(0, {width})' if off < 0 else width})"
     if not off:
         return f"(*shape[:-1], shape[-1] * {p} // {q})"
     return f"(*shape[:-1], min(shape[-1], max(0, shape[-1] * {p} // {q} + {off})))"
@@ -135,7 +153,9 @@ def _out_shape(narrow: tuple[int, int, int] | None) -> str:
 
 def _width(p: int, q: int, off: int) -> str:
     """A narrow output's width in the kernel: ``N·p/q + off`` columns, within ``[0, N]`` as a
-    slice's length is (``x[..., :8]`` of a 4-wide row has 4)."""
+    slice's length is (``x[..., :8]`` of a 4-wide row has 4); a wider output's, not below 0."""
+    if wider_than_row(p, q, off):
+        return f"tl.maximum({_frac(p, q, off)}, 0)" if off < 0 else _frac(p, q, off)
     if not off:
         return _frac(p, q)
     return f"tl.minimum(tl.maximum({_frac(p, q, off)}, 0), N)"
@@ -157,6 +177,8 @@ def _source_bcast(plan: Plan, p: dict) -> str:
             if not n.attrs.get("prefix")  # narrowed to the rows' shape, so not its source
         ]
         shape = f"torch.broadcast_shapes({', '.join(views)})"
+        if plan.extra.get("columns"):  # as wide as an arange along the row (F.one_hot's classes)
+            shape = f"(*{shape}[:-1], {int(plan.extra['columns'])})"
     narrow = {j: (p, q, off) for j, p, q, off in plan.extra.get("narrow_outputs", [])}
     outs = "".join(
         f"        out{j} = torch.empty({_out_shape(narrow.get(j))}, dtype=odt, "
@@ -169,6 +191,7 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + _bcast_kernel(plan)
         + _forward_head(plan)
         + _dtype_line(tensors)
+        + ("        odt = torch.get_default_dtype()\n" if plan.extra.get("float_out") else "")
         + f"        shape = {shape}\n"
         + _bcast_wrapper(plan, "shape")
         + outs
