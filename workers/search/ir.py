@@ -42,6 +42,9 @@ class Plan:
     outputs: list[int] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     summary: str = ""
+    # Kernels run one after the other (a product, then what follows it): each stage's plan, the
+    # last one's output the candidate's (:mod:`workers.search.lowering_staged`).
+    stages: list[Plan] = field(default_factory=list)
 
     def inputs(self, role: str | None = None) -> list[IRNode]:
         return [

@@ -976,6 +976,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             return
         if t in _REDUCE_OPS:
             dims = a[1] if len(a) > 1 else kw.get("dim")
+            if _over_ones(a[0].meta["val"].shape, dims):
+                # Over dimensions of size 1 (a max over the one column a sum left): each
+                # element is its own result, the same values in the same order.
+                self.env[n] = self.arg(a[0])
+                return
             if self._is_total(n, dims):
                 op = _REDUCE_OPS[t]
                 if op == "prod":
@@ -1006,6 +1011,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self.env[n] = self._binary_cross_entropy(n)
             return
         if t in (aten.max.dim, aten.min.dim):  # torch.max(x, dim): values, indices
+            if _over_ones(a[0].meta["val"].shape, a[1]):  # each element its own max
+                self.env[n] = (self.arg(a[0]), f"{n.name}'s indices over one element")
+                return
             self._last_dim(n, a[1])
             op = "max" if t == aten.max.dim else "min"
             x = self.arg(a[0])
@@ -1097,6 +1105,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self.env[n] = self.pw(t.__name__.split(".")[0], self.arg(a[0]), diagonal=diagonal)
             return
         if t == aten.logsumexp.default:
+            if _over_ones(a[0].meta["val"].shape, a[1] if len(a) > 1 else kw.get("dim")):
+                self.env[n] = self.arg(a[0])  # log(exp(x)) of one element: x, infinities too
+                return
             self._last_dim(n, a[1] if len(a) > 1 else kw.get("dim"))
             self.env[n] = self._logsumexp(self.arg(a[0]))
             return
@@ -1705,8 +1716,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         plan.nodes = self.nodes
         plan.outputs = [self.arg(outs[0])]
         _categorise(plan)
-        if plan.reductions():
-            raise NoTemplate("matmul epilogue with a reduction is not covered")
+        if any(n.kind in ("reduce", "scan") for n in plan.nodes):
+            raise NoTemplate("matmul epilogue with a reduction or a scan is not covered")
         plan.extra.update(
             a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=int(a_shape[-1]), **batch
         )
@@ -1963,6 +1974,12 @@ def _columns(p: int, q: int, off: int) -> str:
 
 
 _LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+
+
+def _over_ones(shape, dims) -> bool:
+    """Whether a reduction over ``dims`` of ``shape`` runs over dimensions of size 1 only."""
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    return bool(dims) and all(int(shape[d]) == 1 for d in dims)
 
 
 def _shape_only(n: torch.fx.Node) -> bool:

@@ -23,6 +23,7 @@ from workers.search.ir import wider_than_row
 from workers.search.lowering import IRNode, NoTemplate, Plan, _columns, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
+from workers.search.lowering_staged import STAGE_REF, lower_staged
 
 
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
@@ -38,7 +39,8 @@ def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
 
 def trace_problem(source: str) -> Plan:
     """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits."""
-    plan, shapes = _trace(source, {})
+    top, shapes = _trace(source, {})
+    plan = _body(top)
     if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
         _symbolic_constants(source, plan, shapes)
     if plan.family in ("row", "elementwise", "scan") and _slice_bounds(plan):
@@ -55,7 +57,18 @@ def trace_problem(source: str) -> Plan:
             plan.summary += f", output {j} {_columns(p, q, off)} columns wide"
         else:
             plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
-    return plan
+    if top.stages:
+        first, rest = top.stages
+        top.forward_args, top.init_source, top.preamble = (
+            first.forward_args,
+            first.init_source,
+            first.preamble,
+        )
+        top.summary = (
+            f"two kernels: {first.summary}, written once; then {rest.family}: {rest.summary} "
+            f"(the product read as {STAGE_REF})"
+        )
+    return top
 
 
 def _fixed_columns(source: str, plan: Plan) -> None:
@@ -274,22 +287,38 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
         raise NoTemplate("the reference forward takes *args/**kwargs; no template fits")
     refs = [f"self.{n}" for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    if is_attention(calls):
-        plan = lower_attention(gm, refs)
-    elif is_pool(calls):
-        plan = lower_pool(gm, refs)
-    else:
-        plan = _Lowerer(gm, refs).lower()
-    plan.forward_args = forward_args
-    plan.init_source = init_source
-    plan.preamble = preamble
+    try:
+        plan = _lower(gm, refs)
+    except NoTemplate as exc:  # a product and more than a pointwise epilogue: two kernels
+        plan = lower_staged(gm, refs, _lower, exc)
     shapes = {
         name: tuple(int(d) for d in x.shape)
         for name, x in zip(forward_args, inputs, strict=False)
         if isinstance(x, torch.Tensor) and x.dim() > 0
     }
+    for i, stage in enumerate(plan.stages or [plan]):
+        stage.forward_args = forward_args + ([STAGE_REF] if i else [])
+        stage.init_source = init_source
+        stage.preamble = preamble
+    if plan.stages:  # the second stage's sizes may be the product's
+        shapes[STAGE_REF] = tuple(plan.extra["stage_shape"])
     return plan, shapes
+
+
+def _lower(gm, refs: list[str]) -> Plan:
+    """The single-kernel plan of a traced graph (its family's lowering)."""
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if is_attention(calls):
+        return lower_attention(gm, refs)
+    if is_pool(calls):
+        return lower_pool(gm, refs)
+    return _Lowerer(gm, refs).lower()
+
+
+def _body(plan: Plan) -> Plan:
+    """The plan whose constants and slices follow the sizes: the last stage of a staged plan
+    (the product's stage has neither), else the plan itself."""
+    return plan.stages[-1] if plan.stages else plan
 
 
 # A constant the trace computed from a size, as the wrapper computes it again at any size.
@@ -345,7 +374,8 @@ def _trace_moved(source: str, overrides: dict) -> tuple[Plan, dict] | None:
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        return _trace(source, overrides)
+        plan, shapes = _trace(source, overrides)
+        return _body(plan), shapes
     except NoTemplate:
         return None
     finally:
@@ -695,18 +725,22 @@ def plan_to_dict(plan: Plan) -> dict:
         "outputs": list(plan.outputs),
         "extra": dict(plan.extra),
         "summary": plan.summary,
+        "stages": [plan_to_dict(stage) for stage in plan.stages],
     }
 
 
-def plan_from_dict(data: dict) -> Plan:
+def plan_from_dict(data: dict, *, stage: bool = False) -> Plan:
     """The inverse of ``plan_to_dict``, checking the shape of data that came from a child which
-    ran untrusted code (it only ever becomes candidate source, which runs sandboxed)."""
+    ran untrusted code (it only ever becomes candidate source, which runs sandboxed). A stage's
+    plan has no stages of its own."""
 
     def need(value, kind, what):
         if not isinstance(value, kind):
             raise NoTemplate(f"the traced plan is malformed: {what}")
         return value
 
+    if data.get("stages") and (stage or len(data["stages"]) != 2):
+        raise NoTemplate("the traced plan is malformed: stages")
     nodes = []
     for i, n in enumerate(need(data.get("nodes"), list, "nodes")):
         need(n, dict, f"nodes[{i}]")
@@ -737,6 +771,10 @@ def plan_from_dict(data: dict) -> Plan:
         outputs=[need(o, int, "outputs") for o in need(data.get("outputs"), list, "outputs")],
         extra=need(data.get("extra", {}), dict, "extra"),
         summary=need(data.get("summary", ""), str, "summary"),
+        stages=[
+            plan_from_dict(need(part, dict, "stages"), stage=True)
+            for part in need(data.get("stages", []), list, "stages")
+        ],
     )
 
 

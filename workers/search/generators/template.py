@@ -57,6 +57,7 @@ from workers.search.generators.templates.row import (
     row_shape,
 )
 from workers.search.generators.templates.scan import _source_scan
+from workers.search.generators.templates.staged import PREFIX, source_staged, split_params
 from workers.search.trace import (
     NoTemplate,
     Plan,
@@ -193,6 +194,15 @@ SEEDS: dict[str, list[dict]] = {
     ],
 }
 
+# Staged families (a product, then the kernel of what follows it): the product's parameters
+# under ``mm_``, then the second family's (:mod:`...templates.staged`).
+STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool")
+for _rest in STAGED_AFTER:
+    _fam = f"matmul+{_rest}"
+    SPACES[_fam] = {**{PREFIX + k: v for k, v in SPACES["matmul"].items()}, **SPACES[_rest]}
+    DEFAULTS[_fam] = {**{PREFIX + k: v for k, v in DEFAULTS["matmul"].items()}, **DEFAULTS[_rest]}
+    SEEDS[_fam] = [*SEEDS[_rest], *({PREFIX + k: v for k, v in s.items()} for s in SEEDS["matmul"])]
+
 _SMEM_LIMIT = 200 * 1024  # bytes; H100/H200 allow 227 KB per block, keep headroom
 
 
@@ -210,6 +220,8 @@ _WRITERS = {
 def render(plan: Plan, params: dict) -> str:
     """The complete candidate source for ``plan`` with ``params`` (defaults filled in)."""
     full = _normal(plan, {**DEFAULTS[plan.family], **params})
+    if plan.stages:
+        return source_staged(plan, full, _WRITERS, DEFAULTS)
     return _WRITERS[plan.family](plan, full)
 
 
@@ -225,6 +237,9 @@ def _normal(plan: Plan, full: dict) -> dict:
 
 
 def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
+    if plan is not None and plan.stages:
+        first, rest = split_params(p)
+        return _valid("matmul", first, plan.stages[0]) and _valid(rest_family(family), rest)
     if family == "attention":
         return attention_valid(p, plan.extra["head_dim"] if plan else 128)
     if family == "matmul":
@@ -238,6 +253,11 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
     if family == "scan" and p["rows"] * p["block"] > 32768:  # registers per program
         return False
     return True
+
+
+def rest_family(family: str) -> str:
+    """The second stage's family of a staged one (``matmul+row`` -> ``row``)."""
+    return family.split("+", 1)[-1]
 
 
 def _key(params: dict) -> str:
