@@ -19,6 +19,8 @@ Families:
 - ``matmul``: ``mm``/``addmm``/``linear``/``bmm`` (either operand transposed) followed by a
   pointwise epilogue (bias, activation, ``triu``/``tril``);
 - ``cross_entropy``: ``log_softmax`` + ``nll_loss`` over class logits;
+- ``matmul+<family>``: products with more around them than one kernel holds, as a chain of
+  kernels (:mod:`workers.search.lowering_staged`);
 - ``scan``: a cumulative sum or product along one dimension between pointwise ops
   (:mod:`workers.search.lowering_scan`);
 - ``pool`` and ``attention`` have their own lowerings (:mod:`workers.search.lowering_pool`,

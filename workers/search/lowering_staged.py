@@ -1,13 +1,18 @@
-"""A matrix product followed by more than a pointwise epilogue (``Linear`` then a softmax, a
-GroupNorm, a log-sum-exp over the features, a cross-entropy over a vocabulary): two kernels, as
-compile runs it. The graph is cut at the product: the first stage is the product alone (the
-``matmul`` family, with its bias where ``addmm`` carries one), written once to memory; the
-second stage is everything after it, lowered by the ordinary lowering with the product as one
-more input (``STAGE_REF``), so whatever family fits the rest (row reductions over any
-dimensions, elementwise, a scan, a cross-entropy, a pool) reads it.
+"""Matrix products with more around them than one kernel holds, as a chain of kernels (compile
+runs them so too): ``Linear`` then a softmax, a GroupNorm, a log-sum-exp over the features, a
+cross-entropy over a vocabulary; an MLP (``Linear``, activation, ``Linear``, ...); a product
+whose operand is computed (``sigmoid(h) @ W``).
 
-A product whose epilogue is pointwise is never cut: the single fused kernel writes less. A
-graph with several products, or whose product reads computed operands, is refused as before."""
+The graph is cut where a value must be written to memory: at each product's output (after the
+view that gives ``Linear`` on ``[..., K]`` its leading dimensions back) and at each operand a
+product reads that is computed rather than an input. Each piece is lowered by the ordinary
+lowering, the values cut before it read as inputs (``stage_ref(j)``), and a product's piece
+takes the pointwise ops after it into its epilogue where the next cut allows. A stage may be
+of any family but attention (row reductions over any dimensions, elementwise, a scan, a
+cross-entropy, a pool, a product); the search moves the products' launches and the last
+stage's, the others keep their family's defaults.
+
+A product whose epilogue is pointwise is never cut: the single fused kernel writes less."""
 
 from __future__ import annotations
 
@@ -15,95 +20,128 @@ import torch
 
 from workers.search.ir import NoTemplate, Plan
 
-# The name the second stage reads the product by (a local of the candidate's forward).
-STAGE_REF = "_ke_mm"
-_VIEWS = {
-    torch.ops.aten.view.default,
-    torch.ops.aten._unsafe_view.default,
-    torch.ops.aten.reshape.default,
-}
+aten = torch.ops.aten
+MAX_STAGES = 8
+# Views between a product and the value a stage writes (Linear's rows viewed back as
+# ``[..., N]``), and between a written value and a product that reads it (``.t()``, a view).
+_VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+
+
+def stage_ref(j: int) -> str:
+    """The name later stages read stage ``j``'s output by (a local of the candidate's forward)."""
+    return f"_ke_s{j}"
 
 
 def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
-    """The two-stage plan of ``gm`` (family ``matmul+<family of the rest>``, ``stages`` [the
-    product, the rest]), or NoTemplate: ``error`` (the single-kernel lowering's reason) where
-    the graph is not one product whose operands are inputs, else the rest's own reason.
+    """The chain's plan (family ``matmul+<family of the last stage>``, ``stages`` in order), or
+    NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product
+    or a product's piece is not a ``matmul`` kernel, else the failing piece's own reason.
     ``lower(gm, refs)`` is the ordinary lowering."""
-    from workers.search.lowering import _MATMUL_OPS
+    from workers.search.lowering import _MATMUL_OPS, _OPERAND_VIEWS, _PERMUTES
 
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    mms = [n for n in calls if n.target in _MATMUL_OPS]
-    if len(mms) != 1:
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    mms = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _MATMUL_OPS]
+    if not mms:
         raise error
-    mm = mms[0]
-    users = list(mm.users)
-    if (
-        len(users) == 1
-        and users[0].target in _VIEWS
-        and users[0].meta["val"].shape[-1] == mm.meta["val"].shape[-1]
-    ):
-        mm = users[0]  # Linear on [..., K]: the product's rows viewed back as the input's
-    try:
-        first = lower(*_used(_up_to(gm, mm), refs))
-    except NoTemplate:
-        raise error from None
-    if first.family != "matmul" or first.reductions():
+    cuts: set = set()
+    for mm in mms:
+        for operand in mm.args[:3]:
+            root = operand
+            while (
+                isinstance(root, torch.fx.Node)
+                and root.op == "call_function"
+                and (root.target in _OPERAND_VIEWS or root.target in _PERMUTES)
+            ):
+                root = root.args[0]
+            if isinstance(root, torch.fx.Node) and root.op == "call_function":
+                cuts.add(root)  # a computed operand: written by the stage before
+        users = list(mm.users)
+        if (
+            len(users) == 1
+            and users[0].target in _VIEWS
+            and users[0].meta["val"].shape[-1] == mm.meta["val"].shape[-1]
+        ):
+            mm = users[0]  # Linear on [..., K]: the product's rows viewed back as the input's
+        cuts.add(mm)
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    ends = sorted(cuts, key=order.get)
+    if ends and _returns(out) == [ends[-1]]:
+        ends = ends[:-1]  # the last product is the output itself: its stage is the last
+    ends.append(out)
+    if len(ends) > MAX_STAGES:
+        raise NoTemplate(f"{len(ends)} kernels in a chain; templates chain at most {MAX_STAGES}")
+    stages: list[Plan] = []
+    kept: list = []  # the cut values written so far (the stages' outputs)
+    i = 0
+    while i < len(ends):
+        # A product's stage takes the next piece in too where the two lower as one matmul
+        # kernel (an activation between two products of an MLP, before the next cut).
+        plan = None
+        if i + 1 < len(ends):
+            try:
+                plan = lower(*_piece(gm, kept, ends[i + 1], refs))
+            except NoTemplate:
+                plan = None
+            if plan is not None and plan.family != "matmul":
+                plan = None
+        if plan is not None:
+            i += 1
+        else:
+            try:
+                plan = lower(*_piece(gm, kept, ends[i], refs))
+            except NoTemplate as exc:
+                if not stages:
+                    raise error from None
+                raise NoTemplate(f"after the matrix product, {exc}") from None
+        if plan.family == "attention" or (len(plan.outputs) > 1 and i < len(ends) - 1):
+            raise error
+        stages.append(plan)
+        if i < len(ends) - 1:
+            kept.append(ends[i])
+        i += 1
+    if len(stages) < 2:
         raise error
-    try:
-        rest = lower(*_used(_after(gm, mm), [*refs, STAGE_REF]))
-    except NoTemplate as exc:
-        raise NoTemplate(f"after the matrix product, {exc}") from None
-    if rest.family in ("matmul", "attention"):
-        raise error
-    plan = Plan(family=f"matmul+{rest.family}", forward_args=[], init_source="", preamble="")
-    plan.stages = [first, rest]
-    plan.extra["stage_shape"] = [int(d) for d in mm.meta["val"].shape]
-    return plan
+    top = Plan(family=f"matmul+{stages[-1].family}", forward_args=[], init_source="", preamble="")
+    top.stages = stages
+    top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
+    return top
 
 
-def _up_to(gm: torch.fx.GraphModule, mm: torch.fx.Node) -> torch.fx.GraphModule:
-    """``gm`` returning the product ``mm`` (everything after it dropped; the inputs kept)."""
-    graph = torch.fx.Graph()
-    env: dict = {}
-    for node in gm.graph.nodes:
-        if node.op == "output":
-            continue
-        env[node] = graph.node_copy(node, lambda n: env[n])
-    graph.output(env[mm])
-    graph.eliminate_dead_code()
-    return torch.fx.GraphModule(gm, graph)
+def _returns(out: torch.fx.Node) -> list:
+    values = out.args[0]
+    return list(values) if isinstance(values, list | tuple) else [values]
 
 
-def _after(gm: torch.fx.GraphModule, mm: torch.fx.Node) -> torch.fx.GraphModule:
-    """``gm`` with the product read from one more input, placed after the others (its
-    operands and what only they used dropped; the inputs kept)."""
+def _piece(gm: torch.fx.GraphModule, kept: list, end: torch.fx.Node, refs: list[str]):
+    """(the graph that computes ``end`` from the inputs and the values already written, read
+    as inputs named ``stage_ref(j)``; the references of the inputs it reads). ``end`` is the
+    output node for the last piece."""
     graph = torch.fx.Graph()
     env: dict = {}
     holders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for node in holders:
         env[node] = graph.node_copy(node, lambda n: env[n])
-    product = graph.placeholder(STAGE_REF)
-    product.meta = dict(mm.meta)
-    env[mm] = product
+    for j, node in enumerate(kept):
+        held = graph.placeholder(stage_ref(j))
+        # A stage writes its output contiguous, whatever strides the reference's value had.
+        held.meta = {**node.meta, "val": node.meta["val"].contiguous()}
+        env[node] = held
     for node in gm.graph.nodes:
+        if node.op == "placeholder" or node in env:
+            continue
         if node.op == "output":
             graph.output(torch.fx.map_arg(node.args[0], lambda n: env[n]))
-        elif node.op != "placeholder" and node is not mm:
-            env[node] = graph.node_copy(node, lambda n: env[n])
+            break
+        env[node] = graph.node_copy(node, lambda n: env[n])
+        if node is end:
+            graph.output(env[node])
+            break
     graph.eliminate_dead_code()
-    return torch.fx.GraphModule(gm, graph)
-
-
-def _used(gm: torch.fx.GraphModule, refs: list[str]) -> tuple[torch.fx.GraphModule, list[str]]:
-    """``gm`` without the inputs its stage never reads (the product's operands after it, a
-    bias before it), and the references of those it keeps: an unread input would otherwise
-    count among the stage's rows and be passed to its kernel."""
-    holders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    kept = []
-    for node, ref in zip(holders, refs, strict=True):
+    names = [*refs, *(stage_ref(j) for j in range(len(kept)))]
+    used = []
+    for node, ref in zip([n for n in graph.nodes if n.op == "placeholder"], names, strict=True):
         if node.users:
-            kept.append(ref)
-        else:
-            gm.graph.erase_node(node)
-    gm.recompile()
-    return gm, kept
+            used.append(ref)
+        else:  # an input this piece never reads would count among its rows
+            graph.erase_node(node)
+    return torch.fx.GraphModule(gm, graph), used

@@ -23,7 +23,7 @@ from workers.search.ir import wider_than_row
 from workers.search.lowering import IRNode, NoTemplate, Plan, _columns, _Lowerer
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
-from workers.search.lowering_staged import STAGE_REF, lower_staged
+from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
 
 
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
@@ -58,15 +58,15 @@ def trace_problem(source: str) -> Plan:
         else:
             plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
     if top.stages:
-        first, rest = top.stages
+        first = top.stages[0]
         top.forward_args, top.init_source, top.preamble = (
             first.forward_args,
             first.init_source,
             first.preamble,
         )
-        top.summary = (
-            f"two kernels: {first.summary}, written once; then {rest.family}: {rest.summary} "
-            f"(the product read as {STAGE_REF})"
+        top.summary = f"{len(top.stages)} kernels: " + "; then ".join(
+            stage.summary + (f", written as {stage_ref(j)}" if j < len(top.stages) - 1 else "")
+            for j, stage in enumerate(top.stages)
         )
     return top
 
@@ -285,7 +285,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
         for p in forward_args
     ):
         raise NoTemplate("the reference forward takes *args/**kwargs; no template fits")
-    refs = [f"self.{n}" for n in names] + forward_args[: len(inputs)]
+    refs = [_attribute(n) for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
     try:
         plan = _lower(gm, refs)
@@ -297,12 +297,19 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
         if isinstance(x, torch.Tensor) and x.dim() > 0
     }
     for i, stage in enumerate(plan.stages or [plan]):
-        stage.forward_args = forward_args + ([STAGE_REF] if i else [])
+        stage.forward_args = forward_args + [stage_ref(j) for j in range(i)]
         stage.init_source = init_source
         stage.preamble = preamble
-    if plan.stages:  # the second stage's sizes may be the product's
-        shapes[STAGE_REF] = tuple(plan.extra["stage_shape"])
+    for j, shape in enumerate(plan.extra.get("stage_shapes", [])):  # the last stage's sizes
+        shapes[stage_ref(j)] = tuple(shape)  # may be an earlier stage's output's
     return plan, shapes
+
+
+def _attribute(name: str) -> str:
+    """A parameter's or buffer's dotted name as Python the candidate reads it by: a layer of
+    an ``nn.Sequential`` or ``nn.ModuleList`` by its index (``network.0.weight`` ->
+    ``self.network[0].weight``)."""
+    return "self" + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in name.split("."))
 
 
 def _lower(gm, refs: list[str]) -> Plan:
@@ -739,7 +746,7 @@ def plan_from_dict(data: dict, *, stage: bool = False) -> Plan:
             raise NoTemplate(f"the traced plan is malformed: {what}")
         return value
 
-    if data.get("stages") and (stage or len(data["stages"]) != 2):
+    if data.get("stages") and (stage or not 2 <= len(data["stages"]) <= MAX_STAGES):
         raise NoTemplate("the traced plan is malformed: stages")
     nodes = []
     for i, n in enumerate(need(data.get("nodes"), list, "nodes")):

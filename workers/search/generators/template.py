@@ -24,6 +24,9 @@ Families and their parameters:
   order, so the result is deterministic.
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
 - ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
+- ``matmul+<family>``: a chain of kernels (products, then the rest: ``Linear`` then a norm or a
+  softmax, an MLP): the products' ``matmul`` parameters under ``mm_``, then the last stage's
+  family's (:mod:`workers.search.generators.templates.staged`).
 """
 
 from __future__ import annotations
@@ -194,9 +197,9 @@ SEEDS: dict[str, list[dict]] = {
     ],
 }
 
-# Staged families (a product, then the kernel of what follows it): the product's parameters
-# under ``mm_``, then the second family's (:mod:`...templates.staged`).
-STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool")
+# Staged families (a chain of kernels, products first, named by the last one's family): the
+# products' parameters under ``mm_``, then the last stage's (:mod:`...templates.staged`).
+STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool", "matmul")
 for _rest in STAGED_AFTER:
     _fam = f"matmul+{_rest}"
     SPACES[_fam] = {**{PREFIX + k: v for k, v in SPACES["matmul"].items()}, **SPACES[_rest]}
@@ -238,8 +241,8 @@ def _normal(plan: Plan, full: dict) -> dict:
 
 def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
     if plan is not None and plan.stages:
-        first, rest = split_params(p)
-        return _valid("matmul", first, plan.stages[0]) and _valid(rest_family(family), rest)
+        products, last = split_params(p)
+        return _valid("matmul", products) and _valid(rest_family(family), last, plan.stages[-1])
     if family == "attention":
         return attention_valid(p, plan.extra["head_dim"] if plan else 128)
     if family == "matmul":

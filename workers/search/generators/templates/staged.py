@@ -1,11 +1,12 @@
-"""Staged candidates (``matmul+<family>``): the product's kernel, then the kernel of what
-follows it, in one module (:mod:`workers.search.lowering_staged` cuts the graph).
+"""Staged candidates (``matmul+<family>``): a chain of kernels, the products' and the rest's,
+in one module (:mod:`workers.search.lowering_staged` cuts the graph).
 
-Each stage is written by its own family's writer, as a complete candidate; the two are joined
+Each stage is written by its own family's writer, as a complete candidate; they are joined
 under one header, every name a stage defines at module level prefixed with its stage (``_s0``,
-``_s1``) so that neither shadows the other, and one ``ModelNew`` runs the first stage's forward,
-then the second's with the product (``STAGE_REF``). The product's parameters are the
-``matmul`` family's under an ``mm_`` prefix; the rest are the second family's."""
+``_s1``, ...) so that none shadows another, and one ``ModelNew`` runs the stages' forwards in
+order, each given the outputs of those before it (``stage_ref(j)``). Parameters: the
+products' (every stage but the last) are the ``matmul`` family's under an ``mm_`` prefix; the
+last stage's are its family's; any other stage keeps its family's defaults."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import io
 import tokenize
 
 from workers.search.generators.templates.common import HEADER_IMPORTS, _header
-from workers.search.lowering_staged import STAGE_REF
+from workers.search.lowering_staged import stage_ref
 from workers.search.trace import Plan
 
 PREFIX = "mm_"
 
 
 def split_params(params: dict) -> tuple[dict, dict]:
-    """(the product's parameters, the rest's) of a staged candidate's ``params``."""
+    """(the products' parameters, the last stage's) of a staged candidate's ``params``."""
     first = {k[len(PREFIX) :]: v for k, v in params.items() if k.startswith(PREFIX)}
     rest = {k: v for k, v in params.items() if not k.startswith(PREFIX)}
     return first, rest
@@ -29,16 +30,20 @@ def split_params(params: dict) -> tuple[dict, dict]:
 
 def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> str:
     """The candidate of a staged ``plan`` (``writers``/``defaults``: the families')."""
-    first_p, rest_p = split_params(params)
+    products, last = split_params(params)
     bodies = []
-    for i, (stage, p) in enumerate(zip(plan.stages, (first_p, rest_p), strict=True)):
+    for i, stage in enumerate(plan.stages):
+        if i == len(plan.stages) - 1:
+            p = last
+        else:
+            p = products if stage.family == "matmul" else {}
         full = {**defaults[stage.family], **p}
         source = writers[stage.family](stage, full)
         head = _header(stage, full)
         if not source.startswith(head):
             raise ValueError(f"stage {i} ({stage.family}) does not start with its header")
         bodies.append(_prefixed(source[len(head) :], f"_s{i}"))
-    both = Plan(
+    every = Plan(
         family=plan.family,
         forward_args=plan.forward_args,
         init_source=plan.init_source,
@@ -47,14 +52,14 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
         summary=plan.summary,
     )
     args = ", ".join(plan.forward_args)
-    model = (
-        "class ModelNew(nn.Module):\n"
-        + plan.init_source
-        + f"\n    def forward(self, {args}):\n"
-        + f"        {STAGE_REF} = _s0_ModelNew.forward(self, {args})\n"
-        + f"        return _s1_ModelNew.forward(self, {args}, {STAGE_REF}={STAGE_REF})\n"
-    )
-    return _header(both, params) + "\n\n".join(b.strip("\n") for b in bodies) + "\n\n\n" + model
+    lines = ["class ModelNew(nn.Module):\n" + plan.init_source, f"    def forward(self, {args}):"]
+    for i in range(len(plan.stages)):
+        given = "".join(f", {stage_ref(j)}={stage_ref(j)}" for j in range(i))
+        call = f"_s{i}_ModelNew.forward(self, {args}{given})"
+        last = i == len(plan.stages) - 1
+        lines.append(f"        return {call}" if last else f"        {stage_ref(i)} = {call}")
+    bodies.append("\n".join(lines))
+    return _header(every, params) + "\n\n\n".join(b.strip("\n") for b in bodies) + "\n"
 
 
 def _prefixed(body: str, tag: str) -> str:
