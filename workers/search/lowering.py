@@ -468,10 +468,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         graph = self.gm.graph
         calls = [n for n in graph.nodes if n.op == "call_function"]
         targets = {n.target for n in calls}
-        for t in targets:
-            name = getattr(t, "__name__", str(t))
-            if "conv" in name:
-                raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
+        refuse_convolutions(calls)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.refs):
             raise NoTemplate("inputs of the traced graph do not match the forward's arguments")
@@ -1976,6 +1973,14 @@ def _columns(p: int, q: int, off: int) -> str:
 
 
 _LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+
+
+def refuse_convolutions(calls: list[torch.fx.Node]) -> None:
+    """NoTemplate naming the first convolution among ``calls``, if any."""
+    for n in calls:
+        name = getattr(n.target, "__name__", str(n.target))
+        if "conv" in name:
+            raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
 
 
 def _over_ones(shape, dims) -> bool:

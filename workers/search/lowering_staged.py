@@ -21,7 +21,7 @@ import torch
 from workers.search.ir import NoTemplate, Plan
 
 aten = torch.ops.aten
-MAX_STAGES = 8
+MAX_STAGES = 24  # a 16-layer MLP is 17
 # Views between a product and the value a stage writes (Linear's rows viewed back as
 # ``[..., N]``), and between a written value and a product that reads it (``.t()``, a view).
 _VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
@@ -37,12 +37,21 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product
     or a product's piece is not a ``matmul`` kernel, else the failing piece's own reason.
     ``lower(gm, refs)`` is the ordinary lowering."""
-    from workers.search.lowering import _MATMUL_OPS, _OPERAND_VIEWS, _PERMUTES
+    from workers.search.lowering import (
+        _MATMUL_OPS,
+        _OPERAND_VIEWS,
+        _PERMUTES,
+        refuse_convolutions,
+    )
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     mms = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _MATMUL_OPS]
     if not mms:
         raise error
+    try:
+        refuse_convolutions(list(gm.graph.nodes))  # no chain around a convolution
+    except NoTemplate:
+        raise error from None
     cuts: set = set()
     for mm in mms:
         for operand in mm.args[:3]:
@@ -68,8 +77,11 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     if ends and _returns(out) == [ends[-1]]:
         ends = ends[:-1]  # the last product is the output itself: its stage is the last
     ends.append(out)
-    if len(ends) > MAX_STAGES:
-        raise NoTemplate(f"{len(ends)} kernels in a chain; templates chain at most {MAX_STAGES}")
+    if len(ends) > 2 * MAX_STAGES:  # before fusing each activation into its product
+        raise NoTemplate(
+            f"{len(mms)} matrix products in the reference; templates chain at most "
+            f"{MAX_STAGES} kernels"
+        )
     stages: list[Plan] = []
     kept: list = []  # the cut values written so far (the stages' outputs)
     i = 0
@@ -90,9 +102,10 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
             try:
                 plan = lower(*_piece(gm, kept, ends[i], refs))
             except NoTemplate as exc:
-                if not stages:
-                    raise error from None
-                raise NoTemplate(f"after the matrix product, {exc}") from None
+                if not stages and order[ends[i]] >= order[mms[0]]:
+                    raise error from None  # the first product itself does not lower
+                where = "after" if any(s.family == "matmul" for s in stages) else "before"
+                raise NoTemplate(f"{where} the matrix product, {exc}") from None
         if plan.family == "attention" or (len(plan.outputs) > 1 and i < len(ends) - 1):
             raise error
         stages.append(plan)
@@ -101,6 +114,8 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         i += 1
     if len(stages) < 2:
         raise error
+    if len(stages) > MAX_STAGES:
+        raise NoTemplate(f"{len(stages)} kernels in a chain; templates chain at most {MAX_STAGES}")
     top = Plan(family=f"matmul+{stages[-1].family}", forward_args=[], init_source="", preamble="")
     top.stages = stages
     top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]

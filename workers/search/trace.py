@@ -20,7 +20,14 @@ import math
 from fractions import Fraction
 
 from workers.search.ir import wider_than_row
-from workers.search.lowering import IRNode, NoTemplate, Plan, _columns, _Lowerer
+from workers.search.lowering import (
+    IRNode,
+    NoTemplate,
+    Plan,
+    _columns,
+    _Lowerer,
+    refuse_convolutions,
+)
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
 from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
@@ -315,6 +322,7 @@ def _attribute(name: str) -> str:
 def _lower(gm, refs: list[str]) -> Plan:
     """The single-kernel plan of a traced graph (its family's lowering)."""
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    refuse_convolutions(calls)  # before any family's own reasons (a network's pooling)
     if is_attention(calls):
         return lower_attention(gm, refs)
     if is_pool(calls):

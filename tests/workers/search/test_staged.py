@@ -9,12 +9,14 @@ compiles every launch for sm_90), and what stays out is refused in one line."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from tests.workers.search.child import ROOT, check_rendered
+from workers.search.generators.template import render
 from workers.search.trace import NoTemplate, plan_from_dict, plan_to_dict, trace_problem
 
 PROBLEM = """import torch
@@ -155,6 +157,16 @@ def test_an_mlp_is_a_chain_of_fused_products_read_through_its_layers(tmp_path):
     plan = trace_problem(SEQUENTIAL)
     assert plan.family == "matmul+matmul" and len(plan.stages) == 3, plan.summary
     assert "self.network[2].weight.T with epilogue [add, relu]" in plan.summary, plan.summary
+    # The two hidden layers launch one kernel, written once; the last layer (no ReLU) its own.
+    source = render(plan, {})
+    kernels = re.findall(r"@triton.jit\ndef (\w+)\(", source)
+    assert kernels == [
+        "_s0_ke_matmul",
+        "_s0_ke_matmul_reduce",
+        "_s2_ke_matmul",
+        "_s2_ke_matmul_reduce",
+    ]
+    assert "_s0_ke_matmul[(" in source.split("class _s1_ModelNew")[1].split("class _s2_")[0]
     sizes = [{}, {"batch_size": 3, "input_size": 17}]
     got = check_rendered(
         {"mlp": SEQUENTIAL}, [{}, {"mm_block_m": 16}], {"mlp": sizes}, str(tmp_path)

@@ -31,6 +31,7 @@ def split_params(params: dict) -> tuple[dict, dict]:
 def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> str:
     """The candidate of a staged ``plan`` (``writers``/``defaults``: the families')."""
     products, last = split_params(params)
+    owners: dict[tuple[str, str], str] = {}  # (a definition's text, its name) -> its stage tag
     bodies = []
     for i, stage in enumerate(plan.stages):
         if i == len(plan.stages) - 1:
@@ -42,7 +43,7 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
         head = _header(stage, full)
         if not source.startswith(head):
             raise ValueError(f"stage {i} ({stage.family}) does not start with its header")
-        bodies.append(_prefixed(source[len(head) :], f"_s{i}"))
+        bodies.append(_joined(source[len(head) :], f"_s{i}", owners))
     every = Plan(
         family=plan.family,
         forward_args=plan.forward_args,
@@ -59,21 +60,71 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
         last = i == len(plan.stages) - 1
         lines.append(f"        return {call}" if last else f"        {stage_ref(i)} = {call}")
     bodies.append("\n".join(lines))
-    return _header(every, params) + "\n\n\n".join(b.strip("\n") for b in bodies) + "\n"
+    return _header(every, params) + "\n\n\n".join(b.strip("\n") for b in bodies if b) + "\n"
 
 
-def _prefixed(body: str, tag: str) -> str:
+def _joined(body: str, tag: str, owners: dict) -> str:
+    """Stage ``tag``'s ``body`` with its module-level definitions renamed for the stage (see
+    ``_prefixed``), less those an earlier stage already has word for word, with everything
+    they use shared too (an MLP's layers launch one kernel, written once): those are read
+    from that stage. ``owners`` ((text, name) -> tag) gathers the definitions written."""
+    tree = ast.parse(body)
+    lines = body.splitlines(keepends=True)
+    chunks = {}  # name -> (text, first line, last line)
+    for node in tree.body:
+        names = _defined(node)
+        if len(names) == 1:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            chunks[names[0]] = ("".join(lines[first - 1 : node.end_lineno]), first, node.end_lineno)
+    uses = {name: _names_in(text) & set(chunks) - {name} for name, (text, _, _) in chunks.items()}
+    shared = {
+        name: owners[(text, name)]
+        for name, (text, _, _) in chunks.items()
+        if (text, name) in owners
+    }
+    changed = True
+    while changed:  # a definition is shared only with all it uses, from the same stage
+        changed = False
+        for name in list(shared):
+            if any(shared.get(u) != shared[name] for u in uses[name]):
+                del shared[name]
+                changed = True
+    for name, (text, _, _) in chunks.items():
+        if name not in shared:
+            owners[(text, name)] = tag
+    for name in sorted(shared, key=lambda n: -chunks[n][1]):  # drop them, last first
+        _, first, last = chunks[name]
+        del lines[first - 1 : last]
+    return _prefixed("".join(lines), tag, shared, set(chunks))
+
+
+def _defined(node: ast.stmt) -> list[str]:
+    """The names a module-level statement defines."""
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [t.id for t in targets if isinstance(t, ast.Name)]
+    return []
+
+
+def _names_in(text: str) -> set[str]:
+    return {
+        tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+        if tok.type == tokenize.NAME
+    }
+
+
+def _prefixed(body: str, tag: str, shared: dict | None = None, names: set | None = None) -> str:
     """``body`` with each name it defines at module level (functions, classes, assignments)
     renamed ``{tag}{name}`` (``_ke_row`` -> ``_s1_ke_row``; ``ModelNew`` -> ``_s1_ModelNew``)
-    wherever it is used: a name after a dot (an attribute) is another thing and kept."""
-    names = set()
-    for node in ast.parse(body).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-    names -= {line.split()[1] for line in HEADER_IMPORTS if line.startswith("import ")}
+    wherever it is used, or ``{shared[name]}{name}`` for one an earlier stage defines; a name
+    after a dot (an attribute) is another thing and kept."""
+    shared = shared or {}
+    if names is None:
+        names = {n for node in ast.parse(body).body for n in _defined(node)}
+    names = set(names) - {line.split()[1] for line in HEADER_IMPORTS if line.startswith("import ")}
     lines = body.splitlines(keepends=True)
     edits = []
     previous = None
@@ -83,7 +134,8 @@ def _prefixed(body: str, tag: str) -> str:
         if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
             previous = tok.string
     for (row, col), (_, end), name in reversed(edits):
-        new = f"{tag}{name}" if name.startswith("_") else f"{tag}_{name}"
+        owner = shared.get(name, tag)
+        new = f"{owner}{name}" if name.startswith("_") else f"{owner}_{name}"
         line = lines[row - 1]
         lines[row - 1] = line[:col] + new + line[end:]
     return "".join(lines)
