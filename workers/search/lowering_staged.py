@@ -1,13 +1,14 @@
 """Matrix products with more around them than one kernel holds, as a chain of kernels (compile
 runs them so too): ``Linear`` then a softmax, a GroupNorm, a log-sum-exp over the features, a
 cross-entropy over a vocabulary; an MLP (``Linear``, activation, ``Linear``, ...); a product
-whose operand is computed (``sigmoid(h) @ W``).
+whose operand is computed (``sigmoid(h) @ W``); a pooling of a product's output.
 
 The graph is cut where a value must be written to memory: at each product's output (after the
-view that gives ``Linear`` on ``[..., K]`` its leading dimensions back) and at each operand a
-product reads that is computed rather than an input. Each piece is lowered by the ordinary
-lowering, the values cut before it read as inputs (``stage_ref(j)``), and a product's piece
-takes the pointwise ops after it into its epilogue where the next cut allows. A stage may be
+view that gives ``Linear`` on ``[..., K]`` its leading dimensions back), at each pooling's, and
+at each operand a product or a pooling reads that is computed rather than an input. Each piece
+is lowered by the ordinary lowering, the values cut before it read as inputs (``stage_ref(j)``),
+and a product's piece takes the pointwise ops after it into its epilogue where the next cut
+allows. A stage may be
 of any family but attention (row reductions over any dimensions, elementwise, a scan, a
 cross-entropy, a pool, a product); the search moves the products' launches and the last
 stage's, the others keep their family's defaults.
@@ -15,6 +16,8 @@ stage's, the others keep their family's defaults.
 A product whose epilogue is pointwise is never cut: the single fused kernel writes less."""
 
 from __future__ import annotations
+
+import operator
 
 import torch
 
@@ -43,6 +46,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         _PERMUTES,
         refuse_convolutions,
     )
+    from workers.search.lowering_pool import _POOLS, _UNIT_VIEWS
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     mms = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _MATMUL_OPS]
@@ -52,9 +56,11 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         refuse_convolutions(list(gm.graph.nodes))  # no chain around a convolution
     except NoTemplate:
         raise error from None
+    # A pooling op is a kernel of its own too (the pool family pools a tensor read as it is).
+    pools = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _POOLS]
     cuts: set = set()
-    for mm in mms:
-        for operand in mm.args[:3]:
+    for mm in mms + pools:
+        for operand in mm.args[:3] if mm in mms else mm.args[:1]:
             root = operand
             while (
                 isinstance(root, torch.fx.Node)
@@ -65,6 +71,13 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
             if isinstance(root, torch.fx.Node) and root.op == "call_function":
                 cuts.add(root)  # a computed operand: written by the stage before
         users = list(mm.users)
+        if mm in pools:
+            values = [u for u in users if u.target is operator.getitem and u.args[1] == 0]
+            cut = values[0] if values else mm  # max pooling's values, not its indices
+            while len(cut.users) == 1 and next(iter(cut.users)).target in _UNIT_VIEWS:
+                cut = next(iter(cut.users))  # a 1-d pool's inserted dimensions dropped again
+            cuts.add(cut)
+            continue
         if (
             len(users) == 1
             and users[0].target in _VIEWS

@@ -76,6 +76,7 @@ STAGED = {
     # chains: a product reading a computed value, the activation fused before the cut
     "mlp-gelu": ("F.linear(F.gelu(h), self.proj.weight.T)", "matmul"),
     "norm-then-product": ("torch.softmax(self.ln(h) @ self.proj.weight, -1)", "row"),
+    "pool-then-sum": ("F.max_pool1d(h.unsqueeze(1), 2).squeeze(1).sum(-1) * 0.5", "row"),
     "tokens-rms": (
         "h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)",
         "row",
@@ -96,6 +97,7 @@ def test_the_plan_names_every_kernel_and_crosses_the_boundary_intact():
     chains = {
         "mlp-gelu": ["matmul", "matmul"],
         "norm-then-product": ["matmul", "row", "matmul", "row"],
+        "pool-then-sum": ["matmul", "pool", "row"],
     }
     for name, source in _sources().items():
         plan = trace_problem(source)
