@@ -296,7 +296,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     init_source, preamble = _copy_init(source)
     try:
         plan = _lower(gm, refs)
-    except NoTemplate as exc:  # a product and more than a pointwise epilogue: two kernels
+    except NoTemplate as exc:  # products with more around them: a chain of kernels
         plan = lower_staged(gm, refs, _lower, exc)
     shapes = {
         name: tuple(int(d) for d in x.shape)
@@ -331,8 +331,10 @@ def _lower(gm, refs: list[str]) -> Plan:
 
 
 def _body(plan: Plan) -> Plan:
-    """The plan whose constants and slices follow the sizes: the last stage of a staged plan
-    (the product's stage has neither), else the plan itself."""
+    """The plan whose constants and slices follow the sizes: the last stage of a staged plan,
+    else the plan itself. (A product's stage has neither; a stage between two products that is
+    not one keeps the constants as traced, and the correctness gate's cases at other sizes
+    say where that is wrong.)"""
     return plan.stages[-1] if plan.stages else plan
 
 
