@@ -95,7 +95,8 @@ def _joined(body: str, tag: str, owners: dict) -> str:
     for name in sorted(shared, key=lambda n: -chunks[n][1]):  # drop them, last first
         _, first, last = chunks[name]
         del lines[first - 1 : last]
-    return _prefixed("".join(lines), tag, shared, set(chunks))
+    defined = {n for node in tree.body for n in _defined(node)}
+    return _prefixed("".join(lines), tag, shared, defined)
 
 
 def _defined(node: ast.stmt) -> list[str]:
