@@ -25,8 +25,8 @@ from workers.search.ir import NoTemplate, Plan
 
 aten = torch.ops.aten
 MAX_STAGES = 24  # a 16-layer MLP is 17
-# Views between a product and the value a stage writes (Linear's rows viewed back as
-# ``[..., N]``), and between a written value and a product that reads it (``.t()``, a view).
+# Views between a product and the value its stage writes (Linear's rows viewed back as
+# ``[..., N]``).
 _VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
@@ -37,9 +37,10 @@ def stage_ref(j: int) -> str:
 
 def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
     """The chain's plan (family ``matmul+<family of the last stage>``, ``stages`` in order), or
-    NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product
-    or a product's piece is not a ``matmul`` kernel, else the failing piece's own reason.
-    ``lower(gm, refs)`` is the ordinary lowering."""
+    NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product,
+    has a convolution, or its first product's own piece does not lower; else the failing
+    piece's own reason, said to be before or after the product. ``lower(gm, refs)`` is the
+    ordinary lowering."""
     from workers.search.lowering import (
         _MATMUL_OPS,
         _OPERAND_VIEWS,
