@@ -193,8 +193,8 @@ def test_staged_candidates_compute_the_reference_at_every_size(tmp_path):
 
 
 def test_the_rest_keeps_its_own_launch_space(tmp_path):
-    """The second stage's parameters move its kernel as they move the family's own (a looped
-    row over small blocks; a row cut into segments where there are few rows)."""
+    """The last stage's parameters move its kernel as they move the family's own: a looped
+    row over small blocks and a one-pass row, at the traced sizes and at two rows of 2052."""
     problems = {k: _sources()[k] for k in ("softmax", "layer-norm", "group-norm")}
     variants = [{"strategy": "looped", "block_n": 256, "vec": 2}, {"strategy": "one_pass"}]
     sizes = [{}, {"rows": 2, "width": 2052}]
