@@ -467,8 +467,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
     def lower(self) -> Plan:
         graph = self.gm.graph
         calls = [n for n in graph.nodes if n.op == "call_function"]
-        targets = {n.target for n in calls}
-        refuse_convolutions(calls)
+        targets = {n.target for n in calls}  # convolutions were refused before (trace._lower)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.refs):
             raise NoTemplate("inputs of the traced graph do not match the forward's arguments")

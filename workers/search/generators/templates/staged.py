@@ -117,15 +117,12 @@ def _names_in(text: str) -> set[str]:
     }
 
 
-def _prefixed(body: str, tag: str, shared: dict | None = None, names: set | None = None) -> str:
-    """``body`` with each name it defines at module level (functions, classes, assignments)
-    renamed ``{tag}{name}`` (``_ke_row`` -> ``_s1_ke_row``; ``ModelNew`` -> ``_s1_ModelNew``)
-    wherever it is used, or ``{shared[name]}{name}`` for one an earlier stage defines; a name
-    after a dot (an attribute) is another thing and kept."""
-    shared = shared or {}
-    if names is None:
-        names = {n for node in ast.parse(body).body for n in _defined(node)}
-    names = set(names) - {line.split()[1] for line in HEADER_IMPORTS if line.startswith("import ")}
+def _prefixed(body: str, tag: str, shared: dict, names: set) -> str:
+    """``body`` with each of ``names`` (those its stage defines at module level) renamed
+    ``{tag}{name}`` (``_ke_row`` -> ``_s1_ke_row``; ``ModelNew`` -> ``_s1_ModelNew``) wherever it
+    is used, or ``{shared[name]}{name}`` for one an earlier stage defines; a name after a dot
+    (an attribute) is another thing and kept."""
+    names = names - {line.split()[1] for line in HEADER_IMPORTS if line.startswith("import ")}
     lines = body.splitlines(keepends=True)
     edits = []
     previous = None
