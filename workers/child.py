@@ -77,6 +77,7 @@ class Job:
         self.folder = os.path.join(state.home, "jobs", f"job{state.jobs}")
         os.makedirs(self.folder, exist_ok=True)
         self.problem = None
+        self.train = False  # run the modules in training mode (workload "mode": "train")
         self.problem_name = ""  # the module name the problem is loaded under
         self.problem_hash: str | None = None  # the compiled references are cached by it
         self.candidate = None

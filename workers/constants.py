@@ -79,6 +79,10 @@ BACKEND_LABELS = {
     BACKEND_CUTE: "CuTe DSL",
     BACKEND_MIXED: "CuTe DSL + Triton",
 }
+# The mode a problem's module runs in (workload "mode"): eval() unless the workload says train.
+MODE_EVAL = "eval"
+MODE_TRAIN = "train"
+MODES = (MODE_EVAL, MODE_TRAIN)
 RULE_TORCH_COMPUTE = "torch_compute_in_forward"
 RULE_AOT_FAILED = "aot_compile_failed"
 RULE_SANDBOX_VIOLATION = "sandbox_violation"
@@ -99,6 +103,8 @@ RULE_NONFINITE = "nonfinite_mismatch"
 RULE_MISMATCH = "mismatch"
 RULE_NONDETERMINISTIC = "nondeterministic"
 RULE_STALE = "stale_result"
+# A buffer the forward updates (running statistics) left otherwise than the reference leaves it.
+RULE_STATE = "state_mismatch"
 RULE_RUNTIME = "runtime_error"
 
 # Performance rules (gate 4).

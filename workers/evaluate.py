@@ -291,6 +291,7 @@ class Evaluator:
             "cases": [c.to_dict() for c in workload.cases],
             "edge_cases": workload.edge_cases,
             "seed": request.seed,
+            "train": workload.mode == C.MODE_TRAIN,
         }
         call = self._call(run.child, "load", load_args, run.deadline, C.GATE_COMPILE)
         if call.failure is not None:
@@ -423,6 +424,7 @@ class Evaluator:
             "cases": [c.to_dict() for c in workload.cases],
             "edge_cases": False,
             "seed": request.seed,
+            "train": workload.mode == C.MODE_TRAIN,
         }
         common = {"candidate_source": request.candidate_source, "seed": request.seed + 1}
         second, calls = None, []
@@ -537,6 +539,7 @@ class Evaluator:
                 "cases": [c.to_dict() for c in workload.cases],
                 "edge_cases": False,
                 "seed": request.seed,
+                "train": workload.mode == C.MODE_TRAIN,
             }
             loaded = self._call(child, "load", load_args, deadline, "baseline")
             if loaded.failure is not None:

@@ -271,11 +271,14 @@ def apply_transform(inputs: list, transform: str, seed: int) -> list:
     return out
 
 
-def make_models(problem, candidate_module, overrides, dtype, seed, device, high_precision):
+def make_models(
+    problem, candidate_module, overrides, dtype, seed, device, high_precision, train=False
+):
     """(reference in high precision, reference in the case dtype, candidate) for a case.
 
     Both are built from the same seed and the candidate gets the reference's parameters where
-    names and shapes match, so both compute the same function.
+    names and shapes match, so both compute the same function. Both are in eval mode unless
+    ``train`` (the workload's ``"mode": "train"``).
     """
     # A candidate keeps the problem's constants (its constructor may read them, as the
     # reference's does): the case's sizes apply to both, else its parameters take the traced
@@ -290,11 +293,11 @@ def make_models(problem, candidate_module, overrides, dtype, seed, device, high_
             torch.manual_seed(seed)
             with constants(candidate_module, own):
                 cand = candidate_module.ModelNew(*init)
-    ref = ref.to(device).eval()
+    ref = ref.to(device).train(train)
     if dtype is not None:
         ref = ref.to(dtype)
     if cand is not None:
-        cand = cand.to(device).eval()
+        cand = cand.to(device).train(train)
         if dtype is not None:
             cand = cand.to(dtype)
         copy_parameters(ref, cand)

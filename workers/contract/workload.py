@@ -45,6 +45,10 @@ class Workload:
     edge_cases: bool = True
     deterministic: bool = True
     serving: str = C.SERVING_GRAPH
+    # The module's mode while it runs: "eval" (served for inference: BatchNorm reads its running
+    # statistics, dropout is the identity) or "train" (BatchNorm normalises by the batch and
+    # updates its running statistics in place, which a candidate must do too).
+    mode: str = C.MODE_EVAL
 
     def to_dict(self) -> dict:
         return {
@@ -53,6 +57,7 @@ class Workload:
             "edge_cases": self.edge_cases,
             "deterministic": self.deterministic,
             "serving": self.serving,
+            "mode": self.mode,
         }
 
 
@@ -107,7 +112,8 @@ def parse_workload(data: dict | None) -> Workload:
         return Workload(cases=(Case(name="default"),))
     if not isinstance(data, dict):
         raise WorkloadError("workload: must be a JSON object")
-    unknown = set(data) - {"cases", "tolerance", "edge_cases", "deterministic", "trace", "serving"}
+    known = {"cases", "tolerance", "edge_cases", "deterministic", "trace", "serving", "mode"}
+    unknown = set(data) - known
     if unknown:
         raise WorkloadError(f"{sorted(unknown)[0]}: unknown workload field")
     raw_cases = data.get("cases")
@@ -156,12 +162,16 @@ def parse_workload(data: dict | None) -> Workload:
     serving = data.get("serving", C.SERVING_GRAPH)
     if serving not in C.SERVING_MODES:
         raise WorkloadError(f"serving: must be one of {', '.join(C.SERVING_MODES)}")
+    mode = data.get("mode", C.MODE_EVAL)
+    if mode not in C.MODES:
+        raise WorkloadError(f"mode: must be one of {', '.join(C.MODES)} (the module's mode)")
     return Workload(
         cases=tuple(cases),
         tolerance=_check_tolerance(data.get("tolerance")),
         edge_cases=edge,
         deterministic=det,
         serving=serving,
+        mode=mode,
     )
 
 

@@ -38,6 +38,7 @@ def load(job, args: dict) -> dict:
     job.problem_hash = hashlib.sha256(args["problem_source"].encode()).hexdigest()
     try:
         job.problem = P.load_module(args["problem_source"], job.problem_name, job.folder)
+        job.train = bool(args.get("train"))  # the module's mode (workload "mode")
     except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code
         if isinstance(exc, SystemExit):
             return _fail(C.RULE_PROBLEM_LOAD, f"problem called sys.exit({exc.code}) on import")

@@ -118,6 +118,7 @@ class CaseChecker:
                 self.seed,
                 self.device,
                 high_dtype,
+                train=self.job.train,
             )
         except Exception as exc:  # noqa: BLE001 - the reference rejects this case
             raise CaseSkip(
@@ -132,12 +133,38 @@ class CaseChecker:
                 self.seed,
                 self.device,
                 None,
+                train=self.job.train,
             )
         except Exception as exc:  # noqa: BLE001
             raise CaseFailure(
                 C.RULE_RUNTIME, f"ModelNew() failed: {type(exc).__name__}: {exc}"
             ) from exc
         self.high, self.ref, self.cand = high, ref, cand
+        # Each model's buffers as built (the reference's own and the candidate's copy of them):
+        # every call starts from them, so a forward that updates state in place (BatchNorm's
+        # running statistics in training mode) sees the same state however often it runs.
+        self.initial = {
+            id(m): {k: b.detach().clone() for k, b in m.named_buffers()}
+            for m in (high, ref, cand)
+            if m is not None
+        }
+        self.ref_state = None
+
+    def _reset(self, model) -> None:
+        with torch.no_grad():
+            for k, b in model.named_buffers():
+                start = self.initial[id(model)].get(k)
+                if start is not None and start.shape == b.shape:
+                    b.copy_(start)
+
+    def _state(self, model) -> dict:
+        """The buffers the last call changed: name -> (value after, value before)."""
+        start = self.initial[id(model)]
+        return {
+            k: (b.detach().clone(), start[k])
+            for k, b in model.named_buffers()
+            if k in start and not _equal_nan(b.detach(), start[k].to(b.dtype))
+        }
 
     def inputs(self, seed):
         return P.make_inputs(
@@ -164,12 +191,14 @@ class CaseChecker:
             ]
         else:
             args = inputs
+        self._reset(model)
         try:
             with torch.no_grad():
                 out = [t.detach().clone() for t in _tensors(model(*args))]
         except Exception as exc:  # noqa: BLE001
             raise CaseSkip(f"reference rejects this case: {type(exc).__name__}: {exc}") from exc
         self._sync()
+        self.ref_state = self._state(model)
         return out
 
     def expected_layout(self, inputs):
@@ -190,6 +219,7 @@ class CaseChecker:
 
     def candidate(self, inputs, poison: int):
         mode = TorchOpMode(self.recorder, poison_variant=poison)
+        self._reset(self.cand)
         try:
             with torch.no_grad(), mode:
                 out = self.cand(*inputs)
@@ -227,6 +257,33 @@ class CaseChecker:
                 raise CaseFailure(
                     C.RULE_SHAPE, f"output {i} is on {o.device}, expected {self.device}"
                 )
+
+    def check_state(self, ref_state: dict, label: str) -> None:
+        """The buffers the candidate's forward left, against the reference's: each one the
+        reference updates must be updated to within the outputs' tolerance (an integer counter
+        exactly), and none it leaves alone may change."""
+        cand_state = self._state(self.cand)
+        for name in sorted(set(ref_state) | set(cand_state)):
+            if name not in cand_state:
+                raise CaseFailure(
+                    C.RULE_STATE,
+                    f"buffer {name} is left as it was; the reference's forward updates it "
+                    f"({label})",
+                )
+            if name not in ref_state:
+                raise CaseFailure(
+                    C.RULE_STATE,
+                    f"buffer {name} is changed by the forward; the reference leaves it ({label})",
+                )
+            after, _ = cand_state[name]
+            try:
+                self.compare([after], [ref_state[name][0]], label)
+            except CaseFailure as exc:
+                raise CaseFailure(
+                    C.RULE_STATE,
+                    f"buffer {name} after the forward: {exc.reason.removeprefix('output 0')}",
+                    **exc.evidence,
+                ) from exc
 
     def own_error(self, inputs, refs) -> list[float]:
         """What a correct kernel may be off by on this edge case: with large magnitudes,
@@ -318,6 +375,7 @@ class CaseChecker:
         seed = self.seed * 1_000_003 + self.index * 7919 + t
         inputs = self.inputs(seed)
         refs = self.reference(inputs)
+        ref_state = self.ref_state
         if self.case.get("transform") == "inf" and any(
             bool(torch.isnan(r).any()) for r in refs if r.is_floating_point()
         ):
@@ -330,6 +388,8 @@ class CaseChecker:
             if isinstance(now, torch.Tensor) and not _equal_nan(now, before):
                 raise CaseFailure(C.RULE_INPUT_MUTATED, f"input {i} was modified by the forward")
         self.check_layout(out_a, inputs)
+        if ref_state or self._state(self.cand):
+            self.check_state(ref_state, f"trial {t}")
         out_a = [o.clone() for o in out_a]
         out_b, _ = self.candidate(inputs, poison=1)
         out_b = [o.clone() for o in out_b]

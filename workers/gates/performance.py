@@ -426,7 +426,7 @@ def _compiled(state, key: tuple, model, mode: str | None):
 
 def _reference_fn(job, case, model, name: str, seed: int):
     overrides = json.dumps(case.get("overrides") or {}, sort_keys=True)
-    key = (job.problem_hash, overrides, case.get("dtype"), name)
+    key = (job.problem_hash, overrides, case.get("dtype"), name, job.train)
     if name == C.BASELINE_EAGER:
         return model
     if name == C.BASELINE_COMPILE:
@@ -436,7 +436,14 @@ def _reference_fn(job, case, model, name: str, seed: int):
     if name == C.BASELINE_INCUMBENT:
         dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
         _, _, fn = P.make_models(
-            job.problem, job.incumbent, case["overrides"], dtype, seed, job.device, None
+            job.problem,
+            job.incumbent,
+            case["overrides"],
+            dtype,
+            seed,
+            job.device,
+            None,
+            train=job.train,
         )
         return fn
     return None
@@ -498,7 +505,7 @@ def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool) -> tuple
     dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
     _, ref, cand = P.make_models(
         job.problem, job.candidate if candidate else None, case["overrides"], dtype, seed,
-        job.device, None,
+        job.device, None, train=job.train,
     )  # fmt: skip
     sets = _input_sets(job, case, seed + 1)
     nbytes, flops = _work(ref, sets[0])

@@ -270,6 +270,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         # per-row node}): see lowering_per_row.
         self.vectors: dict = {}
         self.per_row_inputs: dict[int, int] = {}
+        self.row_vectors: dict[int, int] = {}  # weight input -> its rowvec (lowering_per_row)
 
     # -- helpers
     def new(self, kind: str, **kw) -> int:
@@ -565,6 +566,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             # The traced width: a slice bound that is a number of columns is told from a
             # fraction of the row by tracing again at other widths (``trace._slice_offsets``).
             plan.extra["row_width"] = int(self.row_shape[-1])
+        self._weights_per_row()
         self._settle_per_row()
         _categorise(plan)
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
@@ -1941,7 +1943,8 @@ def _categorise(plan: Plan) -> None:
         if n.kind == "const":
             n.cat = "const"
         elif n.kind == "input":  # one value per row where constant along rows of the last dim
-            n.cat = "rowscalar" if n.attrs.get("per_row") else "tile"
+            per_row = n.attrs.get("per_row") or n.attrs.get("role") == "rowvec"
+            n.cat = "rowscalar" if per_row else "tile"
         elif n.kind == "reduce":
             if plan.nodes[n.args[0]].cat != "tile":
                 raise NoTemplate("a reduction of a per-row value is not covered")

@@ -23,12 +23,17 @@ compares it (exactly, against a whole number the reference wrote as one).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from workers.search.ir import NoTemplate
+
+
+def _strip_ones(shape: tuple) -> tuple:
+    return tuple(s for s in shape if int(s) != 1)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,48 @@ class PerRowMixin:
             or self.red_set is not None
             or self.matmul_epilogue
         )
+
+    def _kept_rows(self) -> tuple | None:
+        """Where the rows run along other dimensions than the last (a batch norm's statistics
+        over (0, 2, 3), a reduction over dim 0 of ``[batch, features]``), the shape of one value
+        per row: the kept dimensions' sizes (their flat index is the kernels' row number); else
+        None."""
+        if self.reshaped or self.flat_view or self.full or self.matmul_epilogue:
+            return None
+        if self.merge_from is not None or self.chunk is not None:
+            return None
+        rows = tuple(self.row_shape)
+        if self.red_set is not None:
+            return tuple(s for d, s in enumerate(rows) if d not in self.red_set)
+        if self.red_dim is not None and self.red_dim != len(rows) - 1:
+            return rows[: self.red_dim] + rows[self.red_dim + self.red_span :]
+        return None
+
+    def _row_vector(self, held: int) -> int:
+        """Weight input ``held`` read one value per row of kept-dimension rows: its element at
+        the row's number (a running mean of one value per channel, a feature's scale where the
+        rows are the features), a ``rowvec`` input."""
+        if held not in self.row_vectors:
+            attrs = {k: v for k, v in self.nodes[held].attrs.items() if k != "length"}
+            attrs["role"] = "rowvec"
+            self.row_vectors[held] = self.new("input", attrs=attrs)
+        return self.row_vectors[held]
+
+    def _weights_per_row(self) -> None:
+        """In kept-dimension rows of one dimension, each weight placed along it is one value per
+        row: read so (once per row), not refused as a weight varying along the row would be."""
+        kept = self._kept_rows()
+        if kept is None or sum(int(s) != 1 for s in kept) > 1:
+            return
+        reduced = set(self.red_set or range(self.red_dim, self.red_dim + self.red_span))
+        for node_id, pos in list(self.vec_pos.items()):
+            node = self.nodes[node_id]
+            if pos in reduced or node.attrs.get("length") != math.prod(kept):
+                continue
+            del self.vec_pos[node_id]
+            node.attrs.pop("length")
+            node.attrs.pop("per_row", None)
+            node.attrs["role"] = "rowvec"
 
     def _mark_per_row(self, node_id: int) -> int:
         """Mark input ``node_id`` a value per row where it is constant along the rows' last
@@ -104,6 +151,8 @@ class PerRowMixin:
             return held.build(per_row)
         if not per_row:
             return held
+        if self._kept_rows() is not None:
+            return self._row_vector(held)
         if held not in self.per_row_inputs:  # the weight's input again, along a leading dim
             placed = self.new("input", attrs=dict(self.nodes[held].attrs))
             self.vec_pos[placed] = len(self.row_shape) - 2
@@ -116,14 +165,24 @@ class PerRowMixin:
         rows' without the last dimension, and an operand is a value per row already), torch
         aligns the others with that shape, not with the rows'."""
         val, rows = n.meta.get("val"), tuple(self.row_shape)
-        per_row_shape = isinstance(val, torch.Tensor) and tuple(val.shape) == rows[:-1]
-        if len(rows) < 2 or not per_row_shape or not self._per_row_ready():
-            return {}
+        kept = self._kept_rows()
+        if kept is not None:  # rows of kept dimensions: a value of their shape is per row
+            shape = isinstance(val, torch.Tensor) and tuple(val.shape)
+            if not shape or _strip_ones(shape) != _strip_ones(kept):
+                return {}
+        else:
+            per_row_shape = isinstance(val, torch.Tensor) and tuple(val.shape) == rows[:-1]
+            if len(rows) < 2 or not per_row_shape or not self._per_row_ready():
+                return {}
         held = {x: self.env.get(x) for x in n.args if isinstance(x, torch.fx.Node)}
         if not any(isinstance(v, int) and self._cat(v) == "rowscalar" for v in held.values()):
             return {}
         placed = {}
         for x, v in held.items():
+            if kept is not None:
+                if self._is_vector(x) and x.meta["val"].numel() == math.prod(kept):
+                    placed[x] = self._vector_as(x, per_row=True)
+                continue
             if self._is_vector(x):
                 placed[x] = self._vector_as(x, per_row=True)
             elif isinstance(v, int) and (table := self._table_per_row(v, x)) is not None:
@@ -151,6 +210,10 @@ class PerRowMixin:
         """An output computed from 1-d inputs alone (an epilogue of a target per row): one
         value per row where it has the per-row shape, else along the row (refused below)."""
         rows = tuple(self.row_shape)
+        kept = self._kept_rows()
+        if kept is not None:
+            shape = tuple(o.meta["val"].shape)
+            return self._vector_as(o, shape == kept or _strip_ones(shape) == _strip_ones(kept))
         per_row = len(rows) > 1 and tuple(o.meta["val"].shape) == rows[:-1]
         return self._vector_as(o, per_row and self._per_row_ready())
 

@@ -9,6 +9,7 @@ and the stop rule's ``_stop_reason`` and ``_close_round``
 
 from __future__ import annotations
 
+from workers import constants as C
 from workers.search.generators.base import (
     EDGE_ALTERNATIVE,
     EDGE_CROSSOVER,
@@ -79,7 +80,9 @@ class ProposeMixin:
         state["round"] += 1
         for name, gen in self.generators.items():
             if name not in state["generator_fit"] and hasattr(gen, "describe"):
-                state["generator_fit"][name] = gen.describe(cfg["problem_source"])
+                state["generator_fit"][name] = gen.describe(
+                    cfg["problem_source"], (cfg.get("workload") or {}).get("mode") == C.MODE_TRAIN
+                )
         remaining = cfg["budget"]["max_candidates"] - len(graph.nodes)
         jobs: list[tuple[str, list[Node], dict | None]] = []
         accepted = graph.accepted()

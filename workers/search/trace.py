@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import inspect
 import logging
 import math
@@ -31,6 +32,8 @@ from workers.search.lowering import (
 from workers.search.lowering_attention import is_attention, lower_attention
 from workers.search.lowering_pool import is_pool, lower_pool
 from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
+from workers.search.lowering_state import attach as attach_state
+from workers.search.lowering_state import take_state_writes
 
 
 def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
@@ -44,8 +47,22 @@ def load_problem(source: str, *, name: str = "kernelevolve_problem") -> dict:
     return namespace
 
 
-def trace_problem(source: str) -> Plan:
-    """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits."""
+def trace_problem(source: str, train: bool = False) -> Plan:
+    """Trace the reference and return a :class:`Plan`; raise :class:`NoTemplate` if none fits.
+    The module runs in eval mode, as the gates run it, unless ``train`` (the workload's
+    ``"mode": "train"``)."""
+    token = _TRAIN.set(train)
+    try:
+        return _trace_problem(source)
+    finally:
+        _TRAIN.reset(token)
+
+
+# The mode the module is traced in (every trace of one problem, at every size, in the same).
+_TRAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("ke_trace_train", default=False)
+
+
+def _trace_problem(source: str) -> Plan:
     top, shapes = _trace(source, {})
     plan = _body(top)
     if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
@@ -258,6 +275,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             model = model_cls(*ns["get_init_inputs"]())
+            model.train(_TRAIN.get())  # eval unless the workload trains (as the gates run it)
             # A Python number among the inputs (``forward(self, A, s: float)``) is traced as a
             # 0-d tensor, so the graph keeps it as an input instead of baking in its value.
             inputs = [
@@ -294,10 +312,12 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
         raise NoTemplate("the reference forward takes *args/**kwargs; no template fits")
     refs = [_attribute(n) for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
+    writes = take_state_writes(gm, refs)  # buffers the forward updates: outputs too
     try:
         plan = _lower(gm, refs)
     except NoTemplate as exc:  # products with more around them: a chain of kernels
         plan = lower_staged(gm, refs, _lower, exc)
+    attach_state(plan, writes, _body(plan))
     shapes = {
         name: tuple(int(d) for d in x.shape)
         for name, x in zip(forward_args, inputs, strict=False)
@@ -533,17 +553,33 @@ def _composites_as_reductions():
 
     def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
                    momentum=0.1, eps=1e-5):  # fmt: skip
-        if training or running_mean is None or running_var is None:
-            raise NoTemplate(
-                "batch norm in training mode is not covered: it updates its running statistics "
-                "in place, which a candidate does not reproduce (its output alone, statistics "
-                "over dims (0, 2, ...), is a gathered row reduction)"
-            )
         along_channels = (1, -1) + (1,) * (x.dim() - 2)
-        out = (x - running_mean.view(along_channels)) * torch.rsqrt(
-            running_var.view(along_channels) + eps
-        )
-        return _per_channel(out, weight, bias)
+        if not training and running_mean is not None and running_var is not None:
+            out = (x - running_mean.view(along_channels)) * torch.rsqrt(
+                running_var.view(along_channels) + eps
+            )
+            return _per_channel(out, weight, bias)
+        if not training or x.dim() < 2:
+            return original_batch(x, running_mean, running_var, weight, bias, training,
+                                  momentum, eps)  # fmt: skip
+        # Training: statistics of the batch, per channel (over every dimension but 1); the
+        # running statistics, where kept, move towards them in place, as torch's kernel does
+        # (the variance unbiased there), so the graph says what the candidate must write.
+        dims = (0,) + tuple(range(2, x.dim()))
+        mean = x.mean(dim=dims, keepdim=True)
+        var = x.var(dim=dims, keepdim=True, unbiased=False)
+        out = _per_channel((x - mean) * torch.rsqrt(var + eps), weight, bias)
+        if running_mean is not None and running_var is not None:
+            if momentum is None:
+                raise NoTemplate(
+                    "batch norm with momentum=None averages its running statistics by the "
+                    "number of batches seen, a value read at run time; not covered"
+                )
+            if x.numel() > x.shape[1]:  # else torch's own kernel refuses the batch
+                unbiased = x.var(dim=dims, unbiased=True).reshape(-1)
+                running_mean.copy_(running_mean * (1 - momentum) + mean.reshape(-1) * momentum)
+                running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
+        return out
 
     def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
         if x.dim() < 2 or x.shape[1] % num_groups:
@@ -799,7 +835,7 @@ TRACE_TIMEOUT_S = 120
 TRACE_MEMORY_BYTES = 8 << 30
 
 
-def trace_problem_confined(source: str) -> Plan:
+def trace_problem_confined(source: str, train: bool = False) -> Plan:
     """``trace_problem`` for an untrusted problem: the tracing (which runs the problem's own
     code) happens behind the sandbox boundary; only the plan, as checked data, comes back."""
     from workers.boundary import BoundaryUnavailable
@@ -808,7 +844,7 @@ def trace_problem_confined(source: str) -> Plan:
     try:
         answer = run_confined(
             "workers.search.trace",
-            {"source": source},
+            {"source": source, "train": bool(train)},
             timeout_s=TRACE_TIMEOUT_S,
             cpu_s=TRACE_TIMEOUT_S,
             memory_bytes=TRACE_MEMORY_BYTES,
@@ -904,7 +940,8 @@ def _serve(request: dict) -> dict:
         except Exception as exc:  # noqa: BLE001 - the problem's own code failed: say so
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     try:
-        return {"plan": plan_to_dict(trace_problem(request["source"]))}
+        train = request.get("train") is True
+        return {"plan": plan_to_dict(trace_problem(request["source"], train))}
     except NoTemplate as exc:
         return {"no_template": str(exc)}
 

@@ -59,7 +59,7 @@ class Generator(Protocol):
 
     def propose(self, ctx: GenerationContext, n: int) -> list[Proposal]: ...
 
-    def describe(self, problem_source: str) -> dict:
+    def describe(self, problem_source: str, train: bool = False) -> dict:
         """{fits: bool, summary: str} for this problem (e.g. the template's operator family)."""
         ...
 

@@ -248,13 +248,17 @@ class CuteGenerator:
         self._template = template or TemplateGenerator()  # its traces, cached per problem
         self._counts: Counter = Counter()
 
-    def _found(self, problem_source: str):
-        plan = self._template.plan(problem_source)
+    def _found(self, problem_source: str, train: bool = False):
+        plan = self._template.plan(problem_source, train)
+        if any(
+            p.extra.get("state_outputs") or p.extra.get("counters") for p in (plan, *plan.stages)
+        ):
+            raise NoTemplate("the forward updates module state in place; CuTe kernels do not")
         return plan, match(plan)
 
-    def describe(self, problem_source: str) -> dict:
+    def describe(self, problem_source: str, train: bool = False) -> dict:
         try:
-            _, found = self._found(problem_source)
+            _, found = self._found(problem_source, train)
         except NoTemplate as exc:
             return {"fits": False, "summary": f"no CuTe template fits: {exc}"}
         return {"fits": True, "family": "cute_row", "summary": f"{found['op']} in CuTe DSL"}
@@ -267,7 +271,8 @@ class CuteGenerator:
             self._counts["not_cuda"] += 1  # nothing here could check a CuTe kernel
             return []
         try:
-            plan, found = self._found(ctx.problem_source)
+            train = (ctx.workload or {}).get("mode") == C.MODE_TRAIN
+            plan, found = self._found(ctx.problem_source, train)
         except NoTemplate:
             self._counts["no_template"] += 1
             return []

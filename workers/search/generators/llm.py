@@ -100,7 +100,7 @@ class LLMGenerator:
             **kwargs,
         )
 
-    def describe(self, problem_source: str) -> dict:
+    def describe(self, problem_source: str, train: bool = False) -> dict:
         return {"fits": True, "summary": f"chat model {self.model} at {self.url}"}
 
     def stats(self) -> dict:

@@ -35,6 +35,7 @@ import hashlib
 import json
 import random
 
+from workers import constants as C
 from workers.search.generators.base import (
     EDGE_ALTERNATIVE,
     EDGE_CROSSOVER,
@@ -267,6 +268,11 @@ def _key(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def training(workload: dict | None) -> bool:
+    """Whether a campaign's workload runs the module in training mode (``"mode": "train"``)."""
+    return (workload or {}).get("mode") == C.MODE_TRAIN
+
+
 class TemplateGenerator:
     """Parametric Triton kernels for the traced operator family (see the module docstring)."""
 
@@ -277,11 +283,12 @@ class TemplateGenerator:
         self._counts = {"proposed": 0, "no_template": 0}
         self._rows: dict[str, dict] = {}
 
-    def plan(self, problem_source: str) -> Plan:
-        key = hashlib.sha256(problem_source.encode()).hexdigest()
+    def plan(self, problem_source: str, train: bool = False) -> Plan:
+        """The problem's plan (traced once per source and mode), or its NoTemplate."""
+        key = hashlib.sha256(problem_source.encode()).hexdigest() + (":train" if train else "")
         if key not in self._plans:
             try:
-                self._plans[key] = trace_problem_confined(problem_source)
+                self._plans[key] = trace_problem_confined(problem_source, train=train)
             except NoTemplate as exc:
                 self._plans[key] = exc
         found = self._plans[key]
@@ -289,9 +296,9 @@ class TemplateGenerator:
             raise found
         return found
 
-    def describe(self, problem_source: str) -> dict:
+    def describe(self, problem_source: str, train: bool = False) -> dict:
         try:
-            plan = self.plan(problem_source)
+            plan = self.plan(problem_source, train)
         except NoTemplate as exc:
             return {"fits": False, "summary": f"no template fits: {exc}"}
         return {"fits": True, "family": plan.family, "summary": plan.summary}
@@ -301,7 +308,7 @@ class TemplateGenerator:
 
     def propose(self, ctx: GenerationContext, n: int) -> list[Proposal]:
         try:
-            plan = self.plan(ctx.problem_source)
+            plan = self.plan(ctx.problem_source, training(ctx.workload))
         except NoTemplate:
             self._counts["no_template"] += 1
             return []

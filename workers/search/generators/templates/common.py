@@ -150,6 +150,9 @@ class _Emitter:
                 shift = _frac(*node.attrs.get("shift", (0, 1)))
                 load = self.shifted(node, self.ptr[node.id], self.index[node.id], shift)
                 return f"v{node.id} = {load}.to(tl.float32)"
+            if role == "rowvec":  # one value per row, at the row's number (row kernels)
+                load = f"tl.load({self.ptr[node.id]} + rows, mask=rmask, other=0.0)"
+                return f"v{node.id} = {load}.to(tl.float32)"
             if role in ("scalar", "index", "unread"):
                 # a number passed as a float argument, a gather's indices (read by the rows'
                 # offsets, see _bcast_rows), an input read only through its views
@@ -490,7 +493,7 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
             lines.append(f"in{k} = float({ref})")
             continue
         if n.attrs["role"] != "bcast":  # a tile, or a weight's own node the kernel never reads
-            tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec", "index") else ""
+            tail = ".contiguous()" if n.attrs["role"] in ("tile", "vec", "index", "rowvec") else ""
             lines.append(f"in{k} = {ref}{tail}")
             continue
         if n.attrs.get("gather"):  # a table: its row stride, width and length

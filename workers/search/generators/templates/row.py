@@ -708,6 +708,15 @@ def _ke_fold_out(parts, M, op, dtype, shape, scale=0, s=1.0):
 """
 
 
+# A counter the forward moves by a constant (``num_batches_tracked += 1``), on the device.
+_KE_BUMP = """@triton.jit
+def _ke_bump(count_ptr, AMOUNT: tl.constexpr):
+    tl.store(count_ptr, tl.load(count_ptr) + AMOUNT)
+
+
+"""
+
+
 def _fold_scale(plan: Plan, total: list, refs: list) -> str:
     """The fold's arguments for the number a total is multiplied or divided by: a literal, or
     the wrapper's own copy of a number computed from the sizes."""
@@ -752,6 +761,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     if _bcast(plan):  # inputs that broadcast along leading dimensions: read through strides
         loads = _bcast_wrapper(plan, f"{ref0}.shape")
     outs = ""
+    state = plan.extra.get("state_outputs", {})  # output index -> the buffer it is stored into
     d = plan.extra.get("red_dim", -1)
     span = int(plan.extra.get("red_span", 1))  # adjacent reduced dimensions from d on
     full = bool(plan.extra.get("full"))
@@ -785,14 +795,23 @@ def _source_row(plan: Plan, p: dict) -> str:
         dt = "torch.int64" if j in plan.extra.get("index_outputs", ()) else "odt"
         if kind == "total":  # one value per row into an fp32 buffer (allocated after M)
             continue
+        if str(j) in state:  # a buffer the forward updates: the kernel stores into it
+            outs += f"        out{j} = {state[str(j)]}\n"
+            continue
         outs += f"        out{j} = torch.empty({shape}, dtype={dt}, device={ref0}.device)\n"
     totals = plan.extra.get("totals", {})
+    # Counters the forward moves (BatchNorm's batches seen), on the device: no host sync.
+    outs += "".join(
+        f"        _ke_bump[(1,)]({ref}, {int(amount)})\n"
+        for ref, amount in plan.extra.get("counters", ())
+    )
     ret = ", ".join(
         f"_ke_fold_out(out{j}, M, {_FOLD_OPS.index(totals[str(j)][0])}, odt, "
         f"{(1,) * totals[str(j)][1]}{_fold_scale(plan, totals[str(j)], refs)})"
         if str(j) in totals
         else f"out{j}"
         for j in range(len(plan.outputs))
+        if str(j) not in state
     )
     # After M: each per-row value folded over every row lands in fp32 first.
     folds = "".join(
@@ -851,6 +870,7 @@ def _source_row(plan: Plan, p: dict) -> str:
         + (_KE_MUL if products else "")
         + _KE_FLAT
         + (_KE_FOLD if totals else "")
+        + (_KE_BUMP if plan.extra.get("counters") else "")
         + _row_one_pass(plan)
         + "\n\n"
         + _row_looped(plan)
