@@ -58,8 +58,14 @@ def take_state_writes(gm: torch.fx.GraphModule, refs: list[str]) -> StateWrites:
         val = written.meta["val"]
         if val.dim() == 0 and not val.is_floating_point():
             amount = _constant_step(n, target)
-            if amount is None or any(u is not n and u.target != n.target for u in written.users):
+            if amount is None:
                 raise NoTemplate(f"the reference moves the integer {ref} by a value it computes")
+            if n.users or any(u is not n and u.target != n.target for u in written.users):
+                raise NoTemplate(
+                    f"the reference reads the counter {ref} (BatchNorm with momentum=None "
+                    "averages by the batches seen); a value read back from the device per call "
+                    "is not covered"
+                )
             counted[written] = counted.get(written, 0) + amount
             gm.graph.erase_node(n)
             continue
@@ -134,4 +140,4 @@ def attach(plan: Plan, writes: StateWrites, body: Plan) -> None:
     if writes.counters:
         body.extra["counters"] = writes.counters
     updated = ", ".join(writes.values + [c[0] for c in writes.counters])
-    plan.summary += f"; updates {updated} in place"
+    body.summary += f"; updates {updated} in place"

@@ -814,7 +814,13 @@ def _source_row(plan: Plan, p: dict) -> str:
         if str(j) not in state
     )
     # After M: each per-row value folded over every row lands in fp32 first.
-    folds = "".join(
+    if state:  # an empty batch leaves the module's state as it was (torch skips the update)
+        names = ", ".join(f"out{j}" for j in state)
+        scratch = ", ".join(f"torch.empty_like(out{j})" for j in state)
+        folds_state = f"        if N == 0:\n            {names} = {scratch}\n"
+    else:
+        folds_state = ""
+    folds = folds_state + "".join(
         f"        out{j} = torch.empty((M,), dtype=torch.float32, device={ref0}.device)\n"
         for j in sorted(int(k) for k in totals)
     )
