@@ -22,6 +22,7 @@ def _checker(high) -> CaseChecker:
     checker = CaseChecker.__new__(CaseChecker)  # only what own_error reads
     checker.exact, checker.device = False, "cpu"
     checker.high, checker.ref = high, Dot()
+    checker.initial = {}  # no buffers: every call starts from none
     return checker
 
 

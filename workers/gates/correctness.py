@@ -101,6 +101,8 @@ class CaseChecker:
         self.max_rel = 0.0
         self.expected = None
         self.previous_out = None
+        self.initial: dict = {}  # id(model) -> its buffers as built (see build)
+        self.ref_state = None
 
     # models and runs ---------------------------------------------------------------------
     def build(self):
@@ -148,18 +150,17 @@ class CaseChecker:
             for m in (high, ref, cand)
             if m is not None
         }
-        self.ref_state = None
 
     def _reset(self, model) -> None:
         with torch.no_grad():
             for k, b in model.named_buffers():
-                start = self.initial[id(model)].get(k)
+                start = self.initial.get(id(model), {}).get(k)
                 if start is not None and start.shape == b.shape:
                     b.copy_(start)
 
     def _state(self, model) -> dict:
         """The buffers the last call changed: name -> (value after, value before)."""
-        start = self.initial[id(model)]
+        start = self.initial.get(id(model), {})
         return {
             k: (b.detach().clone(), start[k])
             for k, b in model.named_buffers()
