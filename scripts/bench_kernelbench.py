@@ -104,7 +104,8 @@ def bench_one(source: str, args) -> dict:
 
     t0 = time.time()
     gen = TemplateGenerator()
-    fit = gen.describe(source)
+    train = args.mode == "train"
+    fit = gen.describe(source, train)
     row: dict = {
         "fits": bool(fit.get("fits")),
         "family": fit.get("family"),
@@ -120,6 +121,8 @@ def bench_one(source: str, args) -> dict:
     if args.platform == "cuda":
         workload, row["scaled"] = scaled_workload(source, args.max_elements)
         row["overrides"] = workload["cases"][0]["overrides"]
+    if train:  # the module as KernelBench runs it: BatchNorm by batch statistics
+        workload = {**(workload or {"cases": [{"name": "default"}]}), "mode": "train"}
     state = campaign_new(
         problem_source=source,
         workload=workload,
@@ -259,6 +262,8 @@ def _run_child(name: str, args) -> dict:
         str(args.wall_s),
         "--trials",
         str(args.trials),
+        "--mode",
+        args.mode,
         "--out",
         "-",
     ]
@@ -452,6 +457,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall-s", type=float, default=60.0, help="campaign wall budget")
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument(
+        "--mode",
+        default="eval",
+        choices=["eval", "train"],
+        help="the module's mode (KernelBench's harness leaves its modules in training mode)",
+    )
+    parser.add_argument(
         "--time-limit-s", type=float, default=120.0, help="each gate's limit in a campaign"
     )
     parser.add_argument("--timeout-s", type=float, default=240.0, help="per-problem hard limit")
@@ -494,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         "candidates": args.candidates,
         "wall_s": args.wall_s,
         "trials": args.trials,
+        "mode": args.mode,
         "timeout_s": args.timeout_s,
         "sandbox": os.environ.get("KERNELEVOLVE_SANDBOX", "(default)"),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -116,6 +116,9 @@ _MASKED_FILLS = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 # Rows of a table picked by an integer index (an embedding lookup, ``table[idx]``).
 _GATHERS = {aten.embedding.default, aten.index.Tensor, aten.index_select.default}
 
+# Ops that draw random numbers (dropout in training mode): refused as such.
+_RANDOM = {"bernoulli", "native_dropout", "rand", "randn", "rand_like", "randn_like", "uniform",
+           "normal", "randint", "randint_like", "randperm", "multinomial"}  # fmt: skip
 _MATMUL_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.matmul.default}
 _PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
 _COPIES = {aten.clone.default, aten.contiguous.default, aten._to_copy.default}
@@ -1146,6 +1149,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             raise NoTemplate(
                 f"the reference uses {name}: the values' order decides its output (sorting or "
                 "selection), not a graph of pointwise ops, reductions and views; no template fits"
+            )
+        if name.split(".")[0].rstrip("_") in _RANDOM:
+            raise NoTemplate(
+                f"the reference uses {name}: random numbers (dropout in training mode), which "
+                "no kernel reproduces and no gate can check"
             )
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
 

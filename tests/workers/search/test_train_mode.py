@@ -243,3 +243,14 @@ def test_the_gate_rejects_a_kernel_that_leaves_the_running_statistics_behind(tmp
     gates = _evaluate(tmp_path, stale)
     assert gates["correctness"]["rule"] == "state_mismatch", gates["correctness"]
     assert "bn.running_mean is left as it was" in gates["correctness"]["reason"]
+
+
+def test_dropout_in_training_mode_is_refused_as_random_in_one_line():
+    """In eval mode dropout is the identity and the rest is lowered; in training mode it draws
+    random numbers, and the refusal says so."""
+    dropout = PROBLEMS["bn1d-3d"].replace(
+        "return self.bn(x) * 0.5", "return F.dropout(self.bn(x), 0.2, self.training)"
+    )
+    assert trace_problem(dropout).family == "elementwise"
+    with pytest.raises(NoTemplate, match=r"random numbers \(dropout in training mode\)"):
+        trace_problem(dropout, train=True)
