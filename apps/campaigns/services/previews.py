@@ -44,7 +44,8 @@ def campaign_preview(
             production_cases = len(parse_workload(problem.workload).cases)
     else:
         which = "uploaded" if workload else "module"
-    cases = [c.to_dict() for c in parse_workload(workload).cases]
+    parsed = parse_workload(workload)
+    cases = [c.to_dict() for c in parsed.cases]
     checked = None
     # A catalog problem's reference is known good: it runs only to learn the interpreter's shapes.
     if problem is None or interpret:
@@ -78,6 +79,7 @@ def campaign_preview(
         "workload": which,
         "workload_label": WORKLOAD_LABELS[which],
         "production_cases": production_cases,
+        "mode": parsed.mode,
         "cases": rows,
         "scaled_cases": sum(1 for r in rows if r["scaled"]),
         "checked": checked,
