@@ -493,7 +493,10 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         float_inputs = [
             p
             for p in placeholders
-            if p.meta["val"].is_floating_point() and p.meta["val"].ndim and p not in self.tables
+            if p.meta["val"].is_floating_point()
+            and p.meta["val"].ndim
+            and p not in self.tables
+            and p.users  # a parameter the forward never reads says nothing of the rows
         ] + [n for n in calls if n.target in _GATHERS]
         tensors = [p for p in placeholders if p.meta["val"].ndim]
         if float_inputs:
@@ -865,6 +868,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 role = "vec"
             elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
                 role = "vec"
+            elif not shape and ref.startswith("self"):
+                # A 0-d parameter or buffer (``nn.Parameter(torch.tensor(2.0))``): read by the
+                # kernel from its memory, as ``float()`` of it would cost a device sync per call
+                # (and break a CUDA graph's capture).
+                role = "cell"
             elif not shape:
                 # A number (a Python float argument, traced as a 0-d tensor): one value the
                 # elementwise kernels take as an argument.
@@ -1712,6 +1720,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 if p not in (bias_node if bias else None,):
                     self.env.setdefault(
                         p, self.new("input", attrs={"ref": ph_ref[p], "role": "vec"})
+                    )
+            elif p.meta["val"].is_floating_point() and not p.meta["val"].dim():
+                if ph_ref[p].startswith("self"):  # a 0-d parameter, read from its memory
+                    self.env.setdefault(
+                        p, self.new("input", attrs={"ref": ph_ref[p], "role": "cell"})
                     )
         for n in after:
             self._lower_call(n)

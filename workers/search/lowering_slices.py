@@ -83,7 +83,7 @@ def _varies_along_row(node, how: str) -> bool:
     role = node.attrs["role"]
     if role == "vec":
         raise NoTemplate(f"a weight vector read {how} is not covered")
-    if role == "scalar" or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
+    if role in ("scalar", "cell") or (role == "bcast" and int(node.attrs["bshape"][-1]) == 1):
         return False
     if role != "tile" and role != "bcast":
         raise NoTemplate(f"a {role} input read {how} is not covered")

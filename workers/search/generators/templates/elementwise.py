@@ -215,8 +215,9 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
     numbers = _refs(plan, "scalar")  # Python floats, passed to the kernel as they are
     tensors = [r for r in refs if r not in numbers]
     warps = max(1, min(32, p["block"] // (32 * p["vec"])))
+    ref0 = (_refs(plan, "tile") or tensors)[0]  # not a 0-d cell nor a parameter left unread
     outs = "".join(
-        f"        out{j} = torch.empty({tensors[0]}.shape, dtype=odt, device={tensors[0]}.device)\n"
+        f"        out{j} = torch.empty({ref0}.shape, dtype=odt, device={ref0}.device)\n"
         for j in range(len(plan.outputs))
     )
     names, ret = _io_names(plan, refs)

@@ -152,7 +152,7 @@ def _operands(plan: Plan) -> str:
 
 
 def _source_matmul(plan: Plan, p: dict) -> str:
-    vecs = _refs(plan, "vec")
+    vecs = _refs(plan)  # the epilogue's inputs (vectors, 0-d cells), the accumulator not
     vec_loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(vecs))
     vec_args = "".join(f"in{i}, " for i in range(len(vecs)))
     return (

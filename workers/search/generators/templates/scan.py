@@ -181,7 +181,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
     tensors = [r for r in refs if r not in numbers]
     masks = {n.attrs["ref"] for n in plan.inputs("tile") if n.attrs.get("mask")}
     floats = [r for r in tensors if r not in masks] or tensors
-    ref0 = floats[0]
+    ref0 = ([r for r in _refs(plan, "tile") if r not in masks] or floats)[0]
     outs = "".join(
         f"        out{j} = torch.empty({ref0}.shape, dtype=odt, device={ref0}.device)\n"
         for j in range(len(plan.outputs))
