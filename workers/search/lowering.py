@@ -1160,8 +1160,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             )
         if name.split(".")[0].rstrip("_") in _RANDOM:
             raise NoTemplate(
-                f"the reference uses {name}: random numbers (dropout in training mode), which "
-                "no kernel reproduces and no gate can check"
+                f"the reference uses {name}: random numbers (dropout in training mode, a tensor "
+                "drawn in the forward), which no kernel reproduces and no gate can check"
             )
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
 

@@ -114,6 +114,7 @@ def _functional(gm: torch.fx.GraphModule, n: torch.fx.Node, name: str) -> torch.
         new = n.args[1]
         if not isinstance(new, torch.fx.Node):
             raise NoTemplate("the reference copies a number into a buffer; no template fits")
+        n.replace_all_uses_with(new)  # ``copy_`` returns the buffer: its new value
         gm.graph.erase_node(n)
         return new
     packet = getattr(aten, name[:-1], None)
