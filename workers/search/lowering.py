@@ -353,11 +353,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
     def _last_dim(self, node: torch.fx.Node, dims) -> None:
         """Record the dimension this reduction runs over: one dimension, the same for every
         reduction of the graph (the last, or any other of an unreshaped input)."""
-        ndim = len(node.args[0].meta["val"].shape)
+        shape = node.args[0].meta["val"].shape
+        ndim = len(shape)
         dims = [dims] if isinstance(dims, int) else list(dims or [])
         if not dims and ndim == 1:
             dims = [0]
         whole = ndim > 1 and (not dims or sorted(d % ndim for d in dims) == list(range(ndim)))
+        # Dimensions of size 1 reduce nothing (an instance norm of an unsqueezed [b, 1, 1, n]
+        # reduces over (2, 3): over n alone).
+        dims = [d for d in dims if int(shape[d]) != 1] or dims
         if whole or self.full:
             numel = math.prod(node.args[0].meta["val"].shape)
             if not whole or self.red_dim is not None or numel != math.prod(self.row_shape):
