@@ -872,10 +872,13 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 role = "vec"
             elif len(shape) == 1 and shape[0] in self.row_shape and len(self.row_shape) > 1:
                 role = "vec"
-            elif not shape and ref.startswith("self"):
-                # A 0-d parameter or buffer (``nn.Parameter(torch.tensor(2.0))``): read by the
-                # kernel from its memory, as ``float()`` of it would cost a device sync per call
-                # (and break a CUDA graph's capture).
+            elif (not shape and ref.startswith("self")) or (
+                shape and math.prod(shape) == 1 and len(shape) <= len(self.row_shape)
+            ):
+                # One value: a 0-d parameter or buffer (``nn.Parameter(torch.tensor(2.0))``),
+                # or a tensor of one element (a bias of shape (1,)). Read by the kernel from its
+                # memory: ``float()`` of it would cost a device sync per call (and break a CUDA
+                # graph's capture), and as a broadcast input it was refused in reductions.
                 role = "cell"
             elif not shape:
                 # A number (a Python float argument, traced as a 0-d tensor): one value the
@@ -948,6 +951,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 self.env[n] = self.env[a[0]]  # a copy of a value not yet built
                 return
             held = self.env.get(a[0])
+            if isinstance(held, int) and self.nodes[held].attrs.get("role") == "cell":
+                self.env[n] = held  # one value, however viewed
+                return
             if isinstance(held, int) and self.nodes[held].attrs.get("vshape") is not None:
                 self.env[n] = self._view_bcast(held, n)
                 return
@@ -1722,16 +1728,21 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         for p in placeholders:
             if p.meta["val"].is_floating_point() and tuple(p.meta["val"].shape) == (n_out,):
                 if p not in (bias_node if bias else None,):
-                    self.env.setdefault(
-                        p, self.new("input", attrs={"ref": ph_ref[p], "role": "vec"})
-                    )
-            elif p.meta["val"].is_floating_point() and not p.meta["val"].dim():
-                if ph_ref[p].startswith("self"):  # a 0-d parameter, read from its memory
+                    attrs = {"ref": ph_ref[p], "role": "vec", "length": int(n_out)}
+                    self.env.setdefault(p, self.new("input", attrs=attrs))
+                    # along the columns; viewed as [1, n] (a norm's statistics per feature)
+                    self.vec_pos[self.env[p]] = 1
+            elif p.meta["val"].is_floating_point() and p.meta["val"].numel() == 1:
+                # One value (a 0-d parameter, a bias of shape (1,)), read from its memory; a
+                # 0-d forward argument is a Python number (not bound: refused as before).
+                if p.meta["val"].dim() or ph_ref[p].startswith("self"):
                     self.env.setdefault(
                         p, self.new("input", attrs={"ref": ph_ref[p], "role": "cell"})
                     )
         for n in after:
             self._lower_call(n)
+        if any(pos != 1 for pos in self.vec_pos.values()):
+            raise NoTemplate("a weight of the epilogue placed along the product's rows")
         out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
         outs = out_node.args[0]
         outs = list(outs) if isinstance(outs, list | tuple) else [outs]

@@ -51,14 +51,14 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     mms = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _MATMUL_OPS]
-    if not mms:
-        raise error
     try:
         refuse_convolutions(list(gm.graph.nodes))  # no chain around a convolution
     except NoTemplate:
         raise error from None
     # A pooling op is a kernel of its own too (the pool family pools a tensor read as it is).
     pools = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _POOLS]
+    if not mms:
+        return lower_chain(gm, refs, lower, error)
     cuts: set = set()
     for mm in mms + pools:
         for operand in mm.args[:3] if mm in mms else mm.args[:1]:
@@ -118,6 +118,19 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
             except NoTemplate as exc:
                 if not stages and order[ends[i]] >= order[mms[0]]:
                     raise error from None  # the first product itself does not lower
+                # Not one kernel (a norm over the batch, then a softmax over the features):
+                # the longest part of the piece that is, written out, and the piece again.
+                lo = order[kept[-1]] if kept else -1
+                split = _longest_prefix(gm, kept, refs, lower, _ends(gm), lo, order[ends[i]])
+                if split is not None and split[1].family not in ("attention", "matmul"):
+                    kept.append(split[0])
+                    stages.append(split[1])
+                    if len(stages) > MAX_STAGES:
+                        raise NoTemplate(
+                            f"more than {MAX_STAGES} kernels in a chain; templates chain at most "
+                            f"{MAX_STAGES}"
+                        ) from None
+                    continue
                 where = "after" if any(s.family == "matmul" for s in stages) else "before"
                 raise NoTemplate(f"{where} the matrix product, {exc}") from None
         if plan.family == "attention" or (len(plan.outputs) > 1 and i < len(ends) - 1):
@@ -134,6 +147,69 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     top.stages = stages
     top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
     return top
+
+
+def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
+    """A graph without products that no one kernel holds (reductions over two sets of
+    dimensions: a softmax over the batch, then a sum over the features; a norm, then a
+    reduction over a view that changes the rows), as a chain of kernels (family
+    ``chain+<family of the last stage>``): the longest prefix that lowers as one kernel writes
+    its last value, and the rest reads it, cut again where it must be. NoTemplate ``error`` (the
+    single kernel's reason) where no cut helps."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    ends = _ends(gm)
+    stages: list[Plan] = []
+    kept: list = []
+    while True:
+        try:
+            stages.append(lower(*_piece(gm, kept, out, refs)))
+            break
+        except NoTemplate:
+            pass
+        lo = order[kept[-1]] if kept else -1
+        found = _longest_prefix(gm, kept, refs, lower, ends, lo, order[out])
+        if found is None or len(stages) + 2 > MAX_STAGES:
+            raise error
+        kept.append(found[0])
+        stages.append(found[1])
+    if len(stages) < 2:
+        raise error
+    if any(s.family in ("attention", "matmul") for s in stages):
+        raise error
+    top = Plan(family=f"chain+{stages[-1].family}", forward_args=[], init_source="", preamble="")
+    top.stages = stages
+    top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
+    return top
+
+
+def _ends(gm: torch.fx.GraphModule) -> list:
+    """Values a later kernel can read where a chain is cut: floating tensors that a later op
+    (not the output alone) uses, not views (a view's source is the value to write)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    return [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+        and n.users
+        and isinstance(n.meta.get("val"), torch.Tensor)
+        and n.meta["val"].dim() >= 1
+        and n.meta["val"].is_floating_point()
+        and n.target not in _VIEWS
+        and out not in n.users
+    ]
+
+
+def _longest_prefix(gm, kept: list, refs: list[str], lower, ends: list, lo: int, hi: int):
+    """(the latest of ``ends`` strictly between graph positions ``lo`` and ``hi`` whose value
+    one kernel computes from the inputs and the values ``kept``, that kernel's plan), or None."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for end in reversed([n for n in ends if lo < order[n] < hi]):
+        try:
+            return end, lower(*_piece(gm, kept, end, refs))
+        except NoTemplate:
+            continue
+    return None
 
 
 def _returns(out: torch.fx.Node) -> list:

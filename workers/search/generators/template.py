@@ -206,6 +206,10 @@ for _rest in STAGED_AFTER:
     SPACES[_fam] = {**{PREFIX + k: v for k, v in SPACES["matmul"].items()}, **SPACES[_rest]}
     DEFAULTS[_fam] = {**{PREFIX + k: v for k, v in DEFAULTS["matmul"].items()}, **DEFAULTS[_rest]}
     SEEDS[_fam] = [*SEEDS[_rest], *({PREFIX + k: v for k, v in s.items()} for s in SEEDS["matmul"])]
+    # A chain without products (reductions over two sets of dimensions): the last stage's own.
+    SPACES[f"chain+{_rest}"] = SPACES[_rest]
+    DEFAULTS[f"chain+{_rest}"] = DEFAULTS[_rest]
+    SEEDS[f"chain+{_rest}"] = SEEDS[_rest]
 
 _SMEM_LIMIT = 200 * 1024  # bytes; H100/H200 allow 227 KB per block, keep headroom
 
@@ -243,7 +247,8 @@ def _normal(plan: Plan, full: dict) -> dict:
 def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
     if plan is not None and plan.stages:
         products, last = split_params(p)
-        return _valid("matmul", products) and _valid(rest_family(family), last, plan.stages[-1])
+        ok = not products or _valid("matmul", products)
+        return ok and _valid(rest_family(family), last, plan.stages[-1])
     if family == "attention":
         return attention_valid(p, plan.extra["head_dim"] if plan else 128)
     if family == "matmul":
