@@ -496,11 +496,13 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         self._find_gathers(calls)
         float_inputs = [
             p
-            for p in placeholders
+            for p, ref in zip(placeholders, self.refs, strict=True)
             if p.meta["val"].is_floating_point()
             and p.meta["val"].ndim
             and p not in self.tables
-            and p.users  # a parameter the forward never reads says nothing of the rows
+            # a parameter the forward never reads says nothing of the rows (a forward argument
+            # is the shape the caller gives, read or not)
+            and (p.users or not ref.startswith("self"))
         ] + [n for n in calls if n.target in _GATHERS]
         tensors = [p for p in placeholders if p.meta["val"].ndim]
         if float_inputs:
@@ -1139,6 +1141,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                     "layer_norm over several dimensions of a tensor other than the rows' "
                     "(or beside reductions over other dimensions)"
                 )
+            # Its reductions run over the normalised dimensions: recorded as any reduction's,
+            # so one over another dimension beside it is refused here (a chain cuts between
+            # them), not computed over that dimension.
+            rank = x.meta["val"].dim()
+            self._last_dim(n, list(range(rank - len(shape), rank)))
             x = self.arg(x)
             mean = self.reduce("mean", x)
             d = self.pw("sub", x, mean)
