@@ -10,7 +10,6 @@ import json
 import pytest
 
 from tests.workers.search.child import run_child
-from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
 FOOTER = "\n\ndef get_init_inputs():\n    return {init}\n"
@@ -120,12 +119,17 @@ def test_broadcast_inputs_get_a_correct_elementwise_kernel(source, sizes, says, 
         assert run["err"] < 1e-5, run
 
 
-def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_refused_in_one_line():
+def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_a_chain(tmp_path):
+    """One kernel cannot read the mask through its strides in a reduction over the heads (it
+    was refused in one line); a chain writes the masked scores first, then the softmax over
+    the heads reads them (tests/workers/search/test_chain.py)."""
     over_heads = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=1)")
-    with pytest.raises(
-        NoTemplate, match=r"mask \[2, 1, 8, 8\] broadcast, rows .* other than the last"
-    ):
-        trace_problem(over_heads)
+    result = run_child(_CHECK, over_heads, json.dumps([{}, {"seq": 5}]), str(tmp_path))
+    assert result["family"] == "chain+row", result["summary"]
+    assert "mask [2, 1, 8, 8] broadcast, written as _ke_s0" in result["summary"]
+    assert "then row-wise over dimension 1 of 4" in result["summary"]
+    for run in result["runs"]:
+        assert run["err"] < 1e-5, run
 
 
 _MISMATCH = r"""
