@@ -280,10 +280,9 @@ class CaseChecker:
             try:
                 self.compare([after], [ref_state[name][0]], label)
             except CaseFailure as exc:
+                said = exc.reason.removeprefix("output 0: ").removeprefix("output 0 ")
                 raise CaseFailure(
-                    C.RULE_STATE,
-                    f"buffer {name} after the forward: {exc.reason.removeprefix('output 0')}",
-                    **exc.evidence,
+                    C.RULE_STATE, f"buffer {name} after the forward: {said}", **exc.evidence
                 ) from exc
 
     def own_error(self, inputs, refs) -> list[float]:

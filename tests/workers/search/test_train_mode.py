@@ -238,6 +238,13 @@ def test_the_gate_rejects_a_kernel_that_leaves_the_running_statistics_behind(tmp
     assert gates["correctness"]["rule"] == "state_mismatch"
     assert "bn.num_batches_tracked is left as it was" in gates["correctness"]["reason"]
 
+    twice = good.replace("(self.bn.num_batches_tracked, 1)", "(self.bn.num_batches_tracked, 2)")
+    assert twice != good
+    gates = _evaluate(tmp_path, twice)
+    assert gates["correctness"]["rule"] == "state_mismatch", gates["correctness"]
+    said = gates["correctness"]["reason"]
+    assert "buffer bn.num_batches_tracked after the forward: differs bitwise" in said, said
+
     stale = good.replace("out1 = self.bn.running_mean", "out1 = torch.empty_like(in2)")
     assert stale != good
     gates = _evaluate(tmp_path, stale)
