@@ -79,3 +79,14 @@ def check_rendered(problems: dict, variants: list[dict], sizes: dict, folder: st
     traced sizes when absent), checked against the reference on the interpreter."""
     args = (json.dumps(problems), json.dumps(variants), json.dumps(sizes), folder)
     return run_child(_RENDERED, *args)
+
+
+def check_chained(problems: dict, folder: str, sizes: dict | None = None) -> None:
+    """Graphs one kernel does not hold but a chain of kernels does (each was refused in words
+    before the chains, :func:`workers.search.lowering_staged.lower_chain`): each is lowered as a
+    chain and its candidate computes the reference on the interpreter, with two launch sets."""
+    results = check_rendered(problems, [{}, {"block_n": 16, "block": 64}], sizes or {}, folder)
+    for name, got in results.items():
+        assert "kernels:" in got["summary"], (name, got["summary"])
+        for err in got["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, got["errs"])

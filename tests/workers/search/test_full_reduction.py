@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_chained, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
@@ -115,16 +115,16 @@ def test_mixed_reductions_are_refused_in_words(forward, match):
         trace_problem(_problem(forward, "torch.randn(6, 10)"))
 
 
-def test_a_weight_along_another_dimension_in_a_whole_tensor_reduction_is_refused_in_words():
+def test_a_weight_along_another_dimension_in_a_whole_tensor_reduction_is_a_chain(tmp_path):
     """A weight per column reads weight i mod its length (a hinge loss's targets); one per row
-    of the flattened tensor has no such form and is refused."""
+    of the flattened tensor has no such form in one kernel (it was refused): the weighted
+    values are written first, then summed (test_chain.py)."""
     src = _problem("return (x * self.w.view(-1, 1)).sum()", "torch.randn(6, 10)").replace(
         "class Model(nn.Module):\n",
         "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.w = nn.Parameter(torch.randn(6))\n\n",
     )
-    with pytest.raises(NoTemplate, match="weight vector in a reduction over the whole tensor"):
-        trace_problem(src)
+    check_chained({"weighted-rows-sum": src}, str(tmp_path))
 
 
 _EMPTY = r"""

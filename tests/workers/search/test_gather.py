@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered
+from tests.workers.search.child import check_chained, check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 
@@ -74,14 +74,16 @@ def test_gathered_rows_match_the_reference(tmp_path):
             assert not isinstance(err, str) and err < 1e-5, (name, results[name]["errs"])
 
 
-@pytest.mark.parametrize(
-    "forward, says",
-    [
-        ("F.embedding(idx, table) + idx[..., None]", "also read as is"),
-        ("F.embedding(idx * 2, table)", "index is computed"),
-        ("table[idx].sum(0)", "in a reduction over other than the last dimension"),
-    ],
-)
-def test_what_no_gather_covers_says_why(forward, says):
-    with pytest.raises(NoTemplate, match=says):
-        trace_problem(_problem(forward, TOKENS))
+def test_what_no_gather_covers_says_why():
+    with pytest.raises(NoTemplate, match="index is computed"):
+        trace_problem(_problem("F.embedding(idx * 2, table)", TOKENS))
+
+
+def test_gathers_one_kernel_does_not_hold_are_chains(tmp_path):
+    """An index also read as a value, gathered rows summed over the tokens (each refused in
+    one kernel): the gathered rows are written first, then the rest (test_chain.py)."""
+    chained = {
+        "index-also-a-value": _problem("F.embedding(idx, table) + idx[..., None]", TOKENS),
+        "summed-over-tokens": _problem("table[idx].sum(0)", TOKENS),
+    }
+    check_chained(chained, str(tmp_path))

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_chained, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
@@ -206,14 +206,13 @@ def test_indices_of_a_max_in_further_arithmetic_are_refused_in_words():
         trace_problem(src)
 
 
-def test_a_weight_along_another_dimension_is_refused_in_words():
+def test_a_weight_along_another_dimension_is_a_chain(tmp_path):
+    """A weight along the last dimension beside a softmax over dim 1 (refused in one kernel):
+    the softmax is written, then weighted (test_chain.py)."""
     src = PROBLEMS["softmax_dim1"].replace(
         "    def forward(self, x):\n        return torch.softmax(x, dim=1)",
         "    def __init__(self):\n        super().__init__()\n"
         "        self.weight = nn.Parameter(torch.randn(5))\n\n"
         "    def forward(self, x):\n        return torch.softmax(x, dim=1) * self.weight",
     )
-    with pytest.raises(
-        NoTemplate, match="varies along dimension 2; the rows run along dimension 1"
-    ):
-        trace_problem(src)
+    check_chained({"softmax-dim1-weighted": src}, str(tmp_path))

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.workers.search.child import run_child
+from tests.workers.search.child import check_chained, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 ROWS = "rows = 16\nn = 8"
@@ -237,19 +237,19 @@ def test_the_cosine_embedding_loss_kernels_compile_for_sm90(tmp_path):
         assert targets == (["1x1"] if "segmented" in name else ["4x1"]), (name, loads)
 
 
-@pytest.mark.parametrize(
-    "body, inputs, match",
-    [
-        # an integer input read along the row (no template computes integers per element)
-        ("x * (y == 2)", "torch.randn(rows, n), torch.randint(0, 3, (rows, n))",
-         "non-floating input y of dtype torch.int64 is covered only as one value per row"),
-        # the fold of a target over every row, used inside the rows (a weighted mean's divisor)
-        ("(x.sum(-1) * t) / t.sum()", X_T, "arithmetic on a reduction over every row"),
-        # beside a row viewed with a new dimension, the rows are not read per row
-        ("x.unsqueeze(1).sum(-1).squeeze(1) * t", X_T, "input t is one value per row here"),
-    ],
-    ids=["integer-along-the-row", "fold-used-in-the-rows", "reshaped-row"],
-)  # fmt: skip
-def test_what_stays_refused_is_said_in_words(body, inputs, match):
-    with pytest.raises(NoTemplate, match=match):
-        trace_problem(_problem("x, y" if "y" in body else "x, t", body, inputs))
+def test_what_stays_refused_is_said_in_words():
+    # an integer input read along the row (no template computes integers per element)
+    src = _problem("x, y", "x * (y == 2)", "torch.randn(rows, n), torch.randint(0, 3, (rows, n))")
+    with pytest.raises(NoTemplate, match="non-floating input y of dtype torch.int64 is covered"):
+        trace_problem(src)
+
+
+def test_per_row_values_one_kernel_does_not_hold_are_chains(tmp_path):
+    """The fold of a target over every row used inside the rows (a weighted mean's divisor), a
+    row viewed with a new dimension beside a target per row: each refused in one kernel, each
+    a chain now (test_chain.py)."""
+    chained = {
+        "fold-used-in-the-rows": _problem("x, t", "(x.sum(-1) * t) / t.sum()", X_T),
+        "reshaped-row": _problem("x, t", "x.unsqueeze(1).sum(-1).squeeze(1) * t", X_T),
+    }
+    check_chained(chained, str(tmp_path))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered, run_child
+from tests.workers.search.child import check_chained, check_rendered, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 
@@ -104,15 +104,17 @@ def test_max_pooling_propagates_nan_and_keeps_minus_infinity_as_torch_does(tmp_p
     assert result["same"]
 
 
-@pytest.mark.parametrize(
-    "layer, forward, says",
-    [
-        ("nn.MaxPool2d(kernel_size)", "torch.relu(self.pool(x))", "relu.* beside the pooling"),
-        ("nn.MaxPool2d(kernel_size, return_indices=True)", "self.pool(x)", "its indices"),
-        ("nn.MaxPool2d(kernel_size)", "self.pool(x * 2.0)", "computed by other ops"),
-    ],
-    ids=["activation-after", "indices", "computed-input"],
-)
-def test_what_the_template_does_not_do_is_refused_in_one_line(layer, forward, says):
-    with pytest.raises(NoTemplate, match=says):
-        trace_problem(_problem(layer, D2, forward))
+def test_what_the_template_does_not_do_is_refused_in_one_line():
+    layer = "nn.MaxPool2d(kernel_size, return_indices=True)"
+    with pytest.raises(NoTemplate, match="its indices"):
+        trace_problem(_problem(layer, D2, "self.pool(x)"))
+
+
+def test_a_pooling_beside_other_ops_is_a_chain(tmp_path):
+    """An activation after the pooling, a pooling of a computed value (each refused in one
+    kernel): the pool family's kernel and an elementwise one, in order (test_chain.py)."""
+    chained = {
+        "activation-after": _problem("nn.MaxPool2d(kernel_size)", D2, "torch.relu(self.pool(x))"),
+        "computed-input": _problem("nn.MaxPool2d(kernel_size)", D2, "self.pool(x * 2.0)"),
+    }
+    check_chained(chained, str(tmp_path))
