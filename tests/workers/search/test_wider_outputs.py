@@ -104,29 +104,21 @@ def test_one_hot_and_its_float_uses_are_right_in_value_and_dtype(tmp_path):
         ("F.pad(x, (2, 3), mode='replicate')", "", "a replicate pad"),
         ("F.pad(x, (0, 0, 1, 1))", "", r"a pad of other than the last dimension \(F.pad with"),
         ("x.repeat(2, 1)", "", r"a repeat by \[2, 1\] .* templates repeat only the last"),
-        ("torch.softmax(F.pad(x, (1, 1)), -1)", "", "moved by a slice, cat, pad or repeat"),
         ("(F.pad(x, (1, 1)), x.sum(-1))", "", "an output narrower or wider than the row"),
-        (
-            "-(F.one_hot(t, 16) * F.log_softmax(x, -1)).sum(-1)",
-            TARGETS + ", torch.randn(rows, 16)",
-            "a column index .* in a reference with reductions",
-        ),
-        ("x[..., :8] + torch.arange(8)", "", "an arange of 8 values against rows of 16 columns"),
         (
             "F.one_hot(t, t.shape[0])",
             "torch.randint(0, rows, (rows,))",
             "an arange along the row whose length moves with the input sizes",
         ),
     ],
+    # (a pad in a softmax, a one-hot in a reduction, an arange other than the row: chains of
+    # kernels now, lowering_staged.lower_chain; their numeric check is still to be written)
     ids=[
         "reflect-pad",
         "replicate-pad",
         "pad-of-rows",
         "repeat-rows",
-        "pad-in-a-softmax",
         "pad-beside-a-reduction",
-        "one-hot-in-a-reduction",
-        "arange-other-than-the-row",
         "one-hot-as-wide-as-a-size",
     ],
 )
