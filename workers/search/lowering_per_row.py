@@ -32,7 +32,7 @@ import torch
 from workers.search.ir import NoTemplate
 
 
-def _strip_ones(shape: tuple) -> tuple:
+def _non_ones(shape: tuple) -> tuple:
     return tuple(s for s in shape if int(s) != 1)
 
 
@@ -168,7 +168,7 @@ class PerRowMixin:
         kept = self._kept_rows()
         if kept is not None:  # rows of kept dimensions: a value of their shape is per row
             shape = isinstance(val, torch.Tensor) and tuple(val.shape)
-            if not shape or _strip_ones(shape) != _strip_ones(kept):
+            if not shape or _non_ones(shape) != _non_ones(kept):
                 return {}
         else:
             per_row_shape = isinstance(val, torch.Tensor) and tuple(val.shape) == rows[:-1]
@@ -213,7 +213,7 @@ class PerRowMixin:
         kept = self._kept_rows()
         if kept is not None:
             shape = tuple(o.meta["val"].shape)
-            return self._vector_as(o, shape == kept or _strip_ones(shape) == _strip_ones(kept))
+            return self._vector_as(o, shape == kept or _non_ones(shape) == _non_ones(kept))
         per_row = len(rows) > 1 and tuple(o.meta["val"].shape) == rows[:-1]
         return self._vector_as(o, per_row and self._per_row_ready())
 

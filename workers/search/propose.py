@@ -9,7 +9,6 @@ and the stop rule's ``_stop_reason`` and ``_close_round``
 
 from __future__ import annotations
 
-from workers import constants as C
 from workers.search.generators.base import (
     EDGE_ALTERNATIVE,
     EDGE_CROSSOVER,
@@ -17,6 +16,7 @@ from workers.search.generators.base import (
     EDGE_REPAIR,
     EDGE_SEED,
     GenerationContext,
+    training,
 )
 from workers.search.graph import STATUS_REJECTED, Graph, Node, source_hash
 from workers.search.graph_store import GraphStore
@@ -80,9 +80,8 @@ class ProposeMixin:
         state["round"] += 1
         for name, gen in self.generators.items():
             if name not in state["generator_fit"] and hasattr(gen, "describe"):
-                state["generator_fit"][name] = gen.describe(
-                    cfg["problem_source"], (cfg.get("workload") or {}).get("mode") == C.MODE_TRAIN
-                )
+                train = training(cfg.get("workload"))
+                state["generator_fit"][name] = gen.describe(cfg["problem_source"], train)
         remaining = cfg["budget"]["max_candidates"] - len(graph.nodes)
         jobs: list[tuple[str, list[Node], dict | None]] = []
         accepted = graph.accepted()

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from workers import constants as C
+
 EDGE_SEED = "seed"
 EDGE_MUTATION = "mutation"
 EDGE_REPAIR = "repair"
@@ -66,3 +68,8 @@ class Generator(Protocol):
     def stats(self) -> dict:
         """Counters to persist in the campaign state (requests, errors, ...)."""
         ...
+
+
+def training(workload: dict | None) -> bool:
+    """Whether a campaign's workload runs the module in training mode (``"mode": "train"``)."""
+    return (workload or {}).get("mode") == C.MODE_TRAIN

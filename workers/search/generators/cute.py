@@ -32,6 +32,7 @@ from workers.search.generators.base import (
     EDGE_SEED,
     GenerationContext,
     Proposal,
+    training,
 )
 from workers.search.generators.templates import cute_row
 from workers.search.ir import NoTemplate
@@ -271,8 +272,7 @@ class CuteGenerator:
             self._counts["not_cuda"] += 1  # nothing here could check a CuTe kernel
             return []
         try:
-            train = (ctx.workload or {}).get("mode") == C.MODE_TRAIN
-            plan, found = self._found(ctx.problem_source, train)
+            plan, found = self._found(ctx.problem_source, training(ctx.workload))
         except NoTemplate:
             self._counts["no_template"] += 1
             return []

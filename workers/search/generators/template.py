@@ -35,7 +35,6 @@ import hashlib
 import json
 import random
 
-from workers import constants as C
 from workers.search.generators.base import (
     EDGE_ALTERNATIVE,
     EDGE_CROSSOVER,
@@ -44,6 +43,7 @@ from workers.search.generators.base import (
     EDGE_SEED,
     GenerationContext,
     Proposal,
+    training,
 )
 from workers.search.generators.templates.attention import _source_attention, attention_valid
 from workers.search.generators.templates.common import _refs
@@ -271,11 +271,6 @@ def rest_family(family: str) -> str:
 
 def _key(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def training(workload: dict | None) -> bool:
-    """Whether a campaign's workload runs the module in training mode (``"mode": "train"``)."""
-    return (workload or {}).get("mode") == C.MODE_TRAIN
 
 
 class TemplateGenerator:

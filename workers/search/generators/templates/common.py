@@ -150,7 +150,7 @@ class _Emitter:
                 shift = _frac(*node.attrs.get("shift", (0, 1)))
                 load = self.shifted(node, self.ptr[node.id], self.index[node.id], shift)
                 return f"v{node.id} = {load}.to(tl.float32)"
-            if role == "cell":  # a 0-d parameter: its one value, read from its memory
+            if role == "cell":  # one value (a 0-d parameter, a (1,) bias), read from memory
                 return f"v{node.id} = tl.load({self.ptr[node.id]}).to(tl.float32)"
             if role == "rowvec":  # one value per row, at the row's number (row kernels)
                 load = f"tl.load({self.ptr[node.id]} + rows, mask=rmask, other=0.0)"
