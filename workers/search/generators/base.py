@@ -70,6 +70,27 @@ class Generator(Protocol):
         ...
 
 
+# Three TF32 tensor-core products (hi*hi + hi*lo + lo*hi, Triton's ``tf32x3``) are off by about
+# 2^-21 of each product's size, IEEE fp32 by 2^-24: a float32 tolerance tighter than this keeps
+# products in IEEE fp32 (the correctness gate is the judge either way).
+SPLIT_TF32_TOLERANCE = 1e-5
+
+
+def split_tf32_allowed(workload: dict | None) -> bool:
+    """Whether a campaign's float32 tolerance leaves room for ``tf32x3`` products: not
+    ``"exact"``, and an rtol or atol of at least :data:`SPLIT_TF32_TOLERANCE` (the default
+    1e-4 does)."""
+    tol = (workload or {}).get("tolerance")
+    if tol is None:
+        return True
+    if tol == C.EXACT:
+        return False
+    f32 = tol.get("float32", C.DEFAULT_TOLERANCE["float32"])
+    if f32 == C.EXACT:
+        return False
+    return max(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= SPLIT_TF32_TOLERANCE
+
+
 def training(workload: dict | None) -> bool:
     """Whether a campaign's workload runs the module in training mode (``"mode": "train"``)."""
     return (workload or {}).get("mode") == C.MODE_TRAIN

@@ -1,0 +1,81 @@
+"""Float32 products on the tensor cores (issue 11): on the H200, cuBLAS's IEEE SGEMM was 2.3x
+the template's CUDA-core products on every KernelBench level-2 GEMM (0.42-0.44x of compile).
+``fp32_dot: "tf32x3"`` splits each operand into a TF32 high part and a TF32 remainder and sums
+three tensor-core products; a seed measures it beside the IEEE default, and a workload whose
+float32 tolerance is tighter than it keeps IEEE products only."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers import constants as C
+from workers.evaluate import EvaluationRequest
+from workers.search.generators.base import EDGE_ALTERNATIVE, GenerationContext
+from workers.search.generators.template import TemplateGenerator, render
+from workers.search.trace import trace_problem
+
+FOOTER = "\n\ndef get_init_inputs():\n    return []\n"
+
+
+def _linear(tail: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\nm = 40\nk = 96\nn = 48\n\n\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(k, n)\n\n    def forward(self, x):\n"
+        f"        return {tail}\n\n\n"
+        "def get_inputs():\n    return [torch.randn(m, k)]\n" + FOOTER
+    )
+
+
+LINEAR = _linear("torch.relu(self.fc(x)) * 2.0")
+LINEAR_SOFTMAX = _linear("torch.softmax(self.fc(x) * 2.0, dim=0)")
+NO_EDGES = {"cases": [{"name": "default"}], "edge_cases": False}
+
+
+def _dots(proposals) -> list[str]:
+    return [p.params.get("fp32_dot") or p.params.get("mm_fp32_dot") for p in proposals]
+
+
+@pytest.mark.timeout(300)
+def test_tensor_core_products_pass_the_gates_and_compile_to_wgmma(evaluator):
+    """Both precisions are accepted on the interpreter (which multiplies in fp32 either way);
+    the compile gate's sm_90 TTGIR shows the split products on Hopper's warp-group MMA, and the
+    IEEE candidate's shows none."""
+    plan = trace_problem(LINEAR)
+    ttgir = {}
+    for dot in ("ieee", "tf32x3"):
+        report = evaluator.evaluate(
+            EvaluationRequest(LINEAR, render(plan, {"fp32_dot": dot}), workload=NO_EDGES)
+        )
+        assert report.verdict == C.ACCEPTED, (dot, report.reason)
+        (art,) = report.gate(C.GATE_COMPILE).evidence["artifacts"]
+        assert art["kernel"] == "_ke_matmul" and art["constexprs"]["PRECISION"] == dot
+        ttgir[dot] = art["ir"]["ttgir"]
+    assert "warp_group_dot" in ttgir["tf32x3"]
+    assert "warp_group_dot" not in ttgir["ieee"]
+
+
+@pytest.mark.parametrize("source, family", [(LINEAR, "matmul"), (LINEAR_SOFTMAX, "matmul+row")])
+def test_the_first_seeds_measure_both_precisions_on_the_same_tiles(source, family):
+    proposals = TemplateGenerator().propose(GenerationContext(problem_source=source), 2)
+    assert TemplateGenerator().plan(source).family == family
+    assert _dots(proposals) == ["ieee", "tf32x3"]
+    strip = {"fp32_dot", "mm_fp32_dot"}
+    first, second = ({k: v for k, v in p.params.items() if k not in strip} for p in proposals)
+    assert first == second
+
+
+@pytest.mark.parametrize("tolerance", ["exact", {"float32": {"atol": 1e-6, "rtol": 1e-6}}])
+def test_a_tight_float32_tolerance_keeps_ieee_products(tolerance):
+    workload = {"cases": [{"name": "default"}], "tolerance": tolerance}
+    gen = TemplateGenerator()
+    seeds = gen.propose(GenerationContext(problem_source=LINEAR, workload=workload), 8)
+    assert len(seeds) == 8 and set(_dots(seeds)) == {"ieee"}
+    parent = {"id": "n1", "generator": "template", "params": seeds[0].params}
+    ctx = GenerationContext(
+        problem_source=LINEAR, workload=workload, parents=[parent], mode=EDGE_ALTERNATIVE
+    )
+    assert "tf32x3" not in _dots(gen.propose(ctx, 4))
+    # The default tolerance (1e-4) leaves room: the alternative edge offers it.
+    ctx = GenerationContext(problem_source=LINEAR, parents=[parent], mode=EDGE_ALTERNATIVE)
+    assert "tf32x3" in _dots(gen.propose(ctx, 4))
