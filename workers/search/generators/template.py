@@ -135,6 +135,7 @@ SPACES: dict[str, dict[str, list]] = {
         "decode_stages": [1, 2, 3, 4],
         "split": [0, 1, 2, 4, 8, 16],
         "causal_align": ["bottom_right", "top_left"],
+        "fp32_dot": ["ieee", "tf32x3"],
     },
 }
 
@@ -172,6 +173,7 @@ DEFAULTS: dict[str, dict] = {
         "decode_stages": 2,
         "split": 0,
         "causal_align": "bottom_right",
+        "fp32_dot": "ieee",
     },
 }
 
@@ -199,6 +201,7 @@ SEEDS: dict[str, list[dict]] = {
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
     "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
     "attention": [
+        {"fp32_dot": "tf32x3"},  # float32 q, k, v (KernelBench L1 97: 0.45x of compile, IEEE)
         {"causal_align": "top_left"},
         {"block_m": 128, "block_n": 64, "warps": 8, "stages": 3, "decode_block_n": 128},
         {"block_m": 64, "block_n": 32, "warps": 4, "stages": 3, "decode_warps": 2},

@@ -249,7 +249,7 @@ class ModelNew(nn.Module):
         split = triton.cdiv(TK, chunk)
         scale = (D ** -0.5 if _SCALE_RULE == "inv_sqrt_head_dim" else _SCALE) * 1.4426950408889634
         off = TK - TQ if _ALIGN == "bottom_right" else 0
-        precision = "ieee" if qq.dtype == torch.float32 else "tf32"
+        precision = p.get("fp32_dot", "ieee") if qq.dtype == torch.float32 else "tf32"
         # Triton's interpreter multiplies the raw bits of 16-bit operands in tl.dot (seen with
         # triton 3.9): on the CPU the operands are widened first; on a GPU they never are.
         upcast = qq.device.type == "cpu"
