@@ -116,11 +116,20 @@ def bench_one(source: str, args) -> dict:
         row["result"] = "no_template" if not row["fits"] else "claimed"
         row["wall_s"] = round(time.time() - t0, 2)
         return row
-    Path(args.row_out).write_text(json.dumps({**row, "result": "unfinished"}))
+
+    def unfinished(phase: str, nodes: list[dict] | None = None) -> None:
+        """The row so far: a problem killed at its timeout says where its time went."""
+        part = {**row, "result": "unfinished", "phase": phase, "at_s": round(time.time() - t0, 1)}
+        if nodes is not None:
+            part["nodes"] = _node_rows(nodes)
+        Path(args.row_out).write_text(json.dumps(part, default=str))
+
+    unfinished("reading the sizes")
     workload = None
     if args.platform == "cuda":
         workload, row["scaled"] = scaled_workload(source, args.max_elements)
         row["overrides"] = workload["cases"][0]["overrides"]
+    unfinished("baseline and first candidates")
     if train:  # the module as KernelBench runs it: BatchNorm by batch statistics
         workload = {**(workload or {"cases": [{"name": "default"}]}), "mode": "train"}
     state = campaign_new(
@@ -135,9 +144,14 @@ def bench_one(source: str, args) -> dict:
         tune=args.tune,
         time_limit_s=args.time_limit_s,
     )
+
+    def progress(st: dict, _event: dict) -> None:
+        nodes = campaign_summary(st, with_sources=False)["nodes"]
+        unfinished(f"{len(nodes)} candidate(s) recorded", nodes)
+
     with Evaluator() as ev:
         # The same generator instance: its traced plan is reused, not traced again.
-        run_campaign(state, evaluator=ev, generators={"template": gen})
+        run_campaign(state, evaluator=ev, generators={"template": gen}, progress=progress)
     summary = campaign_summary(state, with_sources=False)
     nodes = summary["nodes"]
     accepted = [n for n in nodes if n.get("status") == "accepted"]
@@ -152,21 +166,7 @@ def bench_one(source: str, args) -> dict:
             "first_accepted": summary["first_accepted"],
             "first_failure": _first_failure(nodes),
             "funnel": {k: v for k, v in summary["funnel"].items() if isinstance(v, int)},
-            "nodes": [
-                {
-                    "id": n.get("id"),
-                    "status": n.get("status"),
-                    "edge": n.get("edge"),
-                    "params": n.get("params"),
-                    "failed_gate": n.get("failed_gate"),
-                    "reason": _one_line(n.get("reason") or "", 600),
-                    "wall_s": n.get("wall_s"),
-                    "device_s": n.get("device_s"),
-                    "fitness": _fitness_row(n.get("fitness")),
-                    "timed": _timed_cases(n.get("report")),
-                }
-                for n in nodes
-            ],
+            "nodes": _node_rows(nodes),
             "best_speedup": _best_speedup(nodes),
             "baseline": args.baseline if args.platform == "cuda" else None,
             "device_s": summary["device_s"],
@@ -177,6 +177,24 @@ def bench_one(source: str, args) -> dict:
     )
     row["wall_s"] = round(time.time() - t0, 2)
     return row
+
+
+def _node_rows(nodes: list[dict]) -> list[dict]:
+    return [
+        {
+            "id": n.get("id"),
+            "status": n.get("status"),
+            "edge": n.get("edge"),
+            "params": n.get("params"),
+            "failed_gate": n.get("failed_gate"),
+            "reason": _one_line(n.get("reason") or "", 600),
+            "wall_s": n.get("wall_s"),
+            "device_s": n.get("device_s"),
+            "fitness": _fitness_row(n.get("fitness")),
+            "timed": _timed_cases(n.get("report")),
+        }
+        for n in nodes
+    ]
 
 
 def _fitness_row(fit: dict | None) -> dict | None:
@@ -303,6 +321,8 @@ def _run_child(name: str, args) -> dict:
             if timed_out
             else f"exited {proc.returncode} without a result"
         )
+        if (row or {}).get("phase"):
+            why += f" ({row['phase']} at {row['at_s']:.0f}s)"
         row = {**(row or {}), "result": "error", "error": why, "log_tail": (log or "")[-2000:]}
     row["problem"] = name
     row["process_wall_s"] = wall
@@ -317,6 +337,8 @@ def _print_row(i: int, total: int, row: dict) -> None:
     elif row.get("result") == "rejected":
         ff = row.get("first_failure") or {}
         detail = f"0/{row['evaluated']} accepted; {ff.get('gate')}: {ff.get('reason', '')}"
+    elif row.get("result") == "error":
+        detail = row.get("error", "")
     print(
         f"[{i}/{total}] {row['problem']}: {row['result']} ({_one_line(what, 120)}) "
         f"{detail[:200]} {row['process_wall_s']:.0f}s",
