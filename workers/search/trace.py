@@ -30,6 +30,7 @@ from workers.search.lowering import (
     refuse_convolutions,
 )
 from workers.search.lowering_attention import is_attention, lower_attention
+from workers.search.lowering_move import fit_ints, is_move, lower_move, only_moves
 from workers.search.lowering_pool import is_pool, lower_pool
 from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
 from workers.search.lowering_state import attach as attach_state
@@ -60,27 +61,24 @@ def trace_problem(source: str, train: bool = False) -> Plan:
 
 # The mode the module is traced in (every trace of one problem, at every size, in the same).
 _TRAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("ke_trace_train", default=False)
+# Which kernel of how many the traces at other sizes are compared with ((0, 1): a single one).
+_STAGE: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar(
+    "ke_trace_stage", default=(0, 1)
+)
 
 
 def _trace_problem(source: str) -> Plan:
     top, shapes = _trace(source, {})
-    plan = _body(top)
-    if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
-        _symbolic_constants(source, plan, shapes)
-    if plan.family in ("row", "elementwise", "scan") and _slice_bounds(plan):
-        _slice_offsets(source, plan)
-    if "columns" in plan.extra:
-        _fixed_columns(source, plan)
-    if plan.extra.get("scan_prefix", [1, 1, -1]) != [1, 1, -1]:
-        raise NoTemplate(
-            "a cumsum of a row's first columns other than all but the last (an exclusive "
-            "cumsum is cat([zeros, cumsum(x[..., :-1])]))"
-        )
-    for j, p, q, off in plan.extra.get("narrow_outputs", []):
-        if wider_than_row(p, q, off):
-            plan.summary += f", output {j} {_columns(p, q, off)} columns wide"
-        else:
-            plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
+    stages = top.stages or [top]
+    for i, plan in enumerate(stages):
+        # Every stage's constants and slices follow the sizes (a pad written out before a
+        # softmax reads it is as wide as the row plus its columns at every width): each is
+        # fitted against the same stage of the traces at other sizes.
+        token = _STAGE.set((i, len(stages)))
+        try:
+            _follow_sizes(source, plan, shapes)
+        finally:
+            _STAGE.reset(token)
     if top.stages:
         first = top.stages[0]
         top.forward_args, top.init_source, top.preamble = (
@@ -95,6 +93,29 @@ def _trace_problem(source: str) -> Plan:
     return top
 
 
+def _follow_sizes(source: str, plan: Plan, shapes: dict) -> None:
+    """A kernel's constants computed from sizes, slice bounds and fixed widths, as the wrapper
+    computes them at any size (each found by tracing again at other sizes)."""
+    if plan.family in ("row", "elementwise") and any(n.kind == "const" for n in plan.nodes):
+        _symbolic_constants(source, plan, shapes)
+    if plan.family in ("row", "elementwise", "scan") and _slice_bounds(plan):
+        _slice_offsets(source, plan)
+    if "columns" in plan.extra:
+        _fixed_columns(source, plan)
+    if plan.family == "move" and plan.extra.get("ints"):
+        _move_fits(source, plan)
+    if plan.extra.get("scan_prefix", [1, 1, -1]) != [1, 1, -1]:
+        raise NoTemplate(
+            "a cumsum of a row's first columns other than all but the last (an exclusive "
+            "cumsum is cat([zeros, cumsum(x[..., :-1])]))"
+        )
+    for j, p, q, off in plan.extra.get("narrow_outputs", []):
+        if wider_than_row(p, q, off):
+            plan.summary += f", output {j} {_columns(p, q, off)} columns wide"
+        else:
+            plan.summary += f", output {j} the first {_columns(p, q, off)} columns of each row"
+
+
 def _fixed_columns(source: str, plan: Plan) -> None:
     """Rows as wide as an arange no input has (``F.one_hot(t, 16)``): the wrapper writes that
     width as traced, so it must not move with the problem's sizes (traced again with them
@@ -106,6 +127,54 @@ def _fixed_columns(source: str, plan: Plan) -> None:
             "an arange along the row whose length moves with the input sizes but is no input's "
             "width; templates take the rows' width from an input or a fixed number"
         )
+
+
+def _move_fits(source: str, plan: Plan) -> None:
+    """The numbers a ``move`` kernel's op takes (slice bounds, split pieces, pads) as fractions
+    of their dimension plus a number (``extra["fits"]``, :func:`lowering_move.fit_ints`): a
+    ``chunk(2)`` piece ends at half the dimension at every size, ``x[:, 1:]`` one in from the
+    start. Traced again with every size constant doubled and tripled; where the problem does
+    not trace there (or traces as another op), the numbers stay as traced."""
+    ns = load_problem(source)
+    sizes = _size_constants(ns)
+    shapes = _shape_constants(ns)
+    if not sizes and not shapes:
+        return
+    traced = [plan.extra["ints"]]
+    for k in (2, 3):
+        scaled = {name: k * v for name, v in sizes.items()}
+        scaled.update({name: tuple(k * e for e in v) for name, v in shapes.items()})
+        again = _trace_moved(source, scaled)
+        if again is None:
+            return
+        other = again[0]
+        if other.family != "move" or other.extra.get("kind") != plan.extra["kind"]:
+            return
+        if len(other.extra.get("ints", [])) != len(traced[0]):
+            return
+        traced.append(other.extra["ints"])
+    fits = fit_ints(traced)
+    if any(den > 1 for _, den, _ in fits):
+        # How a fraction of the dimension rounds where it does not divide (a ``chunk(2)``
+        # piece of 9 is 5 wide, ``x[:, : D // 2]`` 4): read off the tail case's sizes.
+        again = _trace_moved(source, _tail_sizes(source))
+        tail = again[0].extra.get("ints", []) if again else []
+        if len(tail) != len(fits) or again[0].extra.get("kind") != plan.extra["kind"]:
+            tail = []  # not traceable there: the gate's tail case says what happens
+        for fit, (value, dim) in zip(fits, tail, strict=False):
+            num, den, c = fit
+            # down or up first (``D // k``, ``chunk``'s ``ceil(D / k)``) where the tail's
+            # size leaves several roundings equal
+            order = [0, den - 1, *range(1, den - 1)]
+            ups = [up for up in order if (dim * num + up) // den + c == value]
+            if not ups:
+                raise NoTemplate(
+                    f"a slice bound, split size or pad of {value} at size {dim} is neither "
+                    f"{num}/{den} of the dimension rounded down nor up"
+                )
+            if ups[0]:
+                fit.append(ups[0])
+    plan.extra["fits"] = fits
 
 
 def _slice_bounds(plan: Plan) -> list:
@@ -347,7 +416,18 @@ def _lower(gm, refs: list[str]) -> Plan:
         return lower_attention(gm, refs)
     if is_pool(calls):
         return lower_pool(gm, refs)
-    return _Lowerer(gm, refs).lower()
+    try:
+        return _Lowerer(gm, refs).lower()
+    except NoTemplate as exc:
+        if not is_move(calls):
+            raise
+        # An op that moves elements other than along the row (a cat along dimension 1, a
+        # reflect pad): a kernel of its own where it is all the graph does (else the row
+        # lowering's reason stands, and the chains cut the graph around the op).
+        try:
+            return lower_move(gm, refs)
+        except NoTemplate as why:
+            raise (why if only_moves(calls) else exc) from None
 
 
 def _body(plan: Plan) -> Plan:
@@ -412,7 +492,11 @@ def _trace_moved(source: str, overrides: dict) -> tuple[Plan, dict] | None:
     quiet.setLevel(logging.CRITICAL)
     try:
         plan, shapes = _trace(source, overrides)
-        return _body(plan), shapes
+        index, count = _STAGE.get()
+        stages = plan.stages or [plan]
+        if len(stages) != count:
+            return None  # cut into other kernels at these sizes: nothing to compare with
+        return stages[index], shapes
     except NoTemplate:
         return None
     finally:

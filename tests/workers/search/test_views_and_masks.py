@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered, run_child
+from tests.workers.search.child import check_chained, check_rendered, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
@@ -310,4 +310,6 @@ def test_arithmetic_after_folding_over_rows_is_a_chain(tmp_path):
         "return self.loss(anchor, positive, negative)",
         "return self.loss(anchor, positive, negative) + 1.0",
     )
-    assert "kernels:" in trace_problem(scaled).summary
+    check_chained(
+        {"triplet-plus-one": scaled}, str(tmp_path), {"triplet-plus-one": [{}, {"batch_size": 5}]}
+    )

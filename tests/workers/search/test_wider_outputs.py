@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.workers.search.child import check_rendered, run_child
+from tests.workers.search.child import check_chained, check_rendered, run_child
 from tests.workers.search.test_broadcast import FOOTER
 from workers.search.trace import NoTemplate, trace_problem
 
@@ -112,7 +112,7 @@ def test_one_hot_and_its_float_uses_are_right_in_value_and_dtype(tmp_path):
         ),
     ],
     # (a pad in a softmax, a one-hot in a reduction, an arange other than the row: chains of
-    # kernels now, lowering_staged.lower_chain; their numeric check is still to be written)
+    # kernels now, test_refused_graphs_that_chain_compute_the_reference below)
     ids=[
         "reflect-pad",
         "replicate-pad",
@@ -128,6 +128,24 @@ def test_what_stays_out_is_refused_in_one_line(forward, inputs, says):
     with pytest.raises(NoTemplate, match=says) as info:
         trace_problem(source)
     assert "\n" not in str(info.value)
+
+
+def test_refused_graphs_that_chain_compute_the_reference(tmp_path):
+    """A pad inside a softmax, a one-hot inside a reduction and an arange narrower than the
+    row were refused in words; each is now a chain of kernels (the padded or indexed values
+    written out, the rest reading them) that matches the reference at two sizes."""
+    chained = {
+        "pad-in-a-softmax": problem("torch.softmax(F.pad(x, (1, 1)), -1)"),
+        "one-hot-in-a-reduction": problem(
+            "-(F.one_hot(t, 16) * F.log_softmax(x, -1)).sum(-1)",
+            TARGETS + ", torch.randn(rows, 16)",
+            "t, x",
+        ),
+        "arange-other-than-the-row": problem("x[..., :8] + torch.arange(8)"),
+    }
+    sizes = {name: [{}, {"rows": 9}] for name in chained}
+    sizes["pad-in-a-softmax"] = [{}, {"rows": 5, "width": 33}]
+    check_chained(chained, str(tmp_path), sizes)
 
 
 _COMPILE = r"""
