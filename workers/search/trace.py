@@ -133,8 +133,9 @@ def _move_fits(source: str, plan: Plan) -> None:
     """The numbers a ``move`` kernel's op takes (slice bounds, split pieces, pads) as fractions
     of their dimension plus a number (``extra["fits"]``, :func:`lowering_move.fit_ints`): a
     ``chunk(2)`` piece ends at half the dimension at every size, ``x[:, 1:]`` one in from the
-    start. Traced again with every size constant doubled and tripled; where the problem does
-    not trace there (or traces as another op), the numbers stay as traced."""
+    start. Traced again with every size constant doubled and tripled (and at the tail case's
+    sizes where a number moves); where the problem does not trace there (or traces as another
+    op), the numbers stay as traced."""
     ns = load_problem(source)
     sizes = _size_constants(ns)
     shapes = _shape_constants(ns)
@@ -147,34 +148,25 @@ def _move_fits(source: str, plan: Plan) -> None:
         again = _trace_moved(source, scaled)
         if again is None:
             return
-        other = again[0]
-        if other.family != "move" or other.extra.get("kind") != plan.extra["kind"]:
+        if not _same_move(again[0], plan):
             return
-        if len(other.extra.get("ints", [])) != len(traced[0]):
-            return
-        traced.append(other.extra["ints"])
-    fits = fit_ints(traced)
-    if any(den > 1 for _, den, _ in fits):
-        # How a fraction of the dimension rounds where it does not divide (a ``chunk(2)``
-        # piece of 9 is 5 wide, ``x[:, : D // 2]`` 4): read off the tail case's sizes.
+        traced.append(again[0].extra["ints"])
+    if any(len({t[i][0] for t in traced}) > 1 for i in range(len(traced[0]))):
+        # A number that moves may be a fraction that rounds (a ``chunk(2)`` piece of 9 is 5
+        # wide, ``x[:, : D // 2]`` 4): the tail case's sizes, which no block divides, say how.
         again = _trace_moved(source, _tail_sizes(source))
-        tail = again[0].extra.get("ints", []) if again else []
-        if len(tail) != len(fits) or again[0].extra.get("kind") != plan.extra["kind"]:
-            tail = []  # not traceable there: the gate's tail case says what happens
-        for fit, (value, dim) in zip(fits, tail, strict=False):
-            num, den, c = fit
-            # down or up first (``D // k``, ``chunk``'s ``ceil(D / k)``) where the tail's
-            # size leaves several roundings equal
-            order = [0, den - 1, *range(1, den - 1)]
-            ups = [up for up in order if (dim * num + up) // den + c == value]
-            if not ups:
-                raise NoTemplate(
-                    f"a slice bound, split size or pad of {value} at size {dim} is neither "
-                    f"{num}/{den} of the dimension rounded down nor up"
-                )
-            if ups[0]:
-                fit.append(ups[0])
-    plan.extra["fits"] = fits
+        if again is not None and _same_move(again[0], plan):
+            traced.append(again[0].extra["ints"])
+    plan.extra["fits"] = fit_ints(traced)
+
+
+def _same_move(other: Plan, plan: Plan) -> bool:
+    """Whether a trace at other sizes moves elements as ``plan`` does, with as many numbers."""
+    return (
+        other.family == "move"
+        and other.extra.get("kind") == plan.extra["kind"]
+        and len(other.extra.get("ints", [])) == len(plan.extra["ints"])
+    )
 
 
 def _slice_bounds(plan: Plan) -> list:

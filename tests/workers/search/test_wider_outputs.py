@@ -100,10 +100,6 @@ def test_one_hot_and_its_float_uses_are_right_in_value_and_dtype(tmp_path):
 @pytest.mark.parametrize(
     "forward, inputs, says",
     [
-        ("F.pad(x, (2, 3), mode='reflect')", "", "a reflect pad .* templates pad with a constant"),
-        ("F.pad(x, (2, 3), mode='replicate')", "", "a replicate pad"),
-        ("F.pad(x, (0, 0, 1, 1))", "", r"a pad of other than the last dimension \(F.pad with"),
-        ("x.repeat(2, 1)", "", r"a repeat by \[2, 1\] .* templates repeat only the last"),
         ("(F.pad(x, (1, 1)), x.sum(-1))", "", "an output narrower or wider than the row"),
         (
             "F.one_hot(t, t.shape[0])",
@@ -112,12 +108,9 @@ def test_one_hot_and_its_float_uses_are_right_in_value_and_dtype(tmp_path):
         ),
     ],
     # (a pad in a softmax, a one-hot in a reduction, an arange other than the row: chains of
-    # kernels now, test_refused_graphs_that_chain_compute_the_reference below)
+    # kernels now, test_refused_graphs_that_chain_compute_the_reference below; a reflect or
+    # replicate pad, a pad of rows and a repeat of rows: move kernels, the test after it)
     ids=[
-        "reflect-pad",
-        "replicate-pad",
-        "pad-of-rows",
-        "repeat-rows",
         "pad-beside-a-reduction",
         "one-hot-as-wide-as-a-size",
     ],
@@ -146,6 +139,28 @@ def test_refused_graphs_that_chain_compute_the_reference(tmp_path):
     sizes = {name: [{}, {"rows": 9}] for name in chained}
     sizes["pad-in-a-softmax"] = [{}, {"rows": 5, "width": 33}]
     check_chained(chained, str(tmp_path), sizes)
+
+
+# Refused in words before the move family (``workers.search.lowering_move``): each is a kernel
+# of its own now, with what its plan says.
+MOVED = {
+    "reflect-pad": ("F.pad(x, (2, 3), mode='reflect')", "reflect pad [2, 3]"),
+    "replicate-pad": ("F.pad(x, (2, 3), mode='replicate')", "replicate pad [2, 3]"),
+    "pad-of-rows": ("F.pad(x, (0, 0, 1, 1))", "constant pad [0, 0, 1, 1]"),
+    "repeat-rows": ("x.repeat(2, 1)", "repeat by [2, 1]"),
+}
+
+
+def test_pads_and_repeats_beyond_the_row_are_move_kernels(tmp_path):
+    """A reflect or replicate pad, a pad of the rows and a repeat of the rows (refused in words
+    when the row kernels were all there was) are move kernels that compute the reference
+    exactly at the traced sizes and at odd ones."""
+    problems = {name: problem(forward) for name, (forward, _) in MOVED.items()}
+    sizes = dict.fromkeys(problems, [{}, {"width": 33, "rows": 3}])
+    got = check_rendered(problems, [{}, {"block": 256, "warps": 1}], sizes, str(tmp_path))
+    for name, (_, says) in MOVED.items():
+        assert got[name]["family"] == "move" and says in got[name]["summary"], got[name]
+        assert got[name]["errs"] == [0.0] * 4, (name, got[name])
 
 
 _COMPILE = r"""

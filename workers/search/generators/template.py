@@ -24,6 +24,9 @@ Families and their parameters:
   order, so the result is deterministic.
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
 - ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
+- ``move``: ``block`` (output elements per program), ``warps``: one op that moves elements
+  along any dimension (a cat, a stack, a slice, a pad, a repeat, a flip), alone or as one
+  kernel of a chain.
 - ``matmul+<family>``: a chain of kernels (products, then the rest: ``Linear`` then a norm or a
   softmax, an MLP): the products' ``matmul`` parameters under ``mm_``, then the last stage's
   family's (:mod:`workers.search.generators.templates.staged`).
@@ -51,6 +54,7 @@ from workers.search.generators.templates.common import _refs
 from workers.search.generators.templates.cross_entropy import _source_cross_entropy
 from workers.search.generators.templates.elementwise import _source_elementwise
 from workers.search.generators.templates.matmul import _source_matmul
+from workers.search.generators.templates.move import _source_move
 from workers.search.generators.templates.pool import _source_pool
 from workers.search.generators.templates.row import (
     _moment_pairs,
@@ -114,6 +118,7 @@ SPACES: dict[str, dict[str, list]] = {
         "fp32_dot": ["ieee", "tf32x3"],
     },
     "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
+    "move": {"block": [256, 512, 1024, 2048, 4096, 8192], "warps": [1, 2, 4, 8]},
     "scan": {
         "block": [128, 256, 512, 1024, 2048, 4096, 8192],
         "rows": [1, 2, 4, 8, 16],
@@ -163,6 +168,7 @@ DEFAULTS: dict[str, dict] = {
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
     "pool": {"block": 256, "warps": 4},
+    "move": {"block": 1024, "warps": 4},
     "attention": {
         "block_m": 64,
         "block_n": 64,
@@ -200,6 +206,7 @@ SEEDS: dict[str, list[dict]] = {
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
     "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
+    "move": [{"block": 4096, "warps": 8}, {"block": 256, "warps": 2}],
     "attention": [
         {"fp32_dot": "tf32x3"},  # float32 q, k, v (KernelBench L1 97: 0.45x of compile, IEEE)
         {"causal_align": "top_left"},
@@ -211,7 +218,7 @@ SEEDS: dict[str, list[dict]] = {
 
 # Staged families (a chain of kernels, products first, named by the last one's family): the
 # products' parameters under ``mm_``, then the last stage's (:mod:`...templates.staged`).
-STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool", "matmul")
+STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool", "matmul", "move")
 for _rest in STAGED_AFTER:
     _fam = f"matmul+{_rest}"
     SPACES[_fam] = {**{PREFIX + k: v for k, v in SPACES["matmul"].items()}, **SPACES[_rest]}
@@ -234,6 +241,7 @@ _WRITERS = {
     "cross_entropy": _source_cross_entropy,
     "scan": _source_scan,
     "pool": _source_pool,
+    "move": _source_move,
     "attention": _source_attention,
 }
 
