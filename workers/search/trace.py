@@ -402,6 +402,45 @@ def _attribute(name: str) -> str:
 
 def _lower(gm, refs: list[str]) -> Plan:
     """The single-kernel plan of a traced graph (its family's lowering)."""
+    plan = _lower_graph(gm, refs)
+    fixed = _cast_dtype(gm)
+    if fixed and plan.family in _CASTING:
+        plan.extra["out_dtype"] = fixed
+    return plan
+
+
+# Families whose wrappers allocate their outputs in ``odt`` (:func:`templates.common._dtype_line`).
+_CASTING = ("row", "elementwise", "scan")
+
+
+def _cast_dtype(gm) -> str | None:
+    """The dtype the reference casts its floating outputs to (``x.half()``,
+    ``.to(torch.bfloat16)``), as ``torch`` names it, where that is not the inputs' own. Traced
+    with float32 inputs, a floating output of another dtype can only come from such a cast; a
+    cast to float32 reads as "the inputs' dtype" (``x.float().sum().to(x.dtype)``), so it is
+    left to follow them."""
+    import torch
+
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outs = out if isinstance(out, list | tuple) else [out]
+    dtypes = set()
+    for node in outs:
+        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        if isinstance(val, torch.Tensor) and val.is_floating_point():
+            dtypes.add(val.dtype)
+    ins = {
+        n.meta["val"].dtype
+        for n in gm.graph.nodes
+        if n.op == "placeholder"
+        and isinstance(n.meta.get("val"), torch.Tensor)
+        and n.meta["val"].is_floating_point()
+    }
+    if len(dtypes) != 1 or dtypes <= ins | {torch.float32}:
+        return None
+    return str(dtypes.pop())
+
+
+def _lower_graph(gm, refs: list[str]) -> Plan:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     refuse_convolutions(calls)  # before any family's own reasons (a network's pooling)
     if is_attention(calls):

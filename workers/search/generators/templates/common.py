@@ -347,7 +347,12 @@ def _io_names(plan: Plan, refs: list[str]) -> tuple[list[str], str]:
     return [f"in{i}" for i in range(len(refs))] + outs, ", ".join(outs)
 
 
-def _dtype_line(refs: list[str]) -> str:
+def _dtype_line(refs: list[str], plan: Plan | None = None) -> str:
+    """The wrapper's ``odt``, its outputs' dtype: the inputs' promoted, or the dtype the
+    reference casts its outputs to (``trace._cast_dtype``: ``x.half()`` is float16 whatever
+    the inputs are)."""
+    if plan is not None and plan.extra.get("out_dtype"):
+        return f"        odt = {plan.extra['out_dtype']}\n"
     items = ", ".join(f"{r}.dtype" for r in refs)
     return (
         f"        odt = [{items}][0]\n"

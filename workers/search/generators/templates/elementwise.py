@@ -190,8 +190,12 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         _header(plan, p)
         + _bcast_kernel(plan)
         + _forward_head(plan)
-        + _dtype_line(tensors)
-        + ("        odt = torch.get_default_dtype()\n" if plan.extra.get("float_out") else "")
+        + _dtype_line(tensors, plan)
+        + (
+            "        odt = torch.get_default_dtype()\n"
+            if plan.extra.get("float_out") and not plan.extra.get("out_dtype")
+            else ""
+        )
         + f"        shape = {shape}\n"
         + _bcast_wrapper(plan, "shape")
         + outs
@@ -226,7 +230,7 @@ def _source_elementwise(plan: Plan, p: dict) -> str:
         _header(plan, p)
         + _elementwise_kernel(plan)
         + _forward_head(plan)
-        + _dtype_line(tensors)
+        + _dtype_line(tensors, plan)
         + _bind_inputs(refs, numbers)
         + outs
         + f"        n = out0.numel()\n        if n == 0:\n            return {ret}\n"

@@ -754,6 +754,7 @@ def _source_row(plan: Plan, p: dict) -> str:
         ref0 = "_ke_rows"
         rows_view = f"        _ke_rows = {bcast_view(full[0])}\n"
     numbers = set(_refs(plan, "scalar"))  # computed from the inputs' sizes at run time
+    tensor_refs = [r for r in refs if r not in numbers]
     loads = "".join(
         f"        in{i} = {r}\n" if r in numbers else f"        in{i} = {r}.contiguous()\n"
         for i, r in enumerate(refs)
@@ -969,7 +970,7 @@ def _ke_segments(p, M, N, one_pass):
 class ModelNew(nn.Module):
 {plan.init_source}
     def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line([r for r in refs if r not in numbers])}{rows_view}{loads}{outs}        N = {row_len}
+{_dtype_line(tensor_refs, plan)}{rows_view}{loads}{outs}        N = {row_len}
 {inner}        M = {rows_of}
 {folds}        if M == 0:
             return {ret}

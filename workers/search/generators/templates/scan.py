@@ -195,7 +195,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + _scan_kernel(plan)
         + _SEGMENTS
         + _model_head(plan, p)
-        + _dtype_line(floats)
+        + _dtype_line(floats, plan)
         + _bind_inputs(refs, numbers)
         + outs
         + f"        N = {ref0}.shape[{d}] if {ref0}.dim() else 1\n"
