@@ -136,15 +136,8 @@ def _move_fits(source: str, plan: Plan) -> None:
     start. Traced again with every size constant doubled and tripled (and at the tail case's
     sizes where a number moves); where the problem does not trace there (or traces as another
     op), the numbers stay as traced."""
-    ns = load_problem(source)
-    sizes = _size_constants(ns)
-    shapes = _shape_constants(ns)
-    if not sizes and not shapes:
-        return
     traced = [plan.extra["ints"]]
-    for k in (2, 3):
-        scaled = {name: k * v for name, v in sizes.items()}
-        scaled.update({name: tuple(k * e for e in v) for name, v in shapes.items()})
+    for scaled in _scaled_sizes(source):
         again = _trace_moved(source, scaled)
         if again is None:
             return
@@ -230,16 +223,12 @@ def _slice_offsets(source: str, plan: Plan) -> None:
 def _column_fits(source: str, plan: Plan) -> list[tuple[Fraction, int]] | None:
     """Each bound as ``(a, c)``: column ``a·N + c`` at every width (see ``_slice_offsets``), or
     None where the problem has no sizes to move."""
-    ns = load_problem(source)
-    sizes = _size_constants(ns)
-    shapes = _shape_constants(ns)  # tuple shapes too, each element scaled
-    if not sizes and not shapes:
+    moved = _scaled_sizes(source)
+    if not moved:
         return None
     refs = _bound_refs(plan)
     traced = [plan]
-    for k in (2, 3):
-        scaled = {name: k * v for name, v in sizes.items()}
-        scaled.update({name: tuple(k * e for e in v) for name, v in shapes.items()})
+    for k, scaled in zip((2, 3), moved, strict=True):
         again = _trace_moved(source, scaled)
         if again is None:
             return None  # it traces only at its own sizes: nothing moves there
@@ -258,6 +247,22 @@ def _column_fits(source: str, plan: Plan) -> list[tuple[Fraction, int]] | None:
             "either end of it; templates slice at a·N + c columns"
         )
     return fits
+
+
+def _scaled_sizes(source: str) -> list[dict]:
+    """The problem's size constants (tuple shapes too, each element) doubled, then tripled: the
+    overrides of the traces that show which numbers move with the sizes (none: no sizes)."""
+    ns = load_problem(source)
+    sizes, shapes = _size_constants(ns), _shape_constants(ns)
+    if not sizes and not shapes:
+        return []
+    return [
+        {
+            **{name: k * v for name, v in sizes.items()},
+            **{name: tuple(k * e for e in v) for name, v in shapes.items()},
+        }
+        for k in (2, 3)
+    ]
 
 
 def _tail_sizes(source: str) -> dict:
@@ -462,10 +467,8 @@ def _lower_graph(gm, refs: list[str]) -> Plan:
 
 
 def _body(plan: Plan) -> Plan:
-    """The plan whose constants and slices follow the sizes: the last stage of a staged plan,
-    else the plan itself. (A product's stage has neither; a stage between two products that is
-    not one keeps the constants as traced, and the correctness gate's cases at other sizes
-    say where that is wrong.)"""
+    """The kernel that writes a staged plan's outputs (and so its module state): the last
+    stage, else the plan itself."""
     return plan.stages[-1] if plan.stages else plan
 
 
