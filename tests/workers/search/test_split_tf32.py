@@ -101,3 +101,68 @@ def test_a_tight_float32_tolerance_keeps_ieee_products(tolerance):
     # The default tolerance (1e-4) leaves room: the alternative edge offers it.
     ctx = GenerationContext(problem_source=LINEAR, parents=[parent], mode=EDGE_ALTERNATIVE)
     assert "tf32x3" in _dots(gen.propose(ctx, 4))
+
+
+MATMUL = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Model(nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n\n\n"
+    "def get_inputs():\n    return [torch.rand(40, 96), torch.rand(96, 48)]\n" + FOOTER
+)
+
+
+def _layout(proposals) -> list[tuple]:
+    return [(p.params.get("fp32_dot"), p.params.get("kmajor")) for p in proposals]
+
+
+def test_a_row_major_second_operand_gets_a_seed_that_copies_it_k_major():
+    """``x @ W`` reads B with N contiguous, which Hopper's TF32 products cannot take from
+    shared memory as it is (on the H200, tf32x3 was 0.73x of compile there and 1.28-1.55x with
+    B copied K-major): the third seed copies it; for nn.Linear (B read K-major already) that
+    seed would equal the second and is not proposed."""
+    gen = TemplateGenerator()
+    seeds = gen.propose(GenerationContext(problem_source=MATMUL), 3)
+    assert _layout(seeds) == [("ieee", 0), ("tf32x3", 0), ("tf32x3", 1)]
+    linear = gen.propose(GenerationContext(problem_source=LINEAR), 3)
+    assert ("tf32x3", 1) not in _layout(linear) and _layout(linear)[:2] == [
+        ("ieee", 0),
+        ("tf32x3", 0),
+    ]
+
+
+class _Launches:
+    """Stands in for a candidate's kernel: records each launch's arguments, runs nothing."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.calls.append((args, kwargs))
+
+
+def _b_strides(source: str, a, b) -> tuple[int, int]:
+    """(stride_bk, stride_bn) the candidate's product is launched with on ``a @ b``."""
+    namespace: dict = {}
+    exec(compile(source, "candidate.py", "exec"), namespace)  # our own generated code
+    spy = namespace["_ke_matmul"] = _Launches()
+    namespace["ModelNew"]().forward(a, b)
+    ((args, _),) = spy.calls
+    return args[11], args[12]  # after a, b, out, part, M, N, K, BT, KB_PER, stride_am, _ak
+
+
+@pytest.mark.timeout(300)
+def test_the_k_major_copy_passes_the_gates_and_hands_the_product_b_with_k_contiguous(evaluator):
+    """The copy is plumbing, not the operator's work: the candidate passes every gate, and its
+    product reads B with a K stride of 1 (without the copy: an N stride of 1)."""
+    import torch
+
+    plan = trace_problem(MATMUL)
+    a, b = torch.rand(40, 96), torch.rand(96, 48)
+    strides = {}
+    for kmajor in (0, 1):
+        source = render(plan, {"fp32_dot": "tf32x3", "kmajor": kmajor})
+        report = evaluator.evaluate(EvaluationRequest(MATMUL, source, workload=NO_EDGES))
+        assert report.verdict == C.ACCEPTED, (kmajor, report.reason)
+        strides[kmajor] = _b_strides(source, a, b)
+    assert strides == {0: (48, 1), 1: (1, 96)}
+    # IEEE products keep B as it is: the copy is for the tensor cores' operands only.
+    assert _b_strides(render(plan, {"fp32_dot": "ieee", "kmajor": 1}), a, b) == (48, 1)

@@ -116,6 +116,8 @@ SPACES: dict[str, dict[str, list]] = {
         "split_k": [0, 2, 4, 8, 16, 32],
         # float32 operands: IEEE products (CUDA cores) or three TF32 tensor-core products
         "fp32_dot": ["ieee", "tf32x3"],
+        # tf32 products: an operand read MN-major copied K-major first (templates/matmul.py)
+        "kmajor": [0, 1],
     },
     "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
     "move": {"block": [256, 512, 1024, 2048, 4096, 8192], "warps": [1, 2, 4, 8]},
@@ -164,6 +166,7 @@ DEFAULTS: dict[str, dict] = {
         "stages": 3,
         "split_k": 0,  # 0: K is cut where the output's tiles are too few (see _ke_split)
         "fp32_dot": "ieee",
+        "kmajor": 0,
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
@@ -184,7 +187,7 @@ DEFAULTS: dict[str, dict] = {
 }
 
 # Structural parameters: changing one is an ``alternative`` edge rather than a ``mutation``.
-STRUCTURAL = {"strategy", "tiles", "causal_align", "fp32_dot"}
+STRUCTURAL = {"strategy", "tiles", "causal_align", "fp32_dot", "kmajor"}
 
 # Seeds beyond the default: a few structurally different starting points per family.
 SEEDS: dict[str, list[dict]] = {
@@ -199,6 +202,9 @@ SEEDS: dict[str, list[dict]] = {
         # is 2-2.5x the template's (KernelBench L2 on the H200, session 37); this is the
         # lever, and the default beside it measures it.
         {"fp32_dot": "tf32x3"},
+        # ... with operands copied K-major where they are not (row-major B, ``x @ W``): the
+        # same as the one above where both are K-major already (nn.Linear; _normal folds it)
+        {"fp32_dot": "tf32x3", "kmajor": 1},
         {"block_m": 64, "block_n": 128, "block_k": 32, "warps": 4, "stages": 4},
         {"block_m": 128, "block_n": 256, "block_k": 64, "warps": 8, "stages": 3},
         {"block_m": 16, "block_n": 64, "block_k": 128, "warps": 4, "stages": 4, "group_m": 1},
@@ -259,7 +265,24 @@ def _normal(plan: Plan, full: dict) -> dict:
     shows, or with no mask, has nothing to search there), so equal candidates compare equal."""
     if plan.family == "attention" and (plan.extra.get("align") or not plan.extra.get("causal")):
         full = {**full, "causal_align": plan.extra.get("align") or "bottom_right"}
+    products = [s for s in plan.stages if s.family == "matmul"] or (
+        [plan] if plan.family == "matmul" else []
+    )
+    key = PREFIX + "kmajor" if plan.stages else "kmajor"
+    dot = full.get(PREFIX + "fp32_dot" if plan.stages else "fp32_dot")
+    if full.get(key) and (dot == "ieee" or all(_reads_kmajor(s) for s in products)):
+        full = {**full, key: 0}  # nothing to copy: IEEE products, or both read K-major already
     return full
+
+
+def _reads_kmajor(plan: Plan) -> bool:
+    """Whether a product reads both operands K-major as they are (``x @ W.T``: nn.Linear's
+    weight), so that ``kmajor`` copies nothing."""
+    return (
+        not plan.extra.get("a_transposed")
+        and bool(plan.extra.get("b_transposed"))
+        and plan.extra.get("batch_b") != "batched"
+    )
 
 
 # ------------------------------------------------------------------------------- the generator

@@ -183,6 +183,15 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         # Triton's interpreter multiplies the raw bits of 16-bit operands in tl.dot (seen with
         # triton 3.9): on the CPU the operands are widened first; on a GPU they never are.
         upcast = a3.device.type == "cpu"
+        # Hopper's tensor cores read float32 (TF32) operands from shared memory K-major only:
+        # where B is row-major (``x @ W``, N contiguous), tf32x3 was slower than IEEE on the
+        # H200 (467 vs 418 us at 2048^2). ``kmajor`` copies such an operand K-major first
+        # (one pass over it; A where it is read transposed, ``x.T @ W``).
+        if p.get("kmajor") and odt == torch.float32 and precision != "ieee":
+            if a3.stride(2) != 1 and M > 1:
+                a3 = a3.contiguous()
+            if b3.stride(1) != 1 and N > 1:
+                b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)
         # One matrix shared by every batch: its batch stride is 0.
         stride_bb = b3.stride(0) if b3.shape[0] > 1 else 0
         tiles = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
