@@ -170,6 +170,7 @@ TARGET_CASE_MS = 150.0  # paired rounds sized so each case takes about this long
 TARGET_REPLAY_MS = 1.0  # calls per captured graph: about this long per replay
 MAX_GRAPH_CALLS = 200
 MIN_GRAPH_CALLS = 100
+MAX_REPLAY_MS = 100.0  # ... as long as they take no longer than this (performance.graph_calls)
 GRAPH_OUTPUT_BYTES = 1 << 30
 SPIN_CYCLES = 200_000  # ~0.1 ms of device spin ahead of each timed replay
 HOST_LOOP_CALLS = 50

@@ -209,3 +209,17 @@ def test_without_a_candidate_the_best_peer_is_the_fastest_median():
     assert performance.judge_best(timings) == "max-autotune"
     assert timings["best"] == {**timings["max-autotune"], "peer": "max-autotune"}
     assert performance.judge_best({"eager": {"median_ms": 1.0}}) is None
+
+
+def test_a_slow_call_is_replayed_a_few_times_a_round_not_a_hundred():
+    """Each round replays one captured graph per side. Short calls keep the hundred-call floor
+    (a host-bound estimate must not shrink the graph); a 58 ms call (a 0.02x candidate) was
+    replayed 100 times a round, 87 s per side with the device lock held, so other processes
+    timed without it. Now its replay stays near MAX_REPLAY_MS."""
+    gib = 1 << 30
+    assert performance.graph_calls(0.004, 3, 4096) == C.MAX_GRAPH_CALLS  # host-bound: 1 ms
+    assert performance.graph_calls(0.4, 3, 4096) == C.MIN_GRAPH_CALLS  # unchanged below 1 ms
+    assert performance.graph_calls(2.0, 3, 4096) == 50  # 100 ms a replay
+    assert performance.graph_calls(58.0, 3, 4096) == 3  # every input set once
+    assert performance.graph_calls(58.0, 1, 4096) == 1
+    assert performance.graph_calls(0.01, 2, gib // 4) == 4  # outputs within 1 GiB
