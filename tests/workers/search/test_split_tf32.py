@@ -139,14 +139,19 @@ class _Launches:
         return lambda *args, **kwargs: self.calls.append((args, kwargs))
 
 
-def _b_strides(source: str, a, b) -> tuple[int, int]:
-    """(stride_bk, stride_bn) the candidate's product is launched with on ``a @ b``."""
+def _launch(source: str, a, b) -> tuple:
+    """The arguments the candidate's product is launched with on ``a @ b``: operands ``a3``,
+    ``b3``, ... then stride_am, stride_ak, stride_bk, stride_bn (``[9:13]``)."""
     namespace: dict = {}
     exec(compile(source, "candidate.py", "exec"), namespace)  # our own generated code
     spy = namespace["_ke_matmul"] = _Launches()
     namespace["ModelNew"]().forward(a, b)
     ((args, _),) = spy.calls
-    return args[11], args[12]  # after a, b, out, part, M, N, K, BT, KB_PER, stride_am, _ak
+    return args
+
+
+def _strides(source: str, a, b) -> tuple:
+    return _launch(source, a, b)[9:13]
 
 
 @pytest.mark.timeout(300)
@@ -162,7 +167,22 @@ def test_the_k_major_copy_passes_the_gates_and_hands_the_product_b_with_k_contig
         source = render(plan, {"fp32_dot": "tf32x3", "kmajor": kmajor})
         report = evaluator.evaluate(EvaluationRequest(MATMUL, source, workload=NO_EDGES))
         assert report.verdict == C.ACCEPTED, (kmajor, report.reason)
-        strides[kmajor] = _b_strides(source, a, b)
-    assert strides == {0: (48, 1), 1: (1, 96)}
+        strides[kmajor] = _strides(source, a, b)
+    assert strides == {0: (96, 1, 48, 1), 1: (96, 1, 1, 96)}
     # IEEE products keep B as it is: the copy is for the tensor cores' operands only.
-    assert _b_strides(render(plan, {"fp32_dot": "ieee", "kmajor": 1}), a, b) == (48, 1)
+    ieee = render(plan, {"fp32_dot": "ieee", "kmajor": 1})
+    assert _strides(ieee, a, b) == (96, 1, 48, 1)
+
+
+def test_operands_whose_rows_are_not_64_byte_aligned_are_copied_into_rows_that_are():
+    """K = 90 (KernelBench's irregular 2051 x 1474 x 1480 has K = 1474): the tensor cores' loads
+    want each row of K to start 64-byte aligned; both copies get rows of 96 elements."""
+    import torch
+
+    source = render(trace_problem(MATMUL), {"fp32_dot": "tf32x3", "kmajor": 1})
+    a, b = torch.rand(40, 90), torch.rand(90, 48)
+    assert _strides(source, a, b) == (96, 1, 1, 96)
+    # Operands K-major with aligned rows already (nn.Linear's weight) are used as they are.
+    a, w = torch.rand(40, 80), torch.rand(48, 80)
+    args = _launch(source, a, w.t())
+    assert args[0].data_ptr() == a.data_ptr() and args[1].data_ptr() == w.data_ptr()

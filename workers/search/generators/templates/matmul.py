@@ -118,6 +118,20 @@ def _reduce_kernel(plan: Plan) -> str:
 
 _SPLIT_POLICY = '''
 
+def _ke_kmajor(t, k_dim):
+    """``t`` (3-d, K its dimension ``k_dim``) with K contiguous and the other matrix
+    dimension's stride a multiple of 16 elements: ``t`` itself where it is so already, else a
+    copy (a view of a wider buffer: the padding is never read)."""
+    other = 3 - k_dim
+    if t.stride(k_dim) == 1 and t.stride(other) % 16 == 0:
+        return t
+    bt, k = t.shape[0], t.shape[k_dim]
+    width = (k + 15) // 16 * 16
+    buf = torch.empty((bt, t.shape[other], width), dtype=t.dtype, device=t.device)[:, :, :k]
+    buf.copy_(t if k_dim == 2 else t.transpose(1, 2))
+    return buf if k_dim == 2 else buf.transpose(1, 2)
+
+
 def _ke_split(p, tiles, kblocks, device):
     """How many ranges of K the product is cut into (1: none): where its output tiles are
     too few to fill the device and K is long (p["split_k"] > 0 forces it)."""
@@ -186,12 +200,11 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         # Hopper's tensor cores read float32 (TF32) operands from shared memory K-major only:
         # where B is row-major (``x @ W``, N contiguous), tf32x3 was slower than IEEE on the
         # H200 (467 vs 418 us at 2048^2). ``kmajor`` copies such an operand K-major first
-        # (one pass over it; A where it is read transposed, ``x.T @ W``).
+        # (one pass over it; A where it is read transposed, ``x.T @ W``), and one whose rows
+        # are not 64-byte aligned (K = 1474) into rows that are.
         if p.get("kmajor") and odt == torch.float32 and precision != "ieee":
-            if a3.stride(2) != 1 and M > 1:
-                a3 = a3.contiguous()
-            if b3.stride(1) != 1 and N > 1:
-                b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)
+            a3 = _ke_kmajor(a3, 2) if M > 1 else a3
+            b3 = _ke_kmajor(b3, 1) if N > 1 else b3
         # One matrix shared by every batch: its batch stride is 0.
         stride_bb = b3.stride(0) if b3.shape[0] > 1 else 0
         tiles = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
