@@ -1,7 +1,8 @@
 """Ops that move elements along any dimension, as a kernel of their own (the ``move`` family):
 ``torch.cat`` and ``torch.stack`` along any dimension, a slice (with a step) or a piece of
 ``split`` / ``chunk`` along any dimension, ``F.pad`` (constant, reflect or replicate) of any
-trailing dimensions, ``repeat`` and ``flip`` of any dimensions.
+trailing dimensions, ``repeat``, ``flip`` and ``roll`` of any dimensions; and a strided copy of
+a view of an input (``x[:, ::2].contiguous()``, ``x[:, 3]``, ``x[:, None].expand(-1, 4, -1)``).
 
 The row lowering moves columns only along the last dimension, inside one kernel
 (:mod:`workers.search.lowering_slices`); where it refuses a graph, such an op alone is one
@@ -11,10 +12,13 @@ kernels. Each output element's coordinates give, for every operand, where to rea
 masked load, so nothing outside an operand is touched) or the pad value.
 
 The operands are inputs (or the values an earlier kernel of the chain wrote), read through
-their strides, possibly through views that need no sizes (``unsqueeze``, ``squeeze``,
-``permute``, ``transpose``), which the wrapper takes as torch views. The numbers the op takes
-(slice bounds, split sizes, pads, repeats) are kept as traced and fitted against traces at other
-sizes (``trace._follow_sizes``): a ``chunk(2)`` bound is half the dimension at every size."""
+their strides, possibly through views (``unsqueeze``, ``permute``, ``transpose``; a slice, a
+``select``, an ``unbind`` piece, an ``expand``), which the wrapper takes as torch views (a
+one-dimension roll traces as a cat of two slices of its input). The numbers the op and the views
+take (slice bounds, indices, split sizes, pads, shifts) are kept as traced, the op's first, and
+fitted against traces at other sizes (``trace._follow_sizes``): a ``chunk(2)`` bound is half the
+dimension at every size. The wrapper computes the views' numbers with the template's helpers
+(``_ke_slice``, ``_ke_piece``, ``_ke_select``, ``_ke_expand``, reading ``_FITS``)."""
 
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ MOVES = {
     aten.constant_pad_nd.default,
     aten.repeat.default,
     aten.flip.default,
+    aten.roll.default,
     *_SPLITS,
     *_REFLECT,
     *_REPLICATE,
@@ -60,19 +65,27 @@ _VIEWS = {
     aten.alias.default,
     aten.detach.default,
 }
+# Views that take numbers (fitted as the op's are); a piece of ``unbind`` (``getitem``) is one.
+_SIZED = {aten.slice.Tensor, aten.select.int, aten.expand.default}
+# A copy of a view is the view (the kernel reads it through its strides).
+_COPIES = {aten.clone.default, aten.alias.default, aten.contiguous.default}
+_UNBIND = {aten.unbind.int}
+# Views that take sizes of their own: not read through (their reason is said, not the row's).
+_RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 _BIG = 1 << 62  # ``x[a:]`` traces its end as 2**63 - 1: kept as "to the end"
 
 
 def is_move(calls: list[torch.fx.Node]) -> bool:
-    return any(n.target in MOVES for n in calls)
+    """Whether the graph moves elements: an op of MOVES, or a view that takes numbers (whose
+    copy, where nothing else fits, is a strided copy)."""
+    return any(n.target in MOVES or n.target in _SIZED or n.target in _UNBIND for n in calls)
 
 
 def only_moves(calls: list[torch.fx.Node]) -> bool:
-    """Whether the graph is one op that moves elements and size-free views (or a split's
-    piece): where :func:`lower_move` refuses such a graph, its reason is the one to give."""
-    moves = [n for n in calls if n.target in MOVES]
-    rest = [n for n in calls if n.target not in MOVES]
-    return len(moves) == 1 and all(n.target in _VIEWS or n.target is operator.getitem for n in rest)
+    """Whether the graph is ops that move elements, views and copies only: where
+    :func:`lower_move` refuses such a graph, its reason is the one to give."""
+    kinds = MOVES | _VIEWS | _SIZED | _COPIES | _UNBIND | _RESHAPES | {operator.getitem}
+    return all(n.target in kinds for n in calls)
 
 
 def _view_expr(node: torch.fx.Node, inner: str) -> str:
@@ -87,24 +100,92 @@ def _view_expr(node: torch.fx.Node, inner: str) -> str:
         return f"{inner}.transpose({int(a[1])}, {int(a[2])})"
     if t == aten.t.default:
         return f"{inner}.t()"
-    return inner  # alias, detach
+    return inner  # alias, detach, a copy
 
 
-def _operand(node, ph_ref: dict, seen: set) -> str:
-    """The wrapper's expression for an operand: an input, through size-free views."""
+def _sized_expr(node: torch.fx.Node, inner: str, ints: list) -> str:
+    """The wrapper's expression for a view that takes numbers (a slice, a select, an unbind
+    piece, an expand) of ``inner``: each number appended to ``ints`` (fitted later, read as
+    ``_FITS[i]``)."""
+    t, a = node.target, node.args
+    if t is operator.getitem and a[0].target in _SPLITS:
+        return _piece_expr(a[0], int(a[1]), inner, ints)
+    if t is operator.getitem:  # a piece of unbind: a select
+        t, a = aten.select.int, (a[0].args[0], a[0].args[1] if len(a[0].args) > 1 else 0, a[1])
+    x = a[0].meta["val"]
+    if t == aten.expand.default:
+        out = node.meta["val"].shape
+        lead = len(out) - x.dim()
+        sizes = []
+        for j, size in enumerate(out):
+            if j >= lead and x.shape[j - lead] == size:
+                sizes.append("-1")
+            else:  # a number of its own, not a fraction of any dimension
+                ints.append(_size(size, 1))
+                sizes.append(f"_FITS[{len(ints) - 1}]")
+        return f"_ke_expand({inner}, [{', '.join(sizes)}])"
+    dim = _norm(int(a[1]) if len(a) > 1 else 0, x.dim())
+    n = x.shape[dim]
+    if t == aten.select.int:
+        ints.append(_size(a[2], n))
+        return f"_ke_select({inner}, {dim}, _FITS[{len(ints) - 1}])"
+    start, end, step = _slice_args(a)
+    ints += [_size(start, n), _size(end, n)]
+    return f"_ke_slice({inner}, {dim}, _FITS[{len(ints) - 2}], _FITS[{len(ints) - 1}], {step})"
+
+
+def _piece_expr(split: torch.fx.Node, piece: int, inner: str, ints: list) -> str:
+    """The wrapper's expression for a piece of a split (or chunk) of ``inner``: a slice, by
+    its size (``chunk(k)``'s pieces are ``ceil(D / k)`` wide: the size is the number that
+    follows the sizes) or by the sizes given."""
+    spec = _spec(split, piece, [split.args[0].meta["val"]], None)
+    ints += spec["ints"]
+    dim, at = spec["dim"], len(ints) - len(spec["ints"])
+    if spec.get("piece") is not None:
+        return f"_ke_piece({inner}, {dim}, _FITS[{at}], {piece})"
+    return f"_ke_slice({inner}, {dim}, _FITS[{at}], _FITS[{at + 1}], 1)"
+
+
+def _is_piece(node) -> bool:
+    """Whether ``node`` is a piece of ``unbind`` (a select of its input) or of a split."""
+    return (
+        node.target is operator.getitem
+        and isinstance(node.args[0], torch.fx.Node)
+        and (node.args[0].target in _UNBIND or node.args[0].target in _SPLITS)
+    )
+
+
+def _read_through(node: torch.fx.Node) -> bool:
+    """Whether the wrapper takes ``node`` as a torch view of its operand (a copy of a view too:
+    the kernel reads it through its strides)."""
+    return (
+        node.target in _VIEWS or node.target in _SIZED or node.target in _COPIES or _is_piece(node)
+    )
+
+
+def _operand(node, ph_ref: dict, seen: set, ints: list) -> str:
+    """The wrapper's expression for an operand: an input, through views (the numbers those
+    take appended to ``ints``)."""
     chain = []
     while isinstance(node, torch.fx.Node) and node.op == "call_function":
-        if node.target not in _VIEWS:
+        if not _read_through(node):
             name = getattr(node.target, "__name__", node.target)
-            raise NoTemplate(f"{name} before the op that moves elements; it moves inputs")
+            raise NoTemplate(
+                f"{name} before the op that moves elements; it moves inputs and their "
+                "slices, selects, expands and size-free views"
+            )
         chain.append(node)
         seen.add(node)
         node = node.args[0]
+        if node.target in _UNBIND or node.target in _SPLITS:
+            seen.add(node)
+            node = node.args[0]
     if node not in ph_ref:
         raise NoTemplate("an operand of the op that moves elements is not a tensor input")
     expr = ph_ref[node]
     for view in reversed(chain):
-        expr = _view_expr(view, expr)
+        sized = view.target in _SIZED or _is_piece(view)
+        expr = _sized_expr(view, expr, ints) if sized else _view_expr(view, expr)
     return expr
 
 
@@ -112,50 +193,64 @@ def _norm(dim: int, rank: int) -> int:
     return dim % rank if rank else 0
 
 
-def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
-    """The ``move`` plan of a graph that is one such op on inputs (see the module docstring),
-    or NoTemplate saying why not."""
-    graph = gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    ph_ref = dict(zip(placeholders, refs, strict=True))
-    calls = [n for n in graph.nodes if n.op == "call_function"]
-    moves = [n for n in calls if n.target in MOVES]
-    if len(moves) != 1:
-        raise NoTemplate(f"{len(moves)} ops that move elements; one kernel moves once")
-    op = moves[0]
+def _output(graph: torch.fx.Graph) -> tuple:
+    """(the graph's one output past copies of it (a copy of a value is that value, written
+    contiguous), those copies); NoTemplate where it returns several."""
     outs = next(n for n in graph.nodes if n.op == "output").args[0]
     outs = list(outs) if isinstance(outs, list | tuple) else [outs]
     if len(outs) != 1 or not isinstance(outs[0], torch.fx.Node):
         raise NoTemplate("several outputs beside the op that moves elements")
-    res = outs[0]
-    copies = []  # a copy of the op's (contiguous) output is that output
-    while (
-        res.target in (aten.clone.default, aten.alias.default) and res.args[0].op != "placeholder"
-    ):
+    res, copies = outs[0], []
+    while res.target in _COPIES and res.args[0].op != "placeholder":
         copies.append(res)
         res = res.args[0]
-    piece = None
-    if op.target in _SPLITS:
-        if res.target is not operator.getitem or res.args[0] is not op:
-            raise NoTemplate("a split whose pieces are not the output")
-        piece = int(res.args[1])
-    elif res is not op:
-        name = getattr(res.target, "__name__", res.target)
-        raise NoTemplate(f"{name} after the op that moves elements")
+    return res, copies
+
+
+def _the_op(res: torch.fx.Node) -> tuple:
+    """(the op that moves elements into the output, or None where the output is a view of an
+    input (a strided copy); the piece of a split the output is, or None)."""
+    if res.target is operator.getitem and res.args[0].target in _SPLITS:
+        return res.args[0], int(res.args[1])  # (a split's piece alone: a slice of its own)
+    if res.target in MOVES and res.target not in _SPLITS:
+        return res, None
+    if res.target in _VIEWS or res.target in _SIZED or _is_piece(res):
+        return None, None
+    name = getattr(res.target, "__name__", res.target)
+    raise NoTemplate(f"{name} after the op that moves elements")
+
+
+def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
+    """The ``move`` plan of a graph that is one such op on inputs or views of them, or a copy
+    of such a view (see the module docstring), or NoTemplate saying why not."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    ph_ref = dict(zip(placeholders, refs, strict=True))
+    calls = [n for n in graph.nodes if n.op == "call_function"]
+    res, copies = _output(graph)
+    op, piece = _the_op(res)
     seen = {op, res, *copies}
-    tensors = op.args[0] if op.target in (aten.cat.default, aten.stack.default) else [op.args[0]]
-    operands = [_operand(a, ph_ref, seen) for a in tensors]
-    # (a split's other pieces stay in the graph, unused)
+    if op is None:
+        tensors = [res]
+    elif op.target in (aten.cat.default, aten.stack.default):
+        tensors = list(op.args[0])
+    else:
+        tensors = [op.args[0]]
+    vals = [a.meta["val"] for a in tensors]
+    out_val = res.meta["val"]
+    if op is not None and op.target == aten.cat.default and len({v.dim() for v in vals}) > 1:
+        raise NoTemplate("a cat of tensors of different ranks (an empty 1-d one among them)")
+    spec = {"kind": "view"} if op is None else _spec(op, piece, vals, out_val)
+    ints = list(spec.get("ints", []))  # the op's numbers first, then its views'
+    if op is None:
+        seen.discard(res)  # the output's own views are the operand's
+    operands = [_operand(a, ph_ref, seen, ints) for a in tensors]
+    # (a split's and an unbind's other pieces stay in the graph, unused)
     extra = [n for n in calls if n not in seen and n.users]
     if extra:
         name = getattr(extra[0].target, "__name__", extra[0].target)
         raise NoTemplate(f"{name} beside the op that moves elements")
-    vals = [a.meta["val"] for a in tensors]
-    out_val = res.meta["val"]
-    if op.target == aten.cat.default and len({v.dim() for v in vals}) > 1:
-        raise NoTemplate("a cat of tensors of different ranks (an empty 1-d one among them)")
     # (a cat or stack of different dtypes: each operand's values are cast to the promoted one)
-    spec = _spec(op, piece, vals, out_val)
     plan = Plan(family="move", forward_args=[], init_source="", preamble="")
     refs_used = sorted({ph_ref[p] for p in placeholders if p.users}, key=refs.index)
     plan.nodes = [
@@ -164,7 +259,13 @@ def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     ]
     plan.outputs = [0]
     plan.extra.update(spec, operands=operands, rank=out_val.dim(), ranks=[v.dim() for v in vals])
-    kind = {"pad": "constant pad", "reflect": "reflect pad", "replicate": "replicate pad"}
+    plan.extra.update(ints=ints, own=len(spec.get("ints", [])))
+    kind = {
+        "pad": "constant pad",
+        "reflect": "reflect pad",
+        "replicate": "replicate pad",
+        "view": "strided copy",
+    }
     plan.summary = (
         f"{kind.get(spec['kind'], spec['kind'])} {_said(spec)}, "
         f"{len(operands)} operand(s) read in place"
@@ -187,12 +288,7 @@ def _spec(op: torch.fx.Node, piece: int | None, vals: list, out_val) -> dict:
         return {"kind": "stack", "dim": _norm(int(a[1]) if len(a) > 1 else 0, out_val.dim())}
     if t == aten.slice.Tensor:
         dim = _norm(int(a[1]) if len(a) > 1 else 0, x.dim())
-        start = a[2] if len(a) > 2 and a[2] is not None else 0
-        end = a[3] if len(a) > 3 and a[3] is not None else _BIG
-        step = int(a[4]) if len(a) > 4 else 1
-        if step < 1:
-            raise NoTemplate(f"a slice with step {step}")
-        end = min(int(end), _BIG)
+        start, end, step = _slice_args(a)
         return {
             "kind": "slice",
             "dim": dim,
@@ -231,7 +327,34 @@ def _spec(op: torch.fx.Node, piece: int | None, vals: list, out_val) -> dict:
         return {"kind": "repeat", "reps": reps}
     if t == aten.flip.default:
         return {"kind": "flip", "dims": sorted({_norm(int(d), x.dim()) for d in a[1]})}
+    if t == aten.roll.default:
+        return _roll(a, x)
     raise NoTemplate(f"{t} is not an op that moves elements")  # not reached: MOVES
+
+
+def _slice_args(a: tuple) -> tuple[int, int, int]:
+    """A slice's (start, end, step) as traced (``x[a:]`` ends "to the end")."""
+    start = a[2] if len(a) > 2 and a[2] is not None else 0
+    end = a[3] if len(a) > 3 and a[3] is not None else _BIG
+    step = int(a[4]) if len(a) > 4 else 1
+    if step < 1:
+        raise NoTemplate(f"a slice with step {step}")
+    return int(start), min(int(end), _BIG), step
+
+
+def _roll(a: tuple, x) -> dict:
+    """A roll's spec: each shift with the dimension it rolls (a roll with no dimensions rolls
+    the flattened tensor, ``flat``: its one dimension is the number of elements)."""
+    shifts = [int(s) for s in a[1]]
+    dims = [_norm(int(d), x.dim()) for d in (a[2] if len(a) > 2 else [])]
+    if not dims:
+        if len(shifts) != 1:
+            raise NoTemplate(f"a roll of shifts {shifts} with no dimensions")
+        return {"kind": "roll", "dims": [0], "ints": [_size(shifts[0], x.numel())], "flat": True}
+    if len(dims) != len(shifts):
+        raise NoTemplate(f"a roll of {len(shifts)} shifts along {len(dims)} dimensions")
+    ints = [_size(s, x.shape[d]) for s, d in zip(shifts, dims, strict=True)]
+    return {"kind": "roll", "dims": dims, "ints": ints}
 
 
 def _said(spec: dict) -> str:
@@ -244,6 +367,10 @@ def _said(spec: dict) -> str:
         return f"{[v for v, _ in spec['ints']]}"
     if kind == "repeat":
         return f"by {spec['reps']}"
+    if kind == "view":
+        return "of a view of an input"
+    if kind == "roll" and spec.get("flat"):
+        return "of the flattened input"
     return f"of dimensions {spec['dims']}"
 
 

@@ -141,6 +141,7 @@ def _move_fits(source: str, plan: Plan) -> None:
         again = _trace_moved(source, scaled)
         if again is None:
             return
+        _same_operands(again[0], plan)
         if not _same_move(again[0], plan):
             return
         traced.append(again[0].extra["ints"])
@@ -160,6 +161,18 @@ def _same_move(other: Plan, plan: Plan) -> bool:
         and other.extra.get("kind") == plan.extra["kind"]
         and len(other.extra.get("ints", [])) == len(plan.extra["ints"])
     )
+
+
+def _same_operands(other: Plan, plan: Plan) -> None:
+    """NoTemplate where a trace at other sizes moves another number of operands (pieces of an
+    ``unbind`` of a dimension that grows): the candidate reads as many as traced."""
+    count = len(plan.extra.get("operands", []))
+    if other.family == "move" and len(other.extra.get("operands", [])) != count:
+        raise NoTemplate(
+            f"the op that moves elements takes {count} operands at the traced sizes and "
+            f"{len(other.extra['operands'])} at others (pieces of a dimension that grows); "
+            "templates take as many at every size"
+        )
 
 
 def _slice_bounds(plan: Plan) -> list:

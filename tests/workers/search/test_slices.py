@@ -153,11 +153,10 @@ def test_slices_and_cat_get_a_correct_elementwise_kernel(source, sizes, tmp_path
     "forward, says",
     [
         ("(torch.cat([x, x * 2.0], dim=-1), x.sum(-1))", "wider than the row .* reductions"),
-        ("torch.cat([x[..., 1::2], x[..., ::2]], dim=-1)", "step"),
-        ("torch.cat([x[:2], x[2:]], dim=0)", "along dimension 0"),
     ],
-    # (a flip along the rows: a chain of a move kernel and the rest now, CHAINED below)
-    ids=["wider-output-beside-a-reduction", "strided-slice", "first-dimension"],
+    # (a flip along the rows: a chain of a move kernel and the rest now, CHAINED below; a cat
+    # of strided slices or along the first dimension: one move kernel, test_move_views.py)
+    ids=["wider-output-beside-a-reduction"],
 )
 def test_slices_the_templates_do_not_cover_are_refused_in_words(forward, says):
     with pytest.raises(NoTemplate, match=says):
@@ -174,12 +173,12 @@ def _slicing(forward: str) -> str:
 
 
 # Refused in one kernel (a slice or a flip where a whole row is needed, a flip of moved
-# columns), each is a chain of two now: the columns moved first, written, then the rest.
+# columns), each is a chain of two now: the columns moved first, written, then the rest. (A
+# flip of a slice is one move kernel: test_move_views.py.)
 CHAINED = {
     "narrow-softmax": "torch.softmax(x[..., :8], dim=-1)",
     "in-a-softmax": "torch.softmax(torch.cat([x[..., 8:], x[..., :8]], dim=-1), dim=-1)",
     "flip-in-a-softmax": "torch.softmax(x.flip(-1), dim=-1)",
-    "flip-of-a-slice": "x[..., :8].flip(-1)",
     "flip-of-a-cat": "torch.cat([x[..., 8:], x[..., :8]], dim=-1).flip(-1)",
     # the rows flipped by a move kernel (``workers.search.lowering_move``), then the product
     "flip-along-rows": "x.flip(0) * 2.0",

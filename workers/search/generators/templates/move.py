@@ -1,15 +1,18 @@
 """The ``move`` family: one op that moves elements along any dimension, as a kernel of its own
 (``workers.search.lowering_move``): ``cat``, ``stack``, a slice (with a step) or a ``split``
-piece, ``F.pad`` (constant, reflect, replicate), ``repeat`` and ``flip``.
+piece, ``F.pad`` (constant, reflect, replicate), ``repeat``, ``flip`` and ``roll``; and a
+strided copy of a view (``view``: a select, an expand, slices of an input, copied contiguous).
 
 Every program writes BLOCK elements of the flat, contiguous output; each element's coordinates
 (from the output's sizes, passed at run time) say where in the operand it comes from: a cat's
 operand is chosen by the coordinate along its dimension (one masked load per operand, so nothing
 outside an operand is read, joined with ``tl.where``), a slice reads ``start + i·step``, a pad
 reads ``i - left`` where that is inside the input and writes the pad value elsewhere (a reflect
-pad mirrors the coordinate back in, a replicate pad clamps it), a repeat reads ``i % n`` and a
-flip ``n - 1 - i``. The operands are read through their own strides (a permuted or sliced view
-is not copied). Coordinates are 32-bit wherever every index fits (as in the pool family: a
+pad mirrors the coordinate back in, a replicate pad clamps it), a repeat reads ``i % n``, a
+flip ``n - 1 - i``, a roll by ``r`` (in ``[0, n)``) ``i - r`` wrapped round, and a strided copy
+reads ``i``. The operands are read through their own strides (a permuted, sliced, selected or
+expanded view is not copied: the wrapper takes it as a torch view, its numbers fitted as the
+op's are). Coordinates are 32-bit wherever every index fits (as in the pool family: a
 64-bit division per coordinate costs the kernel much of its speed), else 64-bit.
 
 The wrapper computes the output's shape from the operands' shapes at run time; the numbers the
@@ -33,6 +36,30 @@ def _ke_number(fit, size):
     it rounds, where traced at a size it does not divide)."""
     num, den, c, *up = fit
     return (size * num + (up[0] if up else 0)) // den + c
+
+
+def _ke_slice(t, dim, start, end, step):
+    """``t`` sliced along ``dim`` from and to fitted numbers of that dimension's size."""
+    n = t.shape[dim]
+    return t[(slice(None),) * dim + (slice(_ke_number(start, n), _ke_number(end, n), step),)]
+
+
+def _ke_piece(t, dim, size, piece):
+    """Piece ``piece`` of ``t`` split along ``dim`` into pieces of a fitted size."""
+    n = t.shape[dim]
+    size = _ke_number(size, n)
+    start = min(n, piece * size)
+    return t.narrow(dim, start, min(n, start + size) - start)
+
+
+def _ke_select(t, dim, index):
+    """``t`` at a fitted index of ``dim`` (the dimension dropped)."""
+    return t.select(dim, _ke_number(index, t.shape[dim]))
+
+
+def _ke_expand(t, sizes):
+    """``t`` expanded: -1 keeps a dimension, a fit is a size of its own."""
+    return t.expand([s if s == -1 else _ke_number(s, 1) for s in sizes])
 
 
 def _ke_dtype(ops):
@@ -63,6 +90,8 @@ def _operand_lines(plan: Plan) -> tuple[list[str], int]:
     e = plan.extra
     kind, rank = e["kind"], int(e["rank"])
     lines = []
+    if e.get("flat"):  # a roll of the flattened input: the kernel rolls one dimension
+        return [f"        flat = {e['operands'][0]}\n", "        a0 = flat.reshape(-1)\n"], 1
     for k, expr in enumerate(e["operands"]):
         if kind == "stack":
             expr = f"{expr}.unsqueeze({int(e['dim'])})"
@@ -108,7 +137,7 @@ def _shape_lines(plan: Plan, R: int) -> list[str]:
         ]
     elif kind in ("pad", "reflect", "replicate"):
         lines.append("        lefts = []\n")
-        for i in range(len(e["ints"]) // 2):
+        for i in range(_own(plan) // 2):
             d = R - 1 - i
             lines += [
                 f"        n = a0.shape[{d}]\n",
@@ -119,12 +148,23 @@ def _shape_lines(plan: Plan, R: int) -> list[str]:
         lines.append("        extra = lefts[::-1]\n")  # the kernel's: leading dimension first
     elif kind == "repeat":
         lines.append(f"        shape = [s * r for s, r in zip(a0.shape, {list(e['reps'])!r})]\n")
+    elif kind == "roll":  # each shift in [0, n), as the kernel wraps it once
+        lines += [
+            f"        extra.append(_ke_number(_FITS[{i}], a0.shape[{d}]) % max(1, a0.shape[{d}]))\n"
+            for i, d in enumerate(e["dims"])
+        ]
     return lines
+
+
+def _own(plan: Plan) -> int:
+    """How many of the plan's numbers are the op's own (its operands' views' follow)."""
+    e = plan.extra
+    return int(e.get("own", len(e.get("ints", []))))
 
 
 def _padded(plan: Plan, R: int) -> list[int]:
     """The dimensions a pad pads, leading first."""
-    return list(range(R - len(plan.extra["ints"]) // 2, R))
+    return list(range(R - _own(plan) // 2, R))
 
 
 def _kernel(plan: Plan, R: int) -> str:
@@ -198,6 +238,16 @@ def _kernel(plan: Plan, R: int) -> str:
     elif kind == "flip":
         at = offset(0, {d: f"(O{d} - 1 - c{d})" for d in e["dims"]})
         body.append(f"v = tl.load(in0_ptr + {at}, mask=mask)")
+    elif kind == "roll":
+        args += [f"r{k}" for k in range(len(e["dims"]))]
+        rolled = {}
+        for k, d in enumerate(e["dims"]):  # a dimension rolled twice is rolled by the sum
+            body.append(f"i{d} = {rolled.get(d, f'c{d}')} - r{k}")
+            body.append(f"i{d} = tl.where(i{d} < 0, i{d} + O{d}, i{d})")
+            rolled[d] = f"i{d}"
+        body.append(f"v = tl.load(in0_ptr + {offset(0, rolled)}, mask=mask)")
+    elif kind == "view":
+        body.append(f"v = tl.load(in0_ptr + {offset(0, {})}, mask=mask)")
     else:  # pragma: no cover - lowering_move makes no other kind
         raise ValueError(f"no move kernel for {kind}")
     body.append("tl.store(out_ptr + offs, v, mask=mask)")
@@ -211,7 +261,7 @@ def _launch_args(plan: Plan, R: int) -> str:
     kind = e["kind"]
     count = len(e["operands"])
     parts = ["total", "*shape"] + [f"*a{k}.stride()" for k in range(count)]
-    if kind in ("cat", "stack", "slice"):
+    if kind in ("cat", "stack", "slice", "roll"):
         parts.append("*extra")
     elif kind in ("pad", "reflect", "replicate"):
         parts += [f"a0.shape[{d}]" for d in _padded(plan, R)] + ["*extra"]
@@ -226,6 +276,8 @@ def _source_move(plan: Plan, p: dict) -> str:
     operands, R = _operand_lines(plan)
     ops = ", ".join(f"a{k}" for k in range(count))
     ret = "out" if int(e["rank"]) else "out.reshape(())"
+    if e.get("flat"):
+        ret = "out.reshape(flat.shape)"
     return (
         _header(plan, p)
         + _kernel(plan, R)
