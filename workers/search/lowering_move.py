@@ -1,8 +1,9 @@
 """Ops that move elements along any dimension, as a kernel of their own (the ``move`` family):
 ``torch.cat`` and ``torch.stack`` along any dimension, a slice (with a step) or a piece of
 ``split`` / ``chunk`` along any dimension, ``F.pad`` (constant, reflect or replicate) of any
-trailing dimensions, ``repeat``, ``flip`` and ``roll`` of any dimensions; and a strided copy of
-a view of an input (``x[:, ::2].contiguous()``, ``x[:, 3]``, ``x[:, None].expand(-1, 4, -1)``).
+trailing dimensions, ``repeat``, ``flip`` and ``roll`` of any dimensions, ``tril`` and ``triu``
+(outside a product's epilogue, which has its own); and a strided copy of a view of an input
+(``x[:, ::2].contiguous()``, ``x[:, 3]``, ``x[:, None].expand(-1, 4, -1)``).
 
 The row lowering moves columns only along the last dimension, inside one kernel
 (:mod:`workers.search.lowering_slices`); where it refuses a graph, such an op alone is one
@@ -51,6 +52,8 @@ MOVES = {
     aten.repeat.default,
     aten.flip.default,
     aten.roll.default,
+    aten.tril.default,
+    aten.triu.default,
     *_SPLITS,
     *_REFLECT,
     *_REPLICATE,
@@ -329,6 +332,11 @@ def _spec(op: torch.fx.Node, piece: int | None, vals: list, out_val) -> dict:
         return {"kind": "flip", "dims": sorted({_norm(int(d), x.dim()) for d in a[1]})}
     if t == aten.roll.default:
         return _roll(a, x)
+    if t in (aten.tril.default, aten.triu.default):
+        if x.dim() < 2:
+            raise NoTemplate(f"{t.__name__.split('.')[0]} of a tensor of {x.dim()} dimension(s)")
+        diagonal = a[1] if len(a) > 1 else op.kwargs.get("diagonal", 0)
+        return {"kind": t.__name__.split(".")[0], "diagonal": int(diagonal)}
     raise NoTemplate(f"{t} is not an op that moves elements")  # not reached: MOVES
 
 
@@ -371,6 +379,9 @@ def _said(spec: dict) -> str:
         return "of a view of an input"
     if kind == "roll" and spec.get("flat"):
         return "of the flattened input"
+    if kind in ("tril", "triu"):
+        side = "and below" if kind == "tril" else "and above"
+        return f"keeping diagonal {spec['diagonal']} {side} of the last two dimensions"
     return f"of dimensions {spec['dims']}"
 
 

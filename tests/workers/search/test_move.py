@@ -1,10 +1,10 @@
 """The ``move`` family (``workers.search.lowering_move``): ``cat``, ``stack``, slices (with a
 step) and ``split`` / ``chunk`` pieces along any dimension, ``F.pad`` (constant, reflect,
-replicate) of any trailing dimensions, ``repeat`` and ``flip``. The row kernels move columns
-along the last dimension only and refused the rest in words; each is now a kernel of its own
-(or one kernel of a chain, with pointwise ops and reductions around it) that computes the
-reference exactly on the interpreter at the traced sizes and at others (odd sizes, where a
-``chunk`` rounds up), and compiles ahead of time for the H200's architecture."""
+replicate) of any trailing dimensions, ``repeat``, ``flip``, ``tril`` and ``triu``. The row
+kernels move columns along the last dimension only and refused the rest in words; each is now
+a kernel of its own (or one kernel of a chain, with pointwise ops and reductions around it)
+that computes the reference exactly on the interpreter at the traced sizes and at others (odd
+sizes, where a ``chunk`` rounds up), and compiles ahead of time for the H200's architecture."""
 
 from __future__ import annotations
 
@@ -84,6 +84,9 @@ MOVED = {
     ),
     "flip-dim-1": (problem("x.flip(1)"), "flip of dimensions [1]"),
     "flip-negative-dims": (problem("x.flip(-3, -1)"), "flip of dimensions [1, 3]"),
+    # (not square: 6 x 8 traced, 5 x 7 at the odd sizes)
+    "tril": (problem("torch.tril(x)"), "tril keeping diagonal 0 and below"),
+    "triu-from-below": (problem("x.triu(diagonal=-2)"), "triu keeping diagonal -2 and above"),
 }
 
 
@@ -139,6 +142,8 @@ CHAINED = {
     "softmax-of-a-reflect-pad": problem(
         "torch.softmax(F.pad(x, (1, 1, 1, 1), mode='reflect'), dim=-1)"
     ),
+    "scaled-triu": problem("torch.triu(x, 1) * 2.0"),
+    "tril-plus-input": problem("torch.tril(x) + y", f"{X4}, {X4}", "x, y"),
 }
 
 
@@ -201,6 +206,7 @@ def test_move_kernels_compile_for_sm90(tmp_path):
     """Each kind's kernel compiles ahead of time for the H200's architecture, with 32-bit and
     with 64-bit coordinates."""
     names = ["cat-dim-1", "slice-step-2", "reflect-pad", "constant-pad-2d", "repeat", "flip-dim-1"]
+    names.append("tril")
     sources = {name: MOVED[name][0] for name in names}
     got = run_child(_COMPILE, json.dumps(sources), str(tmp_path), interpret=False)
     assert len(got) == 2 * len(sources) and all(size > 1000 for size in got.values()), got

@@ -1,7 +1,8 @@
 """The ``move`` family: one op that moves elements along any dimension, as a kernel of its own
 (``workers.search.lowering_move``): ``cat``, ``stack``, a slice (with a step) or a ``split``
-piece, ``F.pad`` (constant, reflect, replicate), ``repeat``, ``flip`` and ``roll``; and a
-strided copy of a view (``view``: a select, an expand, slices of an input, copied contiguous).
+piece, ``F.pad`` (constant, reflect, replicate), ``repeat``, ``flip``, ``roll``, ``tril`` and
+``triu``; and a strided copy of a view (``view``: a select, an expand, slices of an input,
+copied contiguous).
 
 Every program writes BLOCK elements of the flat, contiguous output; each element's coordinates
 (from the output's sizes, passed at run time) say where in the operand it comes from: a cat's
@@ -248,6 +249,10 @@ def _kernel(plan: Plan, R: int) -> str:
         body.append(f"v = tl.load(in0_ptr + {offset(0, rolled)}, mask=mask)")
     elif kind == "view":
         body.append(f"v = tl.load(in0_ptr + {offset(0, {})}, mask=mask)")
+    elif kind in ("tril", "triu"):  # what the diagonal cuts off is never read, written 0
+        keep = "<=" if kind == "tril" else ">="
+        body.append(f"keep = (c{R - 1} - c{R - 2}) {keep} {int(e['diagonal'])}")
+        body.append(f"v = tl.load(in0_ptr + {offset(0, {})}, mask=mask & keep, other=0)")
     else:  # pragma: no cover - lowering_move makes no other kind
         raise ValueError(f"no move kernel for {kind}")
     body.append("tl.store(out_ptr + offs, v, mask=mask)")
