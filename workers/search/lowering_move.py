@@ -207,7 +207,44 @@ def _output(graph: torch.fx.Graph) -> tuple:
     while res.target in _COPIES and res.args[0].op != "placeholder":
         copies.append(res)
         res = res.args[0]
-    return res, copies
+    merge = None
+    if res.target in _RESHAPES and res.args[0].op != "placeholder":
+        # A reshape keeps the elements' order: the kernel writes its operand's value
+        # contiguous and the wrapper reshapes that (a ``repeat_interleave``: an expand, copied,
+        # then its repeated dimension merged into the next).
+        merge = _merges(tuple(res.args[0].meta["val"].shape), tuple(res.meta["val"].shape))
+        if merge is None:
+            raise NoTemplate(
+                "a view that splits a dimension after the op that moves elements; a reshape "
+                "after it may only merge neighbouring dimensions"
+            )
+        copies.append(res)
+        res = res.args[0]
+        while res.target in _COPIES and res.args[0].op != "placeholder":
+            copies.append(res)
+            res = res.args[0]
+    return res, copies, merge
+
+
+def _merges(before: tuple, after: tuple) -> list[list[int]] | None:
+    """The dimensions of ``before`` that make up each of ``after``'s, where ``after`` only
+    merges neighbours (``(2, 3, 4) -> (6, 4)``: ``[[0, 1], [2]]``); None where it splits one."""
+    groups, i = [], 0
+    for size in after:
+        group, prod = [], 1
+        while i < len(before) and (not group or prod < size):
+            group.append(i)
+            prod *= before[i]
+            i += 1
+        if prod != size or not group:
+            return None
+        groups.append(group)
+    rest = list(range(i, len(before)))
+    if any(before[d] != 1 for d in rest) or (rest and not groups):
+        return None
+    if rest:
+        groups[-1] += rest
+    return groups
 
 
 def _the_op(res: torch.fx.Node) -> tuple:
@@ -230,7 +267,7 @@ def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     ph_ref = dict(zip(placeholders, refs, strict=True))
     calls = [n for n in graph.nodes if n.op == "call_function"]
-    res, copies = _output(graph)
+    res, copies, merge = _output(graph)
     op, piece = _the_op(res)
     seen = {op, res, *copies}
     if op is None:
@@ -262,7 +299,7 @@ def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     ]
     plan.outputs = [0]
     plan.extra.update(spec, operands=operands, rank=out_val.dim(), ranks=[v.dim() for v in vals])
-    plan.extra.update(ints=ints, own=len(spec.get("ints", [])))
+    plan.extra.update(ints=ints, own=len(spec.get("ints", [])), merge=merge)
     kind = {
         "pad": "constant pad",
         "reflect": "reflect pad",
@@ -272,6 +309,7 @@ def lower_move(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     plan.summary = (
         f"{kind.get(spec['kind'], spec['kind'])} {_said(spec)}, "
         f"{len(operands)} operand(s) read in place"
+        + (f", reshaped (dimensions {[g for g in merge if len(g) > 1]} merged)" if merge else "")
     )
     return plan
 

@@ -159,6 +159,7 @@ def _same_move(other: Plan, plan: Plan) -> bool:
     return (
         other.family == "move"
         and other.extra.get("kind") == plan.extra["kind"]
+        and other.extra.get("merge") == plan.extra.get("merge")
         and len(other.extra.get("ints", [])) == len(plan.extra["ints"])
     )
 

@@ -34,6 +34,15 @@ VIEWS = {
     "unbind-piece": ("torch.unbind(x, 2)[1]", "strided copy"),
     "expand": ("x[:, None].expand(-1, 3, -1, -1, -1).contiguous()", "strided copy"),
     "strided-slices": ("x[:, 1::2, :, ::3].contiguous()", "slice along dimension 3 (step 3)"),
+    # A reshape after the op that merges neighbouring dimensions: the kernel writes the op's
+    # value, the wrapper reshapes it (repeat_interleave: an expand, copied, then merged).
+    "repeat-interleave": ("x.repeat_interleave(2, dim=1)", "dimensions [[1, 2]] merged"),
+    "repeat-interleave-last": ("x.repeat_interleave(3, dim=-1)", "dimensions [[3, 4]] merged"),
+    "kv-heads-repeated": (
+        "x[:, None].expand(-1, 3, -1, -1, -1).reshape(x.shape[0], -1, x.shape[2], x.shape[3])",
+        "dimensions [[1, 2]] merged",
+    ),
+    "cat-then-flatten": ("torch.cat([x, x[:, 1:]], 1).flatten(1)", "dimensions [[1, 2, 3]]"),
 }
 
 # The traced sizes and odd ones (the roll by 11 of 8 columns wraps by 4 of 7; fftshift moves
@@ -110,8 +119,17 @@ def test_moves_of_views_beside_computed_values_are_chains(tmp_path):
             "torch.stack(torch.unbind(x, 1)[::-1], 1)",
             "takes 4 operands at the traced sizes and 8 at others",
         ),
+        (
+            "torch.cat([x, x], 1).view(x.shape[0], 2, -1, x.shape[2], x.shape[3])",
+            "a view that splits a dimension after the op",
+        ),
     ],
-    ids=["expand-to-a-size-that-moves", "roll-of-a-reshaped-input", "stack-of-all-pieces"],
+    ids=[
+        "expand-to-a-size-that-moves",
+        "roll-of-a-reshaped-input",
+        "stack-of-all-pieces",
+        "split-view-after-a-cat",
+    ],
 )
 def test_what_stays_out_is_refused_in_one_line(forward, says):
     with pytest.raises(NoTemplate, match=says) as info:

@@ -283,6 +283,9 @@ def _source_move(plan: Plan, p: dict) -> str:
     ret = "out" if int(e["rank"]) else "out.reshape(())"
     if e.get("flat"):
         ret = "out.reshape(flat.shape)"
+    if e.get("merge"):  # a reshape after the op: neighbouring dimensions merged
+        sizes = [" * ".join(f"out.shape[{d}]" for d in group) for group in e["merge"]]
+        ret = f"out.reshape({', '.join(sizes)},)"
     return (
         _header(plan, p)
         + _kernel(plan, R)
