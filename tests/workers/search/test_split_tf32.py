@@ -116,7 +116,7 @@ def _layout(proposals) -> list[tuple]:
 
 def test_a_row_major_second_operand_gets_a_seed_that_copies_it_k_major():
     """``x @ W`` reads B with N contiguous, which Hopper's TF32 products cannot take from
-    shared memory as it is (on the H200, tf32x3 was 0.73x of compile there and 1.28-1.55x with
+    shared memory as it is (on the H200, tf32x3 was 0.73x of compile there and 1.20-1.55x with
     B copied K-major): the third seed copies it; for nn.Linear (B read K-major already) that
     seed would equal the second and is not proposed."""
     gen = TemplateGenerator()
