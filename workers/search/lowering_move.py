@@ -203,10 +203,8 @@ def _output(graph: torch.fx.Graph) -> tuple:
     outs = list(outs) if isinstance(outs, list | tuple) else [outs]
     if len(outs) != 1 or not isinstance(outs[0], torch.fx.Node):
         raise NoTemplate("several outputs beside the op that moves elements")
-    res, copies = outs[0], []
-    while res.target in _COPIES and res.args[0].op != "placeholder":
-        copies.append(res)
-        res = res.args[0]
+    copies: list = []
+    res = _past_copies(outs[0], copies)
     merge = None
     if res.target in _RESHAPES and res.args[0].op != "placeholder":
         # A reshape keeps the elements' order: the kernel writes its operand's value
@@ -219,11 +217,17 @@ def _output(graph: torch.fx.Graph) -> tuple:
                 "after it may only merge neighbouring dimensions"
             )
         copies.append(res)
-        res = res.args[0]
-        while res.target in _COPIES and res.args[0].op != "placeholder":
-            copies.append(res)
-            res = res.args[0]
+        res = _past_copies(res.args[0], copies)
     return res, copies, merge
+
+
+def _past_copies(node: torch.fx.Node, copies: list) -> torch.fx.Node:
+    """The value ``node`` copies (through copies of copies), each copy appended to ``copies``:
+    a copy of a value is that value, written contiguous."""
+    while node.target in _COPIES and node.args[0].op != "placeholder":
+        copies.append(node)
+        node = node.args[0]
+    return node
 
 
 def _merges(before: tuple, after: tuple) -> list[list[int]] | None:
@@ -371,10 +375,11 @@ def _spec(op: torch.fx.Node, piece: int | None, vals: list, out_val) -> dict:
     if t == aten.roll.default:
         return _roll(a, x)
     if t in (aten.tril.default, aten.triu.default):
+        kind = "tril" if t == aten.tril.default else "triu"
         if x.dim() < 2:
-            raise NoTemplate(f"{t.__name__.split('.')[0]} of a tensor of {x.dim()} dimension(s)")
+            raise NoTemplate(f"{kind} of a tensor of {x.dim()} dimension(s)")
         diagonal = a[1] if len(a) > 1 else op.kwargs.get("diagonal", 0)
-        return {"kind": t.__name__.split(".")[0], "diagonal": int(diagonal)}
+        return {"kind": kind, "diagonal": int(diagonal)}
     raise NoTemplate(f"{t} is not an op that moves elements")  # not reached: MOVES
 
 
