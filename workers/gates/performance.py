@@ -18,8 +18,9 @@ says so; it is never timed another way.
 
 Candidate and baselines are measured in **paired, interleaved rounds** (``workers.gates.timing``)
 after the clocks reach a steady state; each baseline's speedup and its interval come from the
-per-round ratios, so drift hits both sides alike. A median under the physical floor (bytes over
-the measured copy bandwidth, FLOPs over the measured matrix rate) is a measurement fault.
+per-round ratios, so drift hits both sides alike. A median under the physical floor (the bytes
+that must cross DRAM over the measured copy bandwidth, FLOPs over the measured matrix rate) is
+a measurement fault.
 """
 
 from __future__ import annotations
@@ -95,32 +96,38 @@ def _median_event_ms(fn, reps: int) -> float:
 
 
 def ceilings(state) -> dict:
-    """Copy bandwidth and bf16 matrix rate, measured once per child process."""
+    """Copy bandwidth and bf16 matrix rate, measured once per child process, holding the
+    device like the timed rounds: measured beside another process's rounds, the copy would read
+    under the chip's rate and the floor would rise over kernels that are timed alone."""
     if state.ceilings is None:
-        start = time.perf_counter()
-        n = 1 << 28  # 1 GiB of float32
-        src = torch.randn(n, device="cuda")
-        dst = torch.empty_like(src)
-        for _ in range(3):
-            dst.copy_(src)
-        copy_ms = _median_event_ms(lambda: dst.copy_(src), 10)
-        del src, dst
-        m = 8192
-        a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-        for _ in range(3):
-            a @ b
-        mm_ms = _median_event_ms(lambda: a @ b, 10)
-        del a, b
-        torch.cuda.empty_cache()
-        state.ceilings = {
-            "bandwidth_bytes_per_s": 2 * (n * 4) / (copy_ms / 1e3),
-            "matmul_flops_per_s": 2 * m**3 / (mm_ms / 1e3),
-            "method": "1 GiB device-to-device copy (bytes read + written) and an 8192^3 bf16 "
-            "matmul on random data; median of 10 after 3 warm-ups",
-            "measured_s": time.perf_counter() - start,
-        }
+        lock = getattr(state, "lock_fd", None), getattr(state, "lock_wait_s", 30.0)
+        with device_lock.held(*lock):
+            state.ceilings = _measure_ceilings()
+            torch.cuda.empty_cache()  # the 1 GiB buffers and the matrices, freed on return
     return state.ceilings
+
+
+def _measure_ceilings() -> dict:
+    start = time.perf_counter()
+    n = 1 << 28  # 1 GiB of float32
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    copy_ms = _median_event_ms(lambda: dst.copy_(src), 10)
+    m = 8192
+    a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    mm_ms = _median_event_ms(lambda: a @ b, 10)
+    return {
+        "bandwidth_bytes_per_s": 2 * (n * 4) / (copy_ms / 1e3),
+        "matmul_flops_per_s": 2 * m**3 / (mm_ms / 1e3),
+        "method": "1 GiB device-to-device copy (bytes read + written) and an 8192^3 bf16 "
+        "matmul on random data; median of 10 after 3 warm-ups",
+        "measured_s": time.perf_counter() - start,
+    }
 
 
 def _end_failed_capture() -> None:
@@ -387,16 +394,42 @@ def _outputs(out) -> list:
     return []
 
 
-def _work(model, inputs) -> tuple[int, float]:
-    """(bytes the op must move at least, FLOPs counted by torch's flop counter)."""
+def _l2_bytes() -> int:
+    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+
+
+def floor_bytes(input_bytes: int, kept_bytes: int, l2_bytes: int) -> int:
+    """The bytes a call must move through DRAM, for the physical floor.
+
+    The inputs rotate over sets at least twice the L2 (``_input_sets``), so every call reads
+    them from DRAM. The parameters and the outputs sit at the same addresses call after call,
+    and what of them fits in the L2 can stay there: an H100 scaled 16 MB into 16 MB in 9.9 us,
+    eager and compile alike, 3.4 TB/s against a 3.0 TB/s copy of 1 GiB. Only what exceeds the
+    L2 counts, so a kernel that gains from the cache is not called a measurement fault."""
+    return input_bytes + max(0, kept_bytes - l2_bytes)
+
+
+def _work(model, inputs) -> tuple[dict, int]:
+    """({bytes the op moves: inputs, parameters, outputs; FLOPs counted by torch's flop
+    counter}, the bytes the floor counts: ``floor_bytes``)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         out = model(*inputs)
     params = [p for p in model.parameters()] + [b for b in model.buffers()]
-    nbytes = _nbytes(list(inputs) + params) + _nbytes(_outputs(out))
-    return nbytes, float(counter.get_total_flops())
+    input_bytes = _nbytes(list(inputs))
+    total = _nbytes(list(inputs) + params) + _nbytes(_outputs(out))
+    work = {"bytes": total, "flops": float(counter.get_total_flops())}
+    return work, floor_bytes(input_bytes, total - input_bytes, _l2_bytes())
+
+
+def _floor_ms(work: dict, dram_bytes: int, ceil: dict) -> float:
+    """Bytes through DRAM over the measured copy bandwidth, or FLOPs over the measured matrix
+    rate, whichever is longer."""
+    return 1e3 * max(
+        dram_bytes / ceil["bandwidth_bytes_per_s"], work["flops"] / ceil["matmul_flops_per_s"]
+    )
 
 
 def _input_sets(job, case, seed: int) -> list:
@@ -405,8 +438,7 @@ def _input_sets(job, case, seed: int) -> list:
     dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
     first = P.make_inputs(job.problem, case["overrides"], dtype, seed, job.device)
     size = max(_nbytes(first), 1)
-    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
-    want = max(C.ROTATING_INPUT_SETS, math.ceil(2 * l2 / size))
+    want = max(C.ROTATING_INPUT_SETS, math.ceil(2 * _l2_bytes() / size))
     count = int(max(1, min(want, C.MAX_INPUT_SETS, C.INPUT_SETS_BYTES // size)))
     sets = [first]
     for k in range(1, count):
@@ -506,22 +538,23 @@ def _mode(args: dict) -> str:
     return mode
 
 
-def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool) -> tuple[dict, dict]:
-    """The case's sides (candidate first) and what the floor needs (bytes, flops)."""
+def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool):
+    """The case's sides (candidate first), its work (bytes, flops) and the bytes the floor
+    counts."""
     dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
     _, ref, cand = P.make_models(
         job.problem, job.candidate if candidate else None, case["overrides"], dtype, seed,
         job.device, None, train=job.train,
     )  # fmt: skip
     sets = _input_sets(job, case, seed + 1)
-    nbytes, flops = _work(ref, sets[0])
+    work, dram_bytes = _work(ref, sets[0])
     policy = job.state.policy
     sides = {"candidate": Side("candidate", cand, sets, flush, mode, policy)} if candidate else {}
     for name in _wanted(args):
         fn = _reference_fn(job, case, ref, name, seed)
         if fn is not None:
             sides[name] = Side(name, fn, sets, flush, mode, policy)
-    return sides, {"bytes": nbytes, "flops": flops}
+    return sides, work, dram_bytes
 
 
 def run(job, args: dict) -> dict:
@@ -537,11 +570,8 @@ def run(job, args: dict) -> dict:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=True)
-        floor_ms = 1e3 * max(
-            work["bytes"] / ceil["bandwidth_bytes_per_s"],
-            work["flops"] / ceil["matmul_flops_per_s"],
-        )
+        sides, work, dram_bytes = _case_sides(job, case, args, seed, flush, mode, candidate=True)
+        floor_ms = _floor_ms(work, dram_bytes, ceil)
         try:
             lock = (job.state.lock_fd, locks, job.state.lock_wait_s)
             timings, paired = time_sides(sides, seed, *lock, **_judged(args))
@@ -660,7 +690,7 @@ def baseline(job, args: dict) -> dict:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        sides, work = _case_sides(job, case, args, seed, flush, mode, candidate=False)
+        sides, work, dram_bytes = _case_sides(job, case, args, seed, flush, mode, candidate=False)
         timings, _ = time_sides(sides, seed, job.state.lock_fd, locks, job.state.lock_wait_s)
         if args.get("baseline") == C.BASELINE_BEST:
             judge_best(timings)
@@ -672,11 +702,7 @@ def baseline(job, args: dict) -> dict:
                 "dtype": case["dtype"],
                 "timings": timings,
                 **work,
-                "floor_ms": 1e3
-                * max(
-                    work["bytes"] / ceil["bandwidth_bytes_per_s"],
-                    work["flops"] / ceil["matmul_flops_per_s"],
-                ),
+                "floor_ms": _floor_ms(work, dram_bytes, ceil),
                 "wall_s": time.perf_counter() - start,
             }
         )
