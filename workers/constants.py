@@ -185,6 +185,7 @@ TARGET_TIMED_MS = 60.0
 ROTATING_INPUT_SETS = 3
 L2_FLUSH_BYTES = 256 << 20
 BOOTSTRAP_RESAMPLES = 1000
+COMPARE_CHUNK = 1 << 24  # elements the correctness gate compares at a time (float64)
 PHYSICAL_FLOOR_SLACK = 0.9  # a median under 0.9 x floor is a measurement fault
 REVIEW_SPEEDUP = 10.0
 DEFAULT_REGRESSION_TOLERANCE = 0.02
