@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))  # the compute core (workers), run from anywhere
 DEFAULT_KERNELBENCH = "/work/.mirror/ScalingIntelligence+KernelBench/repo"
 LEVEL_DIR = "KernelBench/level1"
 
@@ -346,28 +347,6 @@ def _print_row(i: int, total: int, row: dict) -> None:
     )
 
 
-# No-template reasons grouped for the summary: (pattern on the one-line reason, group label).
-_REASON_GROUPS = (
-    (r"convolution", "a convolution"),
-    (r"_pool\d?d|avg_pool|max_pool", "pooling"),
-    (r"bmm|batched matmul", "batched matmul (bmm)"),
-    (r"transposed left operand", "matmul with a transposed left operand"),
-    (r"templates only reduce over the last dimension", "a reduction over a non-last dimension"),
-    (r"neither matches the row shape", "a weight that does not broadcast along the last dim"),
-    (r"changes the row layout", "a view that changes the row layout"),
-    (r"could not be traced", "the reference could not be traced"),
-    (r"uses (\w+)\.\w+, which no template expresses", None),  # grouped by the op's name
-)
-
-
-def reason_group(summary: str) -> str:
-    for pattern, label in _REASON_GROUPS:
-        m = re.search(pattern, summary)
-        if m:
-            return label or f"an op no template expresses: {m.group(1)}"
-    return summary.removeprefix("no template fits: ")
-
-
 def _result_cell(row: dict) -> str:
     if row["result"] == "accepted":
         return f"**accepted** ({row['accepted']} of {row['evaluated']} correct)"
@@ -390,6 +369,8 @@ def _speedup_cell(row: dict) -> str:
 
 def render(doc: dict) -> str:
     """The summary and per-problem table (Markdown) of a finished or partial run."""
+    from workers.suite_run import reason_group  # the portal groups no-template reasons alike
+
     rows = doc["rows"]
     fams: dict[str, list[dict]] = {}
     groups: dict[str, list[str]] = {}

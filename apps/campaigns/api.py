@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from apps.accounts.permissions import ReadPortal, portal_permission
 from apps.campaigns import charts, selectors
 from apps.campaigns.models import Campaign, Comment, Node
+from apps.campaigns.selectors import suites as suite_selectors
 from apps.campaigns.serializers import (
     CampaignActionSerializer,
     CampaignChartsSerializer,
@@ -39,12 +40,16 @@ from apps.campaigns.serializers import (
     PortfolioRowSerializer,
     ProblemSerializer,
     ProblemUploadSerializer,
+    SuiteRunDetailSerializer,
+    SuiteRunImportSerializer,
+    SuiteRunSerializer,
     WorkloadPreviewResultSerializer,
     WorkloadPreviewSerializer,
 )
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
 from apps.campaigns.services import review as review_services
+from apps.campaigns.services import suites as suite_services
 from apps.campaigns.services.problems import (
     problem_reference_check,
     problem_upload,
@@ -499,3 +504,35 @@ class PortfolioApi(APIView):
     @extend_schema(responses=PortfolioRowSerializer(many=True))
     def get(self, request):
         return Response(PortfolioRowSerializer(selectors.portfolio(), many=True).data)
+
+
+class SuiteRunListApi(WriteNeeds, generics.ListAPIView):
+    """Imported benchmark-suite runs with their counts; POST imports one."""
+
+    serializer_class = SuiteRunSerializer
+
+    def get_queryset(self):
+        return suite_selectors.suite_run_list()
+
+    @extend_schema(request=SuiteRunImportSerializer, responses={201: SuiteRunDetailSerializer})
+    def post(self, request):
+        payload = SuiteRunImportSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        run = service_call(
+            suite_services.suite_run_import,
+            doc=payload.validated_data["document"],
+            name=payload.validated_data["name"],
+            imported_by=request.user,
+        )
+        run = suite_selectors.suite_run_list().prefetch_related("results").get(pk=run.pk)
+        return Response(SuiteRunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class SuiteRunDetailApi(generics.RetrieveAPIView):
+    """One suite run with every problem's result."""
+
+    permission_classes = [ReadPortal]
+    serializer_class = SuiteRunDetailSerializer
+
+    def get_queryset(self):
+        return suite_selectors.suite_run_list().prefetch_related("results")

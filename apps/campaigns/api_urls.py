@@ -34,6 +34,8 @@ urlpatterns = [
         name="node-review",
     ),
     path("inbox/", api.InboxApi.as_view(), name="inbox"),
+    path("suites/", api.SuiteRunListApi.as_view(), name="suites"),
+    path("suites/<int:pk>/", api.SuiteRunDetailApi.as_view(), name="suite"),
     path("portfolio/", api.PortfolioApi.as_view(), name="portfolio"),
     path("campaigns/<int:pk>/", api.CampaignDetailApi.as_view(), name="campaign"),
     path("campaigns/<int:pk>/actions/", api.CampaignActionApi.as_view(), name="campaign-action"),

@@ -727,3 +727,84 @@ def portfolio_figure(rows: list[dict]) -> dict | None:
             },
         ),
     }
+
+
+SUITE_COLOURS = {
+    "accepted": "#1a7f37",
+    "rejected": "#7f8c8d",
+    "error": "#c0392b",
+    "no_template": "#c9ced6",
+    "claimed": "#2357d9",
+}
+
+
+def suite_speedup_figure(results: list, baseline: str) -> dict | None:
+    """A cuda suite run: each accepted problem's best speedup over the baseline, with the line
+    at 1.0 (the baseline's own speed)."""
+    if not results:
+        return None
+    labels = [r.problem for r in results]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": "accepted kernel",
+                "x": labels,
+                "y": [r.best_speedup for r in results],
+                "marker": {"color": SUITE_COLOURS["accepted"]},
+                "hovertemplate": "%{x}: %{y:.3f}x<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            height=360,
+            showlegend=False,
+            xaxis={"type": "category", "tickangle": -45},
+            yaxis={"title": {"text": f"speedup over {baseline or 'the baseline'}"}},
+            shapes=[
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": 1.0,
+                    "y1": 1.0,
+                    "line": {"color": SUITE_COLOURS["error"], "dash": "dash", "width": 1.5},
+                }
+            ],
+        ),
+    }
+
+
+def suite_outcome_figure(families: list, no_template: int) -> dict | None:
+    """An interpret suite run: per family, the problems that ended accepted (correct on every
+    gate), all rejected or with an error; the problems no template claims in their own bar."""
+    if not families and not no_template:
+        return None
+    labels = [f.family for f in families] + (["no template"] if no_template else [])
+    pad = [0] if no_template else []
+    own = [0] * len(families) + ([no_template] if no_template else [])
+    traces = [
+        ("accepted", "accepted", [f.accepted for f in families] + pad),
+        ("rejected", "all rejected", [f.rejected for f in families] + pad),
+        ("error", "error", [f.errors for f in families] + pad),
+        ("no_template", "no template", own),
+    ]
+    largest = max([f.claimed for f in families] + [no_template])
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": name,
+                "x": labels,
+                "y": ys,
+                "marker": {"color": SUITE_COLOURS[key]},
+            }
+            for key, name, ys in traces
+            if any(ys)
+        ],
+        "layout": _layout(
+            height=320,
+            barmode="stack",
+            yaxis={"title": {"text": "problems"}, **count_axis(largest)},
+        ),
+    }

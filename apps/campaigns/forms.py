@@ -5,7 +5,7 @@ import json
 from django import forms
 
 from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
-from apps.campaigns.models import Problem, ReviewDecision
+from apps.campaigns.models import Problem, ReviewDecision, SuiteOutcome
 from kernelevolve_site.parsers import JSONBoundsError, JSONTooDeep, json_loads_bounded
 
 MAX_UPLOAD_BYTES = 1 << 20
@@ -272,3 +272,42 @@ class CandidateFilterForm(forms.Form):
     problem = forms.CharField(required=False)
     review = forms.ChoiceField(required=False, choices=REVIEW_FILTER_CHOICES)
     sort = forms.CharField(required=False)
+
+
+# A suite run keeps every candidate's timings: a 100-problem cuda run is some hundreds of KiB.
+MAX_SUITE_UPLOAD_BYTES = 8 << 20
+
+
+class SuiteRunImportForm(forms.Form):
+    """Import a run of ``scripts/bench_kernelbench.py``: its JSON file and a name."""
+
+    name = forms.CharField(max_length=200, help_text="How the run is listed, e.g. kb1-h100.")
+    file = forms.FileField(
+        label="Run file", help_text="The JSON that bench_kernelbench.py --out wrote."
+    )
+
+    def clean_file(self) -> dict:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_SUITE_UPLOAD_BYTES:
+            raise forms.ValidationError(f"at most {MAX_SUITE_UPLOAD_BYTES >> 20} MiB")
+        try:
+            return json_loads_bounded(upload.read().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError("not UTF-8 text") from exc
+        except JSONBoundsError as exc:
+            raise forms.ValidationError(f"not JSON: {exc}") from exc
+
+
+class SuiteResultFilterForm(forms.Form):
+    """The per-problem table's filters: a family (the run's own) and an outcome."""
+
+    family = forms.ChoiceField(required=False)
+    outcome = forms.ChoiceField(
+        required=False, choices=[("", "any outcome"), *SuiteOutcome.choices]
+    )
+
+    def __init__(self, *args, families: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["family"].choices = [("", "any family"), *((f, f) for f in families)]
+        self.fields["family"].widget.attrs["aria-label"] = "Family"
+        self.fields["outcome"].widget.attrs["aria-label"] = "Outcome"

@@ -333,3 +333,68 @@ class EvalQueueWatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue}: {', '.join(self.workers) or 'no worker'}"
+
+
+class SuiteOutcome(models.TextChoices):
+    """How a benchmark-suite problem ended (the bench script's ``result``)."""
+
+    ACCEPTED = "accepted", "accepted"
+    REJECTED = "rejected", "all rejected"
+    NO_TEMPLATE = "no_template", "no template"
+    ERROR = "error", "error"
+    CLAIMED = "claimed", "claimed, not run"
+
+
+class SuiteRun(models.Model):
+    """An imported run of a benchmark suite (KernelBench level 1 through the template
+    generator and a small campaign per problem, as ``scripts/bench_kernelbench.py`` writes it):
+    where and how it ran; one SuiteResult per problem."""
+
+    name = models.CharField(max_length=200, unique=True)
+    suite = models.CharField(max_length=100, default="KernelBench level 1")
+    platform = models.CharField(max_length=20)
+    baseline = models.CharField(max_length=20, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    command = models.TextField(blank=True)
+    kernelbench_commit = models.CharField(max_length=200, blank=True)
+    # The device and software the problems ran on (the first row's fingerprint).
+    fingerprint = models.JSONField(default=dict, blank=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SuiteResult(models.Model):
+    """One problem of a suite run: the family a template claimed it for (or why none did), how
+    its campaign ended, and on cuda the best speedup over the baseline."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="results")
+    number = models.PositiveIntegerField()
+    problem = models.CharField(max_length=200)
+    family = models.CharField(max_length=50, blank=True)
+    fits = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=20, choices=SuiteOutcome)
+    # One line: why no template fits, the first candidate's failure, or the crash or timeout.
+    reason = models.TextField(blank=True)
+    evaluated = models.PositiveIntegerField(default=0)
+    accepted = models.PositiveIntegerField(default=0)
+    best_speedup = models.FloatField(null=True, blank=True)
+    candidate_us = models.FloatField(null=True, blank=True)
+    compile_us = models.FloatField(null=True, blank=True)
+    wall_s = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number", "problem"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "problem"], name="suite_problem_once_per_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.problem}: {self.outcome}"

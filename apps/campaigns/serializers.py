@@ -13,6 +13,8 @@ from apps.campaigns.models import (
     NodeReview,
     Problem,
     ReviewDecision,
+    SuiteResult,
+    SuiteRun,
 )
 
 
@@ -366,3 +368,64 @@ class PortfolioRowSerializer(serializers.Serializer):
     device_hours = serializers.FloatField()
     device_seconds_per_improvement = serializers.FloatField(allow_null=True)
     funnel = serializers.DictField(child=serializers.IntegerField())
+
+
+class SuiteResultSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SuiteResult
+        fields = [
+            "number",
+            "problem",
+            "family",
+            "fits",
+            "outcome",
+            "reason",
+            "evaluated",
+            "accepted",
+            "best_speedup",
+            "candidate_us",
+            "compile_us",
+            "wall_s",
+        ]
+
+
+class SuiteRunSerializer(serializers.ModelSerializer):
+    """A suite run with its counts (from `suite_run_list`'s annotations)."""
+
+    imported_by = serializers.CharField(source="imported_by.username", default=None)
+    problems = serializers.IntegerField(read_only=True)
+    claimed = serializers.IntegerField(read_only=True)
+    accepted = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = SuiteRun
+        fields = [
+            "id",
+            "name",
+            "suite",
+            "platform",
+            "baseline",
+            "started_at",
+            "command",
+            "kernelbench_commit",
+            "fingerprint",
+            "imported_by",
+            "created_at",
+            "problems",
+            "claimed",
+            "accepted",
+        ]
+
+
+class SuiteRunDetailSerializer(SuiteRunSerializer):
+    results = SuiteResultSerializer(many=True, read_only=True)
+
+    class Meta(SuiteRunSerializer.Meta):
+        fields = [*SuiteRunSerializer.Meta.fields, "results"]
+
+
+class SuiteRunImportSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    document = serializers.JSONField(
+        help_text="The JSON that scripts/bench_kernelbench.py --out wrote: {meta, rows}."
+    )

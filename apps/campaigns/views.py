@@ -22,12 +22,16 @@ from apps.campaigns.forms import (
     CommentForm,
     ContinueForm,
     ReviewForm,
+    SuiteResultFilterForm,
+    SuiteRunImportForm,
 )
 from apps.campaigns.models import Campaign, Comment, Node, ReviewDecision
 from apps.campaigns.review import pygments_css
+from apps.campaigns.selectors import suites as suite_selectors
 from apps.campaigns.services import campaigns as campaign_services
 from apps.campaigns.services import comments as comment_services
 from apps.campaigns.services import review as review_services
+from apps.campaigns.services import suites as suite_services
 from apps.campaigns.services.previews import REFERENCE_TIMEOUT_S, campaign_preview
 from apps.campaigns.services.problems import workload_from_upload
 
@@ -677,3 +681,67 @@ class PortfolioView(PortalPermissionRequiredMixin, View):
         rows = selectors.portfolio()
         context = {"rows": rows, "figure": charts.portfolio_figure(rows)}
         return render(request, "campaigns/portfolio.html", context)
+
+
+def _suite_list(request, form=None, status=200):
+    context = {"runs": suite_selectors.suite_run_list(), "form": form or SuiteRunImportForm()}
+    return render(request, "campaigns/suite_list.html", context, status=status)
+
+
+class SuiteRunListView(PortalPermissionRequiredMixin, View):
+    """Imported benchmark-suite runs with their counts; the import form for authors."""
+
+    def get(self, request):
+        return _suite_list(request)
+
+
+class SuiteRunImportView(PortalPermissionRequiredMixin, View):
+    """Import a suite run from its JSON file; a refused file shows why and saves nothing."""
+
+    portal_permission = "author_campaign"
+
+    def post(self, request):
+        form = SuiteRunImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                run = suite_services.suite_run_import(
+                    doc=form.cleaned_data["file"],
+                    name=form.cleaned_data["name"],
+                    imported_by=request.user,
+                )
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error("file" if field == "document" else field, errors)
+            else:
+                messages.success(request, f"Imported {run.name}: {run.results.count()} problems.")
+                return redirect("campaigns:suite-detail", pk=run.pk)
+        return _suite_list(request, form, status=422)
+
+
+class SuiteRunDetailView(PortalPermissionRequiredMixin, View):
+    """One suite run: where it ran, the per-family summary and chart, and every problem's
+    result, filtered by family and outcome (htmx swaps the table; a plain GET works too)."""
+
+    def get(self, request, pk: int):
+        run = get_object_or_404(suite_selectors.suite_run_list(), pk=pk)
+        filters = SuiteResultFilterForm(
+            request.GET, families=suite_selectors.suite_run_families(run=run)
+        )
+        params = filters.cleaned_data if filters.is_valid() else {}
+        context = {
+            "run": run,
+            "filters": filters,
+            "results": suite_selectors.suite_results(
+                run=run, family=params.get("family"), outcome=params.get("outcome")
+            ),
+        }
+        if request.htmx:
+            return render(request, "campaigns/partials/suite_results.html", context)
+        summary = suite_selectors.suite_run_summary(run=run)
+        context["summary"] = summary
+        context["figure"] = (
+            charts.suite_speedup_figure(summary.speedups, run.baseline)
+            if summary.cuda
+            else charts.suite_outcome_figure(summary.families, summary.no_template)
+        )
+        return render(request, "campaigns/suite_detail.html", context)

@@ -11,7 +11,7 @@ def test_login_and_navigation_in_chromium(asgi_server, demo_users, page, artifac
     assert "/accounts/login/" in page.url
     login(page, asgi_server, "engineer", demo_users["engineer"])
     nav = page.locator("nav[aria-label=Main] a")
-    assert nav.all_inner_texts() == ["Campaigns", "Registry", "Knowledge", "Inbox"]
+    assert nav.all_inner_texts() == ["Campaigns", "Suites", "Registry", "Knowledge", "Inbox"]
     page.click("text=Knowledge")
     page.wait_for_url("**/knowledge/")
     assert page.locator("nav a[aria-current=page]").inner_text() == "Knowledge"
