@@ -367,6 +367,23 @@ def _speedup_cell(row: dict) -> str:
     return "-" if best is None else f"{best:.3f}x"
 
 
+def merge(docs: list[dict]) -> dict:
+    """One run from runs made in parts (device calls have a time limit): rows by problem, a
+    later part's row replacing an earlier one's; the first part's settings, every part's
+    command and start under ``parts``."""
+    rows: dict[str, dict] = {}
+    for doc in docs:
+        rows.update({row["problem"]: row for row in doc["rows"]})
+
+    def number(name: str) -> tuple[int, str]:
+        m = re.match(r"(\d+)", name)
+        return (int(m.group(1)) if m else 0, name)
+
+    parts = [{k: d["meta"].get(k) for k in ("argv", "started_at", "done", "of")} for d in docs]
+    meta = {**docs[0]["meta"], "done": len(rows), "of": len(rows), "parts": parts}
+    return {"meta": meta, "rows": [rows[k] for k in sorted(rows, key=number)]}
+
+
 def render(doc: dict) -> str:
     """The summary and per-problem table (Markdown) of a finished or partial run."""
     from workers.suite_run import reason_group  # the portal groups no-template reasons alike
@@ -473,6 +490,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated file names (e.g. 19_ReLU.py)")
     parser.add_argument("--limit", type=int, help="only the first N problems")
     parser.add_argument("--render", help="print a run's JSON as Markdown tables, run nothing")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RUN",
+        help="write one run to --out from runs made in parts (a later run's row replaces an "
+        "earlier one's for the same problem), run nothing",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--row-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -481,6 +505,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         parser.error("--out is required (or --render)")
+    if args.merge:
+        doc = merge([json.loads(Path(p).read_text()) for p in args.merge])
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        return 0
     if args.one:
         args.problem_name = Path(args.one).stem
         return _child(args)

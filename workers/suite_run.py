@@ -213,6 +213,13 @@ def parse_suite_run(doc: dict) -> SuiteRunDoc:
     argv = _get(meta, "argv", "meta.", (list,), "a list of strings") or []
     if not all(isinstance(a, str) for a in argv):
         raise ValueError("meta.argv: expected a list of strings")
+    parts = _dicts(meta, "parts", "meta.")  # a run merged from runs made in parts
+    commands = [] if parts else [shlex.join(argv)]
+    for i, part in enumerate(parts):
+        part_argv = _get(part, "argv", f"meta.parts[{i}].", (list,), "a list of strings") or []
+        if not all(isinstance(a, str) for a in part_argv):
+            raise ValueError(f"meta.parts[{i}].argv: expected a list of strings")
+        commands.append(shlex.join(part_argv))
     cuda = platform == "cuda"
     parsed, seen, fingerprint = [], {}, None
     for i, row in enumerate(rows):
@@ -230,7 +237,7 @@ def parse_suite_run(doc: dict) -> SuiteRunDoc:
         baseline=_get(meta, "baseline", "meta.", (str,), "a string"),
         started_at=_started_at(meta),
         argv=tuple(argv),
-        command=shlex.join(argv),
+        command="\n".join(commands),
         kernelbench_commit=_get(meta, "kernelbench_commit", "meta.", (str,), "a string") or "",
         candidates=_get(meta, "candidates", "meta.", (int,), "a whole number"),
         max_elements=_get(meta, "max_elements", "meta.", (int,), "a whole number"),

@@ -97,3 +97,23 @@ def test_the_scripts_summary_groups_reasons_with_the_portals_table():
     # The script's Markdown renders the same document, its groups from the same table.
     text = script.render(cuda_doc())
     assert "| elementwise | 2 | 1 | 1 | 0 |" in text and "| a convolution | 1 |" in text
+
+
+def test_a_run_made_in_parts_merges_into_one_with_every_parts_command():
+    """A device call has a time limit, so a suite runs in parts; the merged run keeps a later
+    part's row for a problem run again, and the portal shows every part's command."""
+    script = _script()
+    first, again = cuda_doc(), cuda_doc()
+    again["meta"]["argv"] = ["scripts/bench_kernelbench.py", "--only", "19_ReLU.py"]
+    again["rows"] = [dict(again["rows"][0], result="rejected", accepted=0, nodes=[])]
+    merged = script.merge([first, again])
+    run = parse_suite_run(merged)
+    assert len(run.rows) == len(first["rows"])
+    assert {r.number: r.outcome for r in run.rows}[19] == "rejected"
+    assert run.command.splitlines() == [
+        "scripts/bench_kernelbench.py --platform cuda --out /tmp/kb.json",
+        "scripts/bench_kernelbench.py --only 19_ReLU.py",
+    ]
+    bad = dict(merged, meta=dict(merged["meta"], parts=[{"argv": "x"}]))
+    with pytest.raises(ValueError, match=r"meta.parts\[0\].argv: expected a list of strings"):
+        parse_suite_run(bad)
