@@ -51,6 +51,7 @@ class ApiRootView(APIView):
             "me": "api:me",
             "problems": "api:problems",
             "campaigns": "api:campaigns",
+            "suites": "api:suites",
             "inbox": "api:inbox",
             "registry_artifacts": "api:registry-artifacts",
             "registry_regions": "api:registry-regions",

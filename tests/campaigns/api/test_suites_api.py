@@ -46,7 +46,9 @@ def test_list_has_counts_in_bounded_queries(users, django_assert_max_num_queries
 
 def test_detail_lists_every_problem(users):
     run = suite_run_import(doc=cuda_doc(), name="kb1-h100", imported_by=users["engineer"])
-    data = api(users["viewer"]).get(f"/api/suites/{run.pk}/").json()
+    client = api(users["viewer"])
+    assert client.get("/api/").json()["suites"].endswith("/api/suites/")  # found from the root
+    data = client.get(f"/api/suites/{run.pk}/").json()
     assert data["fingerprint"]["device"] == "NVIDIA H100 80GB HBM3"
     assert [r["problem"] for r in data["results"]][:2] == ["19_ReLU", "23_Softmax"]
     relu = data["results"][0]
