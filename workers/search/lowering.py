@@ -1078,16 +1078,20 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if t == aten.scalar_tensor.default:  # a number made a 0-d tensor (an eps)
             self.env[n] = self.const(a[0])
             return
-        if t in (aten.new_full.default, aten.full.default):  # lerp's weight as a tensor
+        if t in _FILLED:  # lerp's weight as a tensor; ones or zeros added to the rows
             size = tuple(a[1] if t == aten.new_full.default else a[0])
-            fill = a[2] if t == aten.new_full.default else a[1]
+            fill = _FILLED[t]
+            if fill is None:
+                fill = a[2] if t == aten.new_full.default else a[1]
             rows = tuple(self.row_shape or ())
             dtype = n.meta["val"].dtype
             fits = math.prod(size) == 1 or size == rows or _broadcasts(size, rows)
             if not fits or not dtype.is_floating_point:
+                mask = " (a mask made from sizes alone: pass it as an input or register it as a"
                 raise NoTemplate(
                     f"a tensor made in the forward ({t}, shape {list(size)}, {dtype}) that is "
                     f"not a number over the rows' shape {list(rows)}"
+                    + (f"{mask} buffer, which kernels read)" if not dtype.is_floating_point else "")
                 )
             self.env[n] = self.const(fill)
             return
@@ -1123,7 +1127,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             return
         if t in (aten.tril.default, aten.triu.default):
             if not self.matmul_epilogue:
-                raise NoTemplate(f"{t} outside a matmul's epilogue is not covered")
+                raise NoTemplate(
+                    f"{t} outside a matmul's epilogue and a move is not covered (a causal mask "
+                    "made in the forward: pass it as an input or register it as a buffer, "
+                    "which the row kernels read as a broadcast input)"
+                )
             diagonal = int(a[1] if len(a) > 1 else kw.get("diagonal", 0))
             self.env[n] = self.pw(t.__name__.split(".")[0], self.arg(a[0]), diagonal=diagonal)
             return
@@ -2018,6 +2026,13 @@ def _columns(p: int, q: int, off: int) -> str:
 
 
 _LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+# Tensors made in the forward from a size and one value (None: the value is an argument).
+_FILLED = {
+    aten.new_full.default: None,
+    aten.full.default: None,
+    aten.ones.default: 1.0,
+    aten.zeros.default: 0.0,
+}
 
 
 def refuse_convolutions(calls: list[torch.fx.Node]) -> None:

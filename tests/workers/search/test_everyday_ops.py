@@ -89,6 +89,21 @@ CASES = {
         _problem("F.cosine_similarity(x, y, dim=-1)", X2, ROWS),
         "reductions [sum, sum, sum]",
     ),
+    # tensors made in the forward from a size and one value (were "ones.default, which no
+    # template expresses")
+    "ones-made-in-forward": (
+        _problem("(x + torch.ones(x.shape[-1], device=x.device)).softmax(-1) * y", X2, ROWS),
+        "reductions [max, sum]",
+    ),
+    "zeros-and-full-made-in-forward": (
+        _problem(
+            "x * torch.full((x.shape[-1],), 0.5, device=x.device) "
+            "+ torch.zeros(x.shape, device=x.device) + y",
+            X2,
+            ROWS,
+        ),
+        "elementwise",
+    ),
 }
 
 
@@ -293,4 +308,16 @@ def test_sorting_and_data_shaped_outputs_are_refused_saying_why(forward, reason)
     """What truly is not a graph of pointwise ops, reductions and views (issue 11: "no template
     fits" said in one line, with the reason)."""
     with pytest.raises(NoTemplate, match=reason):
+        trace_problem(_problem(forward, X2, ROWS))
+
+
+def test_a_causal_mask_made_in_the_forward_is_refused_with_what_to_do_instead():
+    """A mask built from sizes alone (``triu(ones(T, T, dtype=bool), 1)``) is such a graph, but
+    the row kernels have no matrix-row index to compute it from (open, issue 11); the refusal
+    says how the same reference does fit (the mask as an input or a buffer, read broadcast)."""
+    forward = (
+        "x.masked_fill(torch.triu(torch.ones(x.shape[-1], x.shape[-1], dtype=torch.bool), 1)"
+        "[: x.shape[0]], float('-inf')).softmax(-1) + y"
+    )
+    with pytest.raises(NoTemplate, match="pass it as an input or register it as a buffer"):
         trace_problem(_problem(forward, X2, ROWS))
