@@ -661,11 +661,16 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             n.kind == "input" and (n.attrs.get("shift") or n.attrs.get("mirror"))
             for n in plan.nodes
         )
-        if any(n.op == "col" for n in self.nodes) and plan.reductions():
+        coords = any(n.op in ("col", "mrow") for n in self.nodes)
+        plain = not (self.full or self.merge_from is not None or self.red_set is not None)
+        if coords and plan.reductions() and not (plain and red == ndim - 1 and not self.reshaped):
             raise NoTemplate(
-                "a column index (an arange along the row, F.one_hot) in a reference with "
-                "reductions is not covered; templates read it between pointwise ops"
+                "an element's coordinates (an arange along the row, F.one_hot, tril/triu) in a "
+                "reduction over other than the last dimension (or over several, or the whole "
+                "tensor) are not covered"
             )
+        if any(n.op == "mrow" for n in self.nodes):
+            plan.extra["mrow"] = True  # the kernels take the rows' second-last size (R)
         if shifted and plan.reductions():
             raise NoTemplate(
                 "columns moved by a slice, a cat or a flip in a reference with reductions are "
@@ -674,7 +679,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if not plan.reductions() and (
             shifted
             or narrow
-            or any(n.op == "col" for n in self.nodes)
+            or coords
             or any(n.id in used for n in bcast)
             or any(i in used and pos != ndim - 1 for i, pos in self.vec_pos.items())
         ):
@@ -776,7 +781,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         ):
             plan.family = "elementwise"
             ops = sorted(
-                {n.op for n in plan.nodes if n.kind == "pw" and n.op not in ("col_lt", "col")}
+                {
+                    n.op
+                    for n in plan.nodes
+                    if n.kind == "pw" and n.op not in ("col_lt", "col", "mrow")
+                }
             )
             tiles = {n.attrs["ref"] for n in plan.inputs("tile")}
             plan.summary = f"elementwise over {len(tiles)} input(s): {', '.join(ops)}"
@@ -789,7 +798,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 )
             if any(n.attrs.get("mirror") for n in plan.nodes):
                 plan.summary += ", rows read from their far end (a flip)"
-            if any(n.op == "col" for n in plan.nodes):
+            if plan.extra.get("mrow"):
+                plan.summary += _BAND
+            elif any(n.op == "col" for n in plan.nodes):
                 plan.summary += ", each column's index (an arange along the row, a one-hot)"
             if self.outer:
                 plan.summary += f", rows {list(self.row_shape)} wider than every input"
@@ -819,6 +830,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 plan.summary += ", " + ", ".join(
                     f"{n.attrs['ref']} {_read_as(n)}" for n in plan.inputs("bcast")
                 )
+            if plan.extra.get("mrow"):
+                plan.summary += _BAND
         return plan
 
     def _vecs_as_bcast(self, used: set, below: int | None = None) -> None:
@@ -968,6 +981,18 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             if self.nodes[src].op == "col" and shape and math.prod(shape) == shape[-1]:
                 self.env[n] = src  # the column index viewed or cast: each column's own still
                 return
+            rows = tuple(self.row_shape or ())
+            if (
+                self.nodes[src].op == "col"
+                and len(shape) >= 2
+                and len(rows) >= 2
+                and shape[-1] == 1
+                and math.prod(shape) == shape[-2] == rows[-2]
+            ):
+                # ``arange(T)[:, None]``: along the rows' second-last dimension, each element's
+                # row within its matrix (a causal mask's ``i >= j``)
+                self.env[n] = self.new("pw", op="mrow", attrs={"whole": True})
+                return
             if cat == "tile" and (
                 self.merge_from is not None
                 and _flattened_from(shape, self.row_shape) == self.merge_from
@@ -1086,14 +1111,13 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             rows = tuple(self.row_shape or ())
             dtype = n.meta["val"].dtype
             fits = math.prod(size) == 1 or size == rows or _broadcasts(size, rows)
-            if not fits or not dtype.is_floating_point:
-                mask = " (a mask made from sizes alone: pass it as an input or register it as a"
+            if not fits or not (dtype.is_floating_point or dtype == torch.bool):
                 raise NoTemplate(
                     f"a tensor made in the forward ({t}, shape {list(size)}, {dtype}) that is "
                     f"not a number over the rows' shape {list(rows)}"
-                    + (f"{mask} buffer, which kernels read)" if not dtype.is_floating_point else "")
                 )
-            self.env[n] = self.const(fill)
+            # A boolean one (a mask's start: ``ones(T, T, dtype=bool)``) is 1 or 0.
+            self.env[n] = self.const(float(bool(fill)) if dtype == torch.bool else fill)
             return
         if t == aten.empty_like.default:  # memory nothing reads until a fill writes it
             self.env[n] = f"uninitialized memory ({n.name}) read before anything writes it"
@@ -1127,11 +1151,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             return
         if t in (aten.tril.default, aten.triu.default):
             if not self.matmul_epilogue:
-                raise NoTemplate(
-                    f"{t} outside a matmul's epilogue and a move is not covered (a causal mask "
-                    "made in the forward: pass it as an input or register it as a buffer, "
-                    "which the row kernels read as a broadcast input)"
-                )
+                self.env[n] = self._band(n)
+                return
             diagonal = int(a[1] if len(a) > 1 else kw.get("diagonal", 0))
             self.env[n] = self.pw(t.__name__.split(".")[0], self.arg(a[0]), diagonal=diagonal)
             return
@@ -1410,6 +1431,32 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         m = self.pw("where", finite, m, self.const(0.0))
         s = self.reduce("sum", self.pw("exp", self.pw("sub", x, m)))
         return self.pw("add", self.pw("log", s), m)
+
+    def _band(self, n: torch.fx.Node) -> int:
+        """``tril`` / ``triu`` of a value over the rows' last two dimensions (a causal mask made
+        from sizes alone, ``triu(ones(T, T, dtype=bool), 1)``, or a value masked by it): the
+        element's column (``col``) less its row within the matrix (``mrow``: the flat row
+        number modulo the rows' second-last size), against the diagonal. The value must have
+        the rows' last two sizes itself, so that its (i, j) are the rows'."""
+        t, a = n.target, n.args
+        diagonal = int(a[1] if len(a) > 1 else n.kwargs.get("diagonal", 0))
+        shape, rows = tuple(a[0].meta["val"].shape), tuple(self.row_shape or ())
+        if len(shape) < 2 or len(rows) < 2 or shape[-2:] != rows[-2:]:
+            raise NoTemplate(
+                f"{t} of a value of shape {list(shape)} whose last two dimensions are not the "
+                f"rows' {list(rows[-2:])} (outside a matmul's epilogue and a move)"
+            )
+        x = self.arg(a[0])
+        col = self.new("pw", op="col", attrs={"whole": True})
+        mrow = self.new("pw", op="mrow", attrs={"whole": True})
+        keep = self.pw(
+            "ge" if t == aten.triu.default else "le",
+            self.pw("sub", col, mrow),
+            self.const(float(diagonal)),
+        )
+        if n.meta["val"].dtype == torch.bool and self.nodes[x].kind == "const":
+            return keep if self.nodes[x].value else self.const(0.0)  # the mask itself
+        return self.pw("where", keep, x, self.const(0.0))
 
     def _condition(self, a) -> int:
         """A ``where`` / ``masked_fill`` condition: a boolean input is read as 0/1, so it
@@ -1981,6 +2028,8 @@ def _cat_of(nodes: list[IRNode], i: int) -> str:
         return "rowscalar"
     if n.op in ("col_lt", "col"):
         return "tile"
+    if n.op == "mrow":  # the row's index within its matrix: one per row
+        return "rowscalar"
     cats = {_cat_of(nodes, a) for a in n.args}
     if "tile" in cats:
         return "tile"
@@ -2004,6 +2053,8 @@ def _categorise(plan: Plan) -> None:
             n.cat = "tile"
         elif n.op in ("col_lt", "col"):  # a column's index (against a boundary): varies along it
             n.cat = "tile"
+        elif n.op == "mrow":  # the row's index within its matrix: one per row
+            n.cat = "rowscalar"
         else:
             cats = {plan.nodes[a].cat for a in n.args}
             n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"
@@ -2026,6 +2077,7 @@ def _columns(p: int, q: int, off: int) -> str:
 
 
 _LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+_BAND = ", a band of each matrix (tril/triu) from the elements' coordinates"
 # Tensors made in the forward from a size and one value (None: the value is an argument).
 _FILLED = {
     aten.new_full.default: None,

@@ -459,6 +459,9 @@ def _cast_dtype(gm) -> str | None:
     return str(dtypes.pop())
 
 
+_BANDS = ("aten.tril.default", "aten.triu.default")
+
+
 def _lower_graph(gm, refs: list[str]) -> Plan:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     refuse_convolutions(calls)  # before any family's own reasons (a network's pooling)
@@ -466,6 +469,13 @@ def _lower_graph(gm, refs: list[str]) -> Plan:
         return lower_attention(gm, refs)
     if is_pool(calls):
         return lower_pool(gm, refs)
+    if only_moves(calls) and any(str(n.target) in _BANDS for n in calls):
+        # A tril / triu and moves alone: the move kernel never reads what the diagonal cuts
+        # off (the row lowering computes it from coordinates, reading every element).
+        try:
+            return lower_move(gm, refs)
+        except NoTemplate:
+            pass
     try:
         return _Lowerer(gm, refs).lower()
     except NoTemplate as exc:

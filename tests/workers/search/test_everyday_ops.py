@@ -309,15 +309,3 @@ def test_sorting_and_data_shaped_outputs_are_refused_saying_why(forward, reason)
     fits" said in one line, with the reason)."""
     with pytest.raises(NoTemplate, match=reason):
         trace_problem(_problem(forward, X2, ROWS))
-
-
-def test_a_causal_mask_made_in_the_forward_is_refused_with_what_to_do_instead():
-    """A mask built from sizes alone (``triu(ones(T, T, dtype=bool), 1)``) is such a graph, but
-    the row kernels have no matrix-row index to compute it from (open, issue 11); the refusal
-    says how the same reference does fit (the mask as an input or a buffer, read broadcast)."""
-    forward = (
-        "x.masked_fill(torch.triu(torch.ones(x.shape[-1], x.shape[-1], dtype=torch.bool), 1)"
-        "[: x.shape[0]], float('-inf')).softmax(-1) + y"
-    )
-    with pytest.raises(NoTemplate, match="pass it as an input or register it as a buffer"):
-        trace_problem(_problem(forward, X2, ROWS))

@@ -142,8 +142,6 @@ CHAINED = {
     "softmax-of-a-reflect-pad": problem(
         "torch.softmax(F.pad(x, (1, 1, 1, 1), mode='reflect'), dim=-1)"
     ),
-    "scaled-triu": problem("torch.triu(x, 1) * 2.0"),
-    "tril-plus-input": problem("torch.tril(x) + y", f"{X4}, {X4}", "x, y"),
 }
 
 
@@ -152,6 +150,24 @@ def test_moves_with_more_around_them_are_chains(tmp_path):
     for name in ("relu-of-a-cat", "sum-of-a-cat"):
         plan = trace_problem(CHAINED[name])
         assert [s.family for s in plan.stages][0] == "move", (name, plan.summary)
+
+
+def test_a_triangle_with_pointwise_ops_around_it_is_one_kernel(tmp_path):
+    """``triu(x, 1) * 2`` and ``tril(x) + y`` were chains of two kernels (the move, then the
+    pointwise op); the triangle is now computed from each element's coordinates in the
+    elementwise kernel (test_causal_masks.py). A triangle alone stays a move (it never reads
+    what the diagonal cuts off)."""
+    problems = {
+        "scaled-triu": problem("torch.triu(x, 1) * 2.0"),
+        "tril-plus-input": problem("torch.tril(x) + y", f"{X4}, {X4}", "x, y"),
+    }
+    results = check_rendered(problems, [{}, {"block": 64}], dict.fromkeys(problems, [{}, OTHER]),
+                             str(tmp_path))  # fmt: skip
+    for name, got in results.items():
+        assert got["family"] == "elementwise" and "kernels:" not in got["summary"], got
+        for err in got["errs"]:
+            assert not isinstance(err, str) and err == 0.0, (name, got["errs"])
+    assert trace_problem(problem("torch.triu(x, 1)")).family == "move"
 
 
 @pytest.mark.parametrize(

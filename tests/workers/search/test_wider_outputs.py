@@ -107,8 +107,9 @@ def test_one_hot_and_its_float_uses_are_right_in_value_and_dtype(tmp_path):
             "an arange along the row whose length moves with the input sizes",
         ),
     ],
-    # (a pad in a softmax, a one-hot in a reduction, an arange other than the row: chains of
-    # kernels now, test_refused_graphs_that_chain_compute_the_reference below; a reflect or
+    # (a pad in a softmax, an arange other than the row: chains of kernels now,
+    # test_refused_graphs_that_chain_compute_the_reference below; a one-hot in a reduction:
+    # one row kernel, the test after it; a reflect or
     # replicate pad, a pad of rows and a repeat of rows: move kernels, the test after it)
     ids=[
         "pad-beside-a-reduction",
@@ -124,21 +125,31 @@ def test_what_stays_out_is_refused_in_one_line(forward, inputs, says):
 
 
 def test_refused_graphs_that_chain_compute_the_reference(tmp_path):
-    """A pad inside a softmax, a one-hot inside a reduction and an arange narrower than the
-    row were refused in words; each is now a chain of kernels (the padded or indexed values
+    """A pad inside a softmax and an arange narrower than the row were refused in words; each
+    is now a chain of kernels (the padded or indexed values
     written out, the rest reading them) that matches the reference at two sizes."""
     chained = {
         "pad-in-a-softmax": problem("torch.softmax(F.pad(x, (1, 1)), -1)"),
-        "one-hot-in-a-reduction": problem(
-            "-(F.one_hot(t, 16) * F.log_softmax(x, -1)).sum(-1)",
-            TARGETS + ", torch.randn(rows, 16)",
-            "t, x",
-        ),
         "arange-other-than-the-row": problem("x[..., :8] + torch.arange(8)"),
     }
     sizes = {name: [{}, {"rows": 9}] for name in chained}
     sizes["pad-in-a-softmax"] = [{}, {"rows": 5, "width": 33}]
     check_chained(chained, str(tmp_path), sizes)
+
+
+def test_a_one_hot_inside_a_reduction_is_one_row_kernel(tmp_path):
+    """Each column's index now reaches the row kernels (session 40, for tril/triu), so a
+    one-hot inside a row reduction is one kernel, not a chain that writes the one-hot out."""
+    source = problem(
+        "-(F.one_hot(t, 16) * F.log_softmax(x, -1)).sum(-1)",
+        TARGETS + ", torch.randn(rows, 16)",
+        "t, x",
+    )
+    variants = [{}, {"strategy": "looped", "block_n": 4}]
+    got = check_rendered({"nll": source}, variants, {"nll": [{}, {"rows": 9}]}, str(tmp_path))
+    assert got["nll"]["family"] == "row", got
+    for err in got["nll"]["errs"]:
+        assert not isinstance(err, str) and err < 1e-6, got["nll"]["errs"]
 
 
 # Refused in words before the move family (``workers.search.lowering_move``): each is a kernel

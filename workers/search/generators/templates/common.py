@@ -111,8 +111,12 @@ class _Emitter:
         load_bcast: str = "",
         shifted=None,
         load_row: str = "",
+        positions: dict[str, str] | None = None,
     ) -> None:
         self.plan = plan
+        # An element's coordinates as this kernel names them: ``col`` (its column) and ``mrow``
+        # (its row within the rows' matrices, a tril/triu's i), where the kernel has them.
+        self.positions = positions or {}
         self.load_tile = load_tile  # e.g. "tl.load({ptr} + roff + cols, mask=mask, other=0.0)"
         self.load_vec = load_vec
         self.load_bcast = load_bcast  # {ptr} and {k}, the input's index (its offsets: boff{k})
@@ -169,6 +173,10 @@ class _Emitter:
                 return f"v{node.id} = {load}{cast}"
             tmpl = self.load_vec if role == "vec" else self.load_tile
             return f"v{node.id} = {tmpl.format(ptr=self.ptr[node.id])}{cast}"
+        if node.kind == "pw" and node.op in self.positions:
+            return f"v{node.id} = {self.positions[node.op]}"
+        if node.kind == "pw" and node.op == "mrow":
+            raise NoTemplate("this kernel does not read the rows' matrix index (a tril/triu)")
         if node.kind == "pw" and node.op == "col_lt":
             if self.shifted is None:
                 raise NoTemplate("this kernel does not read columns moved by a slice")

@@ -78,6 +78,7 @@ def _bcast_kernel(plan: Plan) -> str:
         "",
         "tl.load({ptr} + boff{k}, mask=bmask{k}, other=0.0)",
         shifted=shifted,
+        positions={"col": "cols[None, :]", "mrow": "(rows % R)[:, None]"},
     )
     body = [
         "pid = tl.program_id(0)",
@@ -133,7 +134,13 @@ def _bcast_kernel(plan: Plan) -> str:
     else:
         body.append("for start in range(0, N, BLOCK):")
     body += ["    " + line for line in inner]
-    return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *_bcast_args(plan)])
+    return _kernel("_ke_broadcast", plan, ["ROWS", "BLOCK"], body, ["M", "N", *_sizes(plan)])
+
+
+def _sizes(plan: Plan) -> list[str]:
+    """The broadcast kernel's size arguments after M and N: the rows' second-last size (``R``,
+    a tril/triu's) and the broadcast inputs' sizes and strides."""
+    return (["R"] if plan.extra.get("mrow") else []) + _bcast_args(plan)
 
 
 def _out_shape(narrow: tuple[int, int, int] | None) -> str:
@@ -201,12 +208,13 @@ def _source_bcast(plan: Plan, p: dict) -> str:
         + outs
         + "        N = shape[-1] if len(shape) else 1\n"
         + "        M = math.prod(shape[:-1])\n"
+        + ("        R = shape[-2]\n" if plan.extra.get("mrow") else "")
         + f"        if M == 0:\n            return {ret}\n"
         + f"        block = min({p['block']}, triton.next_power_of_2(N))\n"
         + f"        rows = max(1, min(64, {p['block'] * p['tiles']} // block))\n"
         + f"        warps = max(1, min(16, rows * block // (32 * {p['vec']})))\n"
         + "        grid = (triton.cdiv(M, rows),)\n"
-        + f"        _ke_broadcast[grid]({', '.join(args + ['M', 'N', *_bcast_args(plan)])}, "
+        + f"        _ke_broadcast[grid]({', '.join(args + ['M', 'N', *_sizes(plan)])}, "
         + "ROWS=rows, BLOCK=block, num_warps=warps)\n"
         + f"        return {ret}\n"
     )

@@ -137,7 +137,12 @@ def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
             ["M", "N", "K"],
         )
     vl = ["VL"] if plan.extra.get("vec_mod") else []
-    return "roff = rows.to(tl.int64) * N", "cols", ["M", "N", *vl, *_bcast_args(plan)]
+    r = ["R"] if plan.extra.get("mrow") else []  # the rows' second-last size (a tril/triu's)
+    return "roff = rows.to(tl.int64) * N", "cols", ["M", "N", *vl, *r, *_bcast_args(plan)]
+
+
+# An element's coordinates in the row kernels (rows [ROWS, 1], cols [1, BLOCK_N]).
+_POSITIONS = {"col": "cols", "mrow": "rows % R"}
 
 
 def _bcast_load(plan: Plan, cols: str = "cols", mask: str = "mask") -> str:
@@ -179,6 +184,7 @@ def _row_one_pass(plan: Plan) -> str:
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
         load_row=_ROW_LOAD,
+        positions=_POSITIONS,
     )
     lines = [
         *_row_index(plan, roff),
@@ -229,7 +235,7 @@ def _row_split(plan: Plan) -> str:
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
     ]
-    em = _Emitter(plan, *loads, load_row=_ROW_LOAD)
+    em = _Emitter(plan, *loads, load_row=_ROW_LOAD, positions=_POSITIONS)
     eb = _ChunkEmitter(
         plan,
         "tl.load({ptr} + roff + "
@@ -237,6 +243,7 @@ def _row_split(plan: Plan) -> str:
         + ", mask=maskb, other=0.0, eviction_policy=EV_T)",
         _vec_load(plan, "colsb", "cmaskb"),
         _bcast_load(plan, "colsb", "maskb"),
+        positions={**_POSITIONS, "col": "colsb"},
     )
     lines = [
         *_row_index(plan, roff),
@@ -340,6 +347,7 @@ def _passes_emitter(plan: Plan, coff: str) -> _Emitter:
         _vec_load(plan, "cols", "cmask"),
         _bcast_load(plan),
         load_row=_ROW_LOAD,
+        positions=_POSITIONS,
     )
 
 
@@ -832,6 +840,8 @@ def _source_row(plan: Plan, p: dict) -> str:
     inner = f"        K = math.prod({ref0}.shape[{d + span}:])\n" if d != -1 else ""
     if plan.extra.get("vec_mod"):
         inner += f"        VL = {ref0}.shape[-1]\n"
+    if plan.extra.get("mrow"):
+        inner += f"        R = {ref0}.shape[-2]\n"
     # The row: the reduced dimension, or every element (a reduction over the whole tensor).
     row_len = f"{ref0}.numel()" if full else f"{ref0}.shape[{d}]"
     if span > 1:
