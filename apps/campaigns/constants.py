@@ -122,3 +122,13 @@ class Backend(models.TextChoices):
     TRITON = "triton", "Triton"
     CUTE = "cute", "CuTe DSL"
     MIXED = "cute+triton", "CuTe DSL + Triton"
+
+
+class SuiteOutcome(models.TextChoices):
+    """How a benchmark-suite problem ended (the bench script's ``result``)."""
+
+    ACCEPTED = "accepted", "accepted"
+    REJECTED = "rejected", "all rejected"
+    NO_TEMPLATE = "no_template", "no template"
+    ERROR = "error", "error"
+    CLAIMED = "claimed", "claimed, not run"

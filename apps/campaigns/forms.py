@@ -4,8 +4,15 @@ import json
 
 from django import forms
 
-from apps.campaigns.constants import Baseline, CampaignStatus, Outcome, Platform, Policy
-from apps.campaigns.models import Problem, ReviewDecision, SuiteOutcome
+from apps.campaigns.constants import (
+    Baseline,
+    CampaignStatus,
+    Outcome,
+    Platform,
+    Policy,
+    SuiteOutcome,
+)
+from apps.campaigns.models import Problem, ReviewDecision
 from kernelevolve_site.parsers import JSONBoundsError, JSONTooDeep, json_loads_bounded
 
 MAX_UPLOAD_BYTES = 1 << 20

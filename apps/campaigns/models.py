@@ -13,6 +13,7 @@ from apps.campaigns.constants import (
     Platform,
     Policy,
     ProblemOrigin,
+    SuiteOutcome,
 )
 
 
@@ -333,16 +334,6 @@ class EvalQueueWatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue}: {', '.join(self.workers) or 'no worker'}"
-
-
-class SuiteOutcome(models.TextChoices):
-    """How a benchmark-suite problem ended (the bench script's ``result``)."""
-
-    ACCEPTED = "accepted", "accepted"
-    REJECTED = "rejected", "all rejected"
-    NO_TEMPLATE = "no_template", "no template"
-    ERROR = "error", "error"
-    CLAIMED = "claimed", "claimed, not run"
 
 
 class SuiteRun(models.Model):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
-from apps.campaigns.models import SuiteOutcome, SuiteResult, SuiteRun
+from apps.campaigns.constants import SuiteOutcome
+from apps.campaigns.models import SuiteResult, SuiteRun
 from workers.suite_run import reason_group
 
 

@@ -1,5 +1,7 @@
 """Writes for benchmark-suite runs: import a run the bench script wrote (all of it, or none)."""
 
+from dataclasses import asdict
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -32,21 +34,8 @@ def suite_run_import(*, doc: dict, name: str, imported_by) -> SuiteRun:
             imported_by=imported_by,
         )
         SuiteResult.objects.bulk_create(
-            SuiteResult(
-                run=run,
-                number=row.number,
-                problem=row.problem,
-                family=row.family or "",
-                fits=row.fits,
-                outcome=row.outcome,
-                reason=row.reason,
-                evaluated=row.evaluated,
-                accepted=row.accepted,
-                best_speedup=row.best_speedup,
-                candidate_us=row.candidate_us,
-                compile_us=row.compile_us,
-                wall_s=row.wall_s,
-            )
+            # SuiteRow's fields are the model's; a family is "" where no template fits
+            SuiteResult(run=run, **{**asdict(row), "family": row.family or ""})
             for row in parsed.rows
         )
     return run
