@@ -51,7 +51,13 @@ def problem_files(args) -> list[str]:
         names = _git(args.kernelbench, "ls-tree", "--name-only", args.rev, f"{LEVEL_DIR}/").split()
         names = [Path(n).name for n in names if n.endswith(".py")]
     names = [n for n in names if re.match(r"\d+_", n)]
-    return sorted(names, key=lambda n: (int(re.match(r"(\d+)", n).group(1)), n))
+    return sorted(names, key=_number_order)
+
+
+def _number_order(name: str) -> tuple[int, str]:
+    """A problem file's place in problem-number order (``2_...`` before ``10_...``)."""
+    m = re.match(r"(\d+)", name)
+    return (int(m.group(1)) if m else 0, name)
 
 
 def problem_source(args, name: str) -> str:
@@ -375,13 +381,9 @@ def merge(docs: list[dict]) -> dict:
     for doc in docs:
         rows.update({row["problem"]: row for row in doc["rows"]})
 
-    def number(name: str) -> tuple[int, str]:
-        m = re.match(r"(\d+)", name)
-        return (int(m.group(1)) if m else 0, name)
-
     parts = [{k: d["meta"].get(k) for k in ("argv", "started_at", "done", "of")} for d in docs]
     meta = {**docs[0]["meta"], "done": len(rows), "of": len(rows), "parts": parts}
-    return {"meta": meta, "rows": [rows[k] for k in sorted(rows, key=number)]}
+    return {"meta": meta, "rows": [rows[k] for k in sorted(rows, key=_number_order)]}
 
 
 def render(doc: dict) -> str:

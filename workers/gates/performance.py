@@ -100,8 +100,7 @@ def ceilings(state) -> dict:
     device like the timed rounds: measured beside another process's rounds, the copy would read
     under the chip's rate and the floor would rise over kernels that are timed alone."""
     if state.ceilings is None:
-        lock = getattr(state, "lock_fd", None), getattr(state, "lock_wait_s", 30.0)
-        with device_lock.held(*lock):
+        with device_lock.held(state.lock_fd, state.lock_wait_s):
             state.ceilings = _measure_ceilings()
             torch.cuda.empty_cache()  # the 1 GiB buffers and the matrices, freed on return
     return state.ceilings

@@ -291,6 +291,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
     def pw(self, op: str, *args: int, **attrs) -> int:
         return self.new("pw", op=op, args=tuple(args), attrs=attrs)
 
+    def coordinate(self, op: str) -> int:
+        """An element's column (``col``) or row within its matrix (``mrow``): whole numbers,
+        compared exactly."""
+        return self.new("pw", op=op, attrs={"whole": True})
+
     def reduce(self, op: str, x: int) -> int:
         return self.new("reduce", op=op, args=(x,))
 
@@ -662,8 +667,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             for n in plan.nodes
         )
         coords = any(n.op in ("col", "mrow") for n in self.nodes)
-        plain = not (self.full or self.merge_from is not None or self.red_set is not None)
-        if coords and plan.reductions() and not (plain and red == ndim - 1 and not self.reshaped):
+        # Rows along the last dimension of the inputs as they are (not flattened, gathered or
+        # reshaped): what the row kernels' per-row reads and coordinates assume.
+        flat = self.full or self.merge_from is not None or self.red_set is not None
+        plain_rows = not flat and red == ndim - 1 and not self.reshaped
+        if coords and plan.reductions() and not plain_rows:
             raise NoTemplate(
                 "an element's coordinates (an arange along the row, F.one_hot, tril/triu) in a "
                 "reduction over other than the last dimension (or over several, or the whole "
@@ -711,8 +719,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 "gathered rows (an embedding) in a reduction over other than the last dimension "
                 "are not covered"
             )
-        plain_rows = not (self.full or self.merge_from is not None or self.red_set is not None)
-        if plan.reductions() and plain_rows and red == ndim - 1 and not self.reshaped:
+        if plan.reductions() and plain_rows:
             # A weight along another dimension than the rows' (one per row, one per batch):
             # read per row as an input that broadcasts, like a mask shared by every head.
             self._vecs_as_bcast(used, below=ndim - 1)
@@ -991,7 +998,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             ):
                 # ``arange(T)[:, None]``: along the rows' second-last dimension, each element's
                 # row within its matrix (a causal mask's ``i >= j``)
-                self.env[n] = self.new("pw", op="mrow", attrs={"whole": True})
+                self.env[n] = self.coordinate("mrow")
                 return
             if cat == "tile" and (
                 self.merge_from is not None
@@ -1447,11 +1454,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 f"rows' {list(rows[-2:])} (outside a matmul's epilogue and a move)"
             )
         x = self.arg(a[0])
-        col = self.new("pw", op="col", attrs={"whole": True})
-        mrow = self.new("pw", op="mrow", attrs={"whole": True})
         keep = self.pw(
             "ge" if t == aten.triu.default else "le",
-            self.pw("sub", col, mrow),
+            self.pw("sub", self.coordinate("col"), self.coordinate("mrow")),
             self.const(float(diagonal)),
         )
         if n.meta["val"].dtype == torch.bool and self.nodes[x].kind == "const":

@@ -44,6 +44,9 @@ _REPLICATE = {
     aten.replication_pad2d.default,
     aten.replication_pad3d.default,
 }
+# A triangle of the last two dimensions (a move alone; beside other ops, the row lowering
+# computes it from coordinates).
+BANDS = {aten.tril.default, aten.triu.default}
 MOVES = {
     aten.cat.default,
     aten.stack.default,
@@ -52,8 +55,7 @@ MOVES = {
     aten.repeat.default,
     aten.flip.default,
     aten.roll.default,
-    aten.tril.default,
-    aten.triu.default,
+    *BANDS,
     *_SPLITS,
     *_REFLECT,
     *_REPLICATE,
@@ -374,7 +376,7 @@ def _spec(op: torch.fx.Node, piece: int | None, vals: list, out_val) -> dict:
         return {"kind": "flip", "dims": sorted({_norm(int(d), x.dim()) for d in a[1]})}
     if t == aten.roll.default:
         return _roll(a, x)
-    if t in (aten.tril.default, aten.triu.default):
+    if t in BANDS:
         kind = "tril" if t == aten.tril.default else "triu"
         if x.dim() < 2:
             raise NoTemplate(f"{kind} of a tensor of {x.dim()} dimension(s)")

@@ -287,7 +287,7 @@ class SlicesMixin:
                 f"an arange of {length} values against rows of {width} columns; templates read "
                 "an arange only as the rows' column index"
             )
-        return self.new("pw", op="col", attrs={"whole": True})
+        return self.coordinate("col")
 
     def _exclusive_scan(self, nodes: list, values: list) -> int:
         """``cat([zeros(..., 1), cumsum(x[..., :-1])], -1)``: the exclusive cumulative sum of

@@ -30,7 +30,7 @@ from workers.search.lowering import (
     refuse_convolutions,
 )
 from workers.search.lowering_attention import is_attention, lower_attention
-from workers.search.lowering_move import fit_ints, is_move, lower_move, only_moves
+from workers.search.lowering_move import BANDS, fit_ints, is_move, lower_move, only_moves
 from workers.search.lowering_pool import is_pool, lower_pool
 from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
 from workers.search.lowering_state import attach as attach_state
@@ -459,9 +459,6 @@ def _cast_dtype(gm) -> str | None:
     return str(dtypes.pop())
 
 
-_BANDS = ("aten.tril.default", "aten.triu.default")
-
-
 def _lower_graph(gm, refs: list[str]) -> Plan:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     refuse_convolutions(calls)  # before any family's own reasons (a network's pooling)
@@ -469,7 +466,7 @@ def _lower_graph(gm, refs: list[str]) -> Plan:
         return lower_attention(gm, refs)
     if is_pool(calls):
         return lower_pool(gm, refs)
-    if only_moves(calls) and any(str(n.target) in _BANDS for n in calls):
+    if only_moves(calls) and any(n.target in BANDS for n in calls):
         # A tril / triu and moves alone: the move kernel never reads what the diagonal cuts
         # off (the row lowering computes it from coordinates, reading every element).
         try:

@@ -32,6 +32,7 @@ import tempfile
 import time
 import types
 
+from workers import constants as C
 from workers import device_lock
 from workers.search.generators.templates import cute_row
 
@@ -135,7 +136,9 @@ class _Bench:
         self.peer = None
         if args.incumbent:
             self.peer = P.load_module(open(args.incumbent).read(), "tune_peer", self.folder)
-        self.state = types.SimpleNamespace(ceilings=None)
+        self.state = types.SimpleNamespace(
+            ceilings=None, lock_fd=device_lock.inherited(), lock_wait_s=C.DEVICE_LOCK_WAIT_S
+        )
         self.job = types.SimpleNamespace(
             problem=self.problem, device="cuda", state=self.state, problem_hash="t"
         )
