@@ -162,10 +162,79 @@ def _is_piece(node) -> bool:
 
 def _read_through(node: torch.fx.Node) -> bool:
     """Whether the wrapper takes ``node`` as a torch view of its operand (a copy of a view too:
-    the kernel reads it through its strides)."""
+    the kernel reads it through its strides; a reshape that splits or merges dimensions)."""
     return (
-        node.target in _VIEWS or node.target in _SIZED or node.target in _COPIES or _is_piece(node)
+        node.target in _VIEWS
+        or node.target in _SIZED
+        or node.target in _COPIES
+        or node.target in _RESHAPES
+        or _is_piece(node)
     )
+
+
+def _regroup(before: tuple, after: tuple) -> list[tuple[list[int], list[int]]] | None:
+    """How a reshape from ``before`` to ``after`` groups dimensions: pairs (dimensions of
+    ``before``, dimensions of ``after``) of equal sizes, each one dimension split into several,
+    several merged into one, or one kept; None where a group does both (``(6, 4) -> (4, 6)``)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(before) or j < len(after):
+        if i == len(before) or j == len(after):  # trailing dimensions of 1
+            rest_b, rest_a = list(range(i, len(before))), list(range(j, len(after)))
+            if any(before[d] != 1 for d in rest_b) or any(after[d] != 1 for d in rest_a):
+                return None
+            if not groups:
+                return None if rest_b and rest_a else [(rest_b, rest_a)]
+            groups[-1][0].extend(rest_b)
+            groups[-1][1].extend(rest_a)
+            break
+        bd, ad = [i], [j]
+        pb, pa = before[i], after[j]
+        i, j = i + 1, j + 1
+        while pb != pa:
+            if pb < pa and i < len(before):
+                bd.append(i)
+                pb *= before[i]
+                i += 1
+            elif pa < pb and j < len(after):
+                ad.append(j)
+                pa *= after[j]
+                j += 1
+            else:
+                return None
+        if len(bd) > 1 and len(ad) > 1:
+            return None
+        groups.append((bd, ad))
+    return groups
+
+
+def _reshape_expr(node: torch.fx.Node, inner: str, ints: list) -> str:
+    """The wrapper's expression for a reshape of ``inner`` (``pixel_shuffle``'s view to six
+    dimensions): merged dimensions flattened, a split one unflattened into sizes fitted against
+    it (every part fitted: a part left ``-1`` could be another part at another size), the last
+    group first so earlier dimensions keep their places;
+    NoTemplate where a group of dimensions is both split and merged."""
+    before = tuple(node.args[0].meta["val"].shape)
+    after = tuple(node.meta["val"].shape)
+    groups = _regroup(before, after)
+    if groups is None:
+        raise NoTemplate(
+            f"a reshape from {list(before)} to {list(after)} before the op that moves elements; "
+            "it reads reshapes that split one dimension or merge neighbouring ones"
+        )
+    if not before:  # a number viewed with dimensions of 1
+        return f"{inner}.reshape({(1,) * len(after)!r})"
+    expr = inner
+    for bd, ad in reversed(groups):
+        if len(bd) > 1:
+            expr = f"{expr}.flatten({bd[0]}, {bd[-1]})"
+        elif len(ad) > 1:
+            parts = []
+            for d in ad:
+                ints.append(_size(after[d], before[bd[0]]))
+                parts.append(f"_ke_number(_FITS[{len(ints) - 1}], {inner}.shape[{bd[0]}])")
+            expr = f"{expr}.unflatten({bd[0]}, ({', '.join(parts)},))"
+    return expr
 
 
 def _operand(node, ph_ref: dict, seen: set, ints: list) -> str:
@@ -189,6 +258,9 @@ def _operand(node, ph_ref: dict, seen: set, ints: list) -> str:
         raise NoTemplate("an operand of the op that moves elements is not a tensor input")
     expr = ph_ref[node]
     for view in reversed(chain):
+        if view.target in _RESHAPES:
+            expr = _reshape_expr(view, expr, ints)
+            continue
         sized = view.target in _SIZED or _is_piece(view)
         expr = _sized_expr(view, expr, ints) if sized else _view_expr(view, expr)
     return expr

@@ -476,7 +476,7 @@ def _lower_graph(gm, refs: list[str]) -> Plan:
     try:
         return _Lowerer(gm, refs).lower()
     except NoTemplate as exc:
-        if not is_move(calls):
+        if not (is_move(calls) or only_moves(calls)):
             raise
         # An op that moves elements other than along the row (a cat along dimension 1, a
         # reflect pad): a kernel of its own where it is all the graph does (else the row
@@ -639,6 +639,11 @@ _DECOMPOSED = (
     "logical_and", "logical_or", "logical_xor", "logical_not", "isinf",
 )  # fmt: skip
 
+# Rearrangements ATen writes as one op, decomposed into the view, permute and copy they are
+# (the move family writes those): pixel_shuffle(x, r) is a view to six dimensions, a permute
+# and a contiguous copy.
+_MOVES_DECOMPOSED = ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle")
+
 
 def _functional_in_place(gm) -> None:
     """In-place ops on values the forward made (``sqrt_`` of a product of norms, ``fill_`` of an
@@ -674,7 +679,8 @@ def _pointwise_decompositions() -> dict:
     import torch
     from torch._decomp import get_decompositions
 
-    return get_decompositions([getattr(torch.ops.aten, name) for name in _DECOMPOSED])
+    names = _DECOMPOSED + _MOVES_DECOMPOSED
+    return get_decompositions([getattr(torch.ops.aten, name) for name in names])
 
 
 @contextlib.contextmanager

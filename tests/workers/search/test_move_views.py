@@ -88,6 +88,53 @@ def test_the_views_numbers_follow_the_sizes():
     assert select.extra["fits"] == [[0, 1, -1]]
 
 
+# Reshapes of an input read through (each group of dimensions split or merged, not both):
+# the wrapper unflattens and flattens the input, then permutes it, and the kernel copies.
+RESHAPED = {
+    "pixel-shuffle": ("F.pixel_shuffle(x, 2)", "strided copy"),
+    "pixel-unshuffle": ("F.pixel_unshuffle(x, 2)", "strided copy"),
+    "channel-shuffle": ("F.channel_shuffle(x, 2)", "strided copy"),
+    "space-to-depth": (
+        "x.view(x.shape[0], x.shape[1], x.shape[2] // 2, 2, x.shape[3] // 2, 2)"
+        ".permute(0, 1, 3, 5, 2, 4).reshape(x.shape[0], -1, x.shape[2] // 2, x.shape[3] // 2)",
+        "strided copy",
+    ),
+    "roll-of-a-flattened-view": ("torch.roll(x.view(x.shape[0], -1), 3, 1)", "cat along dimension 1"),
+    "heads-split-then-transposed": (
+        "x.view(x.shape[0], x.shape[1], x.shape[2], 2, -1).transpose(1, 3).contiguous()",
+        "strided copy",
+    ),
+}
+# Other sizes that each op divides (4 and 8 channels; even heights and widths).
+RESHAPED_OTHER = {"batch": 1, "channels": 8, "height": 4, "width": 10}
+
+
+@pytest.mark.timeout(600)
+def test_reshaped_inputs_are_read_through(evaluator):
+    """pixel_shuffle / pixel_unshuffle / channel_shuffle (each a view to more dimensions, a
+    permute and a copy) and hand-written forms of them: a move whose operand is the input
+    reshaped by the wrapper, exact at the traced sizes and at others (the split sizes follow
+    the channels), compiled for sm_90. They were refused as "permute of view"."""
+    from workers.evaluate import EvaluationRequest
+    from workers.search.generators.template import DEFAULTS, render
+
+    workload = {
+        "cases": [{"name": "traced"}, {"name": "other", "overrides": RESHAPED_OTHER}],
+        "edge_cases": False,
+    }
+    for name, (forward, says) in RESHAPED.items():
+        source = problem(forward)
+        plan = trace_problem(source)
+        assert plan.family == "move" and says in plan.summary, (name, plan.summary)
+        candidate = render(plan, DEFAULTS["move"])
+        report = evaluator.evaluate(EvaluationRequest(source, candidate, workload=workload))
+        assert report.verdict == C.ACCEPTED, (name, report.reason)
+        errs = [report.case(case).max_abs_err for case in ("traced", "other")]
+        assert errs == [0.0, 0.0], (name, errs)
+        arts = report.gate(C.GATE_COMPILE).evidence["artifacts"]
+        assert arts and all(a["target"][:2] == ["cuda", 90] for a in arts), name
+
+
 # Views moved beside computed values: chains, the move one of their kernels.
 CHAINED = {
     "cat-of-scaled-slice": problem("torch.cat([x[:, :2], x[:, 2:] * 2], dim=1)"),
@@ -112,8 +159,8 @@ def test_moves_of_views_beside_computed_values_are_chains(tmp_path):
             "moves with sizes other than its dimension's",
         ),
         (
-            "torch.roll(x.view(batch, -1), 3, 1)",
-            "view.default before the op that moves elements; it moves inputs and their slices",
+            "torch.roll(x.reshape(batch, height, channels, width), 1, 1)",
+            "a reshape from \\[2, 4, 6, 8\\] to \\[2, 6, 4, 8\\] before the op that moves",
         ),
         (
             "torch.stack(torch.unbind(x, 1)[::-1], 1)",
@@ -126,7 +173,7 @@ def test_moves_of_views_beside_computed_values_are_chains(tmp_path):
     ],
     ids=[
         "expand-to-a-size-that-moves",
-        "roll-of-a-reshaped-input",
+        "reshape-that-splits-and-merges",
         "stack-of-all-pieces",
         "split-view-after-a-cat",
     ],
