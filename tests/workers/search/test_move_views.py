@@ -99,7 +99,10 @@ RESHAPED = {
         ".permute(0, 1, 3, 5, 2, 4).reshape(x.shape[0], -1, x.shape[2] // 2, x.shape[3] // 2)",
         "strided copy",
     ),
-    "roll-of-a-flattened-view": ("torch.roll(x.view(x.shape[0], -1), 3, 1)", "cat along dimension 1"),
+    "roll-of-a-flattened-view": (
+        "torch.roll(x.view(x.shape[0], -1), 3, 1)",
+        "cat along dimension 1",
+    ),
     "heads-split-then-transposed": (
         "x.view(x.shape[0], x.shape[1], x.shape[2], 2, -1).transpose(1, 3).contiguous()",
         "strided copy",
