@@ -262,6 +262,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         self.masks: list[str] = []  # boolean inputs of the rows' shape
         self.outer = False  # the rows are wider than every input (x[:, None] + y[None, :])
         self.matmul_epilogue = False  # tril / triu read the output's row and column
+        # A batched product's left operand's leading dimensions (its output viewed back as
+        # them after the ``bmm``: ``q @ k.transpose(-2, -1)`` of 4-d heads)
+        self.matmul_lead: tuple | None = None
         # Rows that are groups of contiguous elements (a group norm's): (j, g, view shape) of
         # a view rows_shape[:j] + (g, n) that the reductions run over the last dimension of.
         self.chunk_view: tuple | None = None
@@ -1005,6 +1008,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 and _flattened_from(shape, self.row_shape) == self.merge_from
             ):
                 ok = True  # the rows' trailing dimensions flattened: the same layout
+            elif cat == "tile" and self.matmul_lead and shape == self.matmul_lead + rows:
+                ok = True  # a batched product's output as its operands' leading dimensions
             elif cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 # Only 1s inserted or dropped (``b.unsqueeze(-1)`` on its way to a batched
@@ -1777,6 +1782,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         batch = {}
         if mm.target == aten.bmm.default:
             batch = self._matmul_batch(a_node, a_shape, a_t, b_node, b_shape, b_t)
+            if batch["batch_a"] == "batched":
+                self.matmul_lead = tuple(int(d) for d in a_shape[:-2])
         elif a_t and len(a_shape) != 2:
             raise NoTemplate("a transposed left operand of more than two dimensions")
         n_out = mm.meta["val"].shape[-1]
@@ -1837,13 +1844,14 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         """How a ``bmm``'s operands come from the inputs: the left one's leading dimensions
         are the batch (``torch.bmm``) or folded into its rows (an einsum ``bijl,lk->bijk``
         traced as one product of batch 1); the right one is batched alike or one matrix shared
-        by every batch."""
+        by every batch. A batched operand may be read transposed (its last two dimensions
+        swapped: attention's scores ``q @ k.transpose(-2, -1)``)."""
         (ba, m, k), (bb, _, _) = a_node.meta["val"].shape, b_node.meta["val"].shape
-        if a_t or (b_t and not (bb == 1 and len(b_shape) == 2)):
-            raise NoTemplate("a transposed operand of a batched matmul is not covered")
-        if len(a_shape) >= 3 and ba == math.prod(a_shape[:-2]) and m == a_shape[-2]:
+        # A transposed operand (``q @ k.transpose(-2, -1)``) is read through its strides like
+        # any other: its rows are its last dimension.
+        if len(a_shape) >= 3 and ba == math.prod(a_shape[:-2]) and m == a_shape[-1 if a_t else -2]:
             a_mode = "batched"
-        elif ba == 1:
+        elif ba == 1 and not a_t:
             a_mode = "rows"
         else:
             raise NoTemplate(f"a batched matmul's left operand viewed as {[ba, m, k]}")

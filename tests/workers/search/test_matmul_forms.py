@@ -36,6 +36,19 @@ FORMS = {
                      "matmul A.T @ B"),
     "both-transposed": (_problem("torch.matmul(A.T, B.T)", "torch.randn(k, m), torch.randn(n, k)"),
                         "matmul A.T @ B.T"),
+    # batched operands read transposed, and 4-d heads (the product's output viewed back)
+    "batched-a-transposed": (_problem("torch.bmm(A.transpose(1, 2), B)",
+                                      "torch.randn(b, k, m), torch.randn(b, k, n)"),
+                             "batched matmul A.T @ B"),
+    "batched-both-transposed": (_problem("torch.matmul(A.mT, B.mT)",
+                                         "torch.randn(b, k, m), torch.randn(b, n, k)"),
+                                "batched matmul A.T @ B.T"),
+    "attention-scores": (_problem("(A @ B.transpose(-2, -1)) * 0.125",
+                                  "torch.randn(b, 3, m, k), torch.randn(b, 3, n, k)"),
+                         "batched matmul A @ B.T"),
+    "heads-product": (_problem("torch.relu(A @ B)",
+                               "torch.randn(b, 3, m, k), torch.randn(b, 3, k, n)"),
+                      "batched matmul A @ B"),
     "triu": (_problem("torch.triu(A @ B)", "torch.randn(m, k), torch.randn(k, n)"),
              "epilogue [triu]"),
     "tril-below": (_problem("torch.tril(A @ B, diagonal=-2) * 0.5",
@@ -60,11 +73,11 @@ def test_each_product_gets_a_correct_candidate(tmp_path):
     "forward, inputs, says",
     [
         ("A.t().contiguous() @ B", "torch.randn(k, m), torch.randn(k, n)", "a copy of a permuted"),
-        ("torch.bmm(A.transpose(1, 2), B)", "torch.randn(b, k, m), torch.randn(b, k, n)",
-         "transposed operand of a batched matmul"),
+        ("torch.matmul(A.permute(1, 0, 2), B)", "torch.randn(m, b, k), torch.randn(b, k, n)",
+         "a matmul operand with strides"),
     ],
     # (a tril without a product: a move kernel, tests/workers/search/test_move.py)
-    ids=["copied-transpose", "batched-transpose"],
+    ids=["copied-transpose", "batch-not-leading"],
 )  # fmt: skip
 def test_what_does_not_fit_is_refused_in_one_line(forward, inputs, says):
     with pytest.raises(NoTemplate, match=says):

@@ -154,14 +154,17 @@ def _operands(plan: Plan) -> str:
     mode_a, mode_b = plan.extra.get("batch_a"), plan.extra.get("batch_b")
     if mode_a == "batched":  # torch.bmm: the leading dimensions are the batch
         a3 = f"{a}.reshape(-1, {a}.shape[-2], {a}.shape[-1])"
+        a3 += ".transpose(1, 2)" if plan.extra.get("a_transposed") else ""
     elif mode_a == "rows" or not plan.extra.get("a_transposed"):  # leading dims fold into M
         a3 = f"{a}.reshape(1, math.prod({a}.shape[:-1]), {a}.shape[-1])"  # -1 fails when K is 0
     else:  # A.T of a matrix: read through its strides
         a3 = f"{a}.t()[None]"
     b3 = f"{b}.reshape(-1, {b}.shape[-2], {b}.shape[-1])" if mode_b == "batched" else f"{b2}[None]"
+    if mode_b == "batched" and plan.extra["b_transposed"]:
+        b3 += ".transpose(1, 2)"
     oshape = "(a3.shape[1], N)" if plan.extra.get("a_transposed") else f"{a}.shape[:-1] + (N,)"
     if mode_a == "batched":
-        oshape = f"{a}.shape[:-1] + (N,)"
+        oshape = f"{a}.shape[:-2] + (a3.shape[1], N)"
     return (
         f"        a3 = {a3}\n        b3 = {b3}\n"
         f"        N = b3.shape[2]\n        oshape = {oshape}\n"
