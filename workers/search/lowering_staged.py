@@ -167,8 +167,10 @@ def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTempl
             break
         except NoTemplate:
             pass
-        lo = order[kept[-1]] if kept else -1
-        found = _longest_prefix(gm, kept, refs, lower, ends, lo, order[out])
+        # The latest value still read on the way to the output: after the last one written,
+        # else one before it (a masked mean: the mask's count written first, then the masked
+        # sum, a reduction over another dimension, then their quotient).
+        found = _longest_prefix(gm, kept, refs, lower, _live(ends, kept, out), -1, order[out])
         if found is None or len(stages) + 2 > MAX_STAGES:
             raise error
         kept.append(found[0])
@@ -184,8 +186,9 @@ def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTempl
 
 
 def _ends(gm: torch.fx.GraphModule) -> list:
-    """Values a later kernel can read where a chain is cut: floating tensors that a later op
-    (not the output alone) uses, not views (a view's source is the value to write)."""
+    """Values a later kernel can read where a chain is cut: floating tensors (a 0-d total too)
+    that a later op (not the output alone) uses, not views (a view's source is the value to
+    write)."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
     return [
         n
@@ -193,11 +196,23 @@ def _ends(gm: torch.fx.GraphModule) -> list:
         if n.op == "call_function"
         and n.users
         and isinstance(n.meta.get("val"), torch.Tensor)
-        and n.meta["val"].dim() >= 1
         and n.meta["val"].is_floating_point()
         and n.target not in _VIEWS
         and out not in n.users
     ]
+
+
+def _live(ends: list, kept: list, out: torch.fx.Node) -> list:
+    """Those of ``ends`` the output still reads other than through a value ``kept`` (written
+    already), in graph order."""
+    live, todo = set(), [out]
+    while todo:
+        node = todo.pop()
+        for arg in node.all_input_nodes:
+            if arg not in live and arg not in kept:
+                live.add(arg)
+                todo.append(arg)
+    return [n for n in ends if n in live]
 
 
 def _longest_prefix(gm, kept: list, refs: list[str], lower, ends: list, lo: int, hi: int):
