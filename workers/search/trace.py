@@ -423,7 +423,7 @@ def _lower(gm, refs: list[str]) -> Plan:
     """The single-kernel plan of a traced graph (its family's lowering)."""
     plan = _lower_graph(gm, refs)
     fixed = _cast_dtype(gm)
-    if fixed and plan.family in _CASTING:
+    if fixed and plan.family in _CASTING and not plan.extra.get("index_outputs"):
         plan.extra["out_dtype"] = fixed
     return plan
 
@@ -437,16 +437,23 @@ def _cast_dtype(gm) -> str | None:
     ``.to(torch.bfloat16)``), as ``torch`` names it, where that is not the inputs' own. Traced
     with float32 inputs, a floating output of another dtype can only come from such a cast; a
     cast to float32 reads as "the inputs' dtype" (``x.float().sum().to(x.dtype)``), so it is
-    left to follow them."""
+    left to follow them. Outputs that are all booleans or all of one integer dtype (``(x >
+    0).any(-1)``, ``torch.round(x / s).to(torch.int8)``) are allocated in it (the kernel
+    computes in floating point; the store converts, as torch's cast does: nonzero is True, an
+    integer truncated towards zero)."""
     import torch
 
     out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outs = out if isinstance(out, list | tuple) else [out]
-    dtypes = set()
+    dtypes, others = set(), set()
     for node in outs:
         val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
         if isinstance(val, torch.Tensor) and val.is_floating_point():
             dtypes.add(val.dtype)
+        elif isinstance(val, torch.Tensor):
+            others.add(val.dtype)
+    if others:
+        return str(others.pop()) if len(others) == 1 and not dtypes else None
     ins = {
         n.meta["val"].dtype
         for n in gm.graph.nodes
@@ -643,6 +650,9 @@ _DECOMPOSED = (
 # (the move family writes those): pixel_shuffle(x, r) is a view to six dimensions, a permute
 # and a contiguous copy.
 _MOVES_DECOMPOSED = ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle")
+# Boolean reductions, as ATen's references write them: ``any`` a sum of the booleans compared
+# with 0, ``all`` that of their negation.
+_REDUCTIONS_DECOMPOSED = ("any", "all")
 
 
 def _functional_in_place(gm) -> None:
@@ -679,7 +689,7 @@ def _pointwise_decompositions() -> dict:
     import torch
     from torch._decomp import get_decompositions
 
-    names = _DECOMPOSED + _MOVES_DECOMPOSED
+    names = _DECOMPOSED + _MOVES_DECOMPOSED + _REDUCTIONS_DECOMPOSED
     return get_decompositions([getattr(torch.ops.aten, name) for name in names])
 
 

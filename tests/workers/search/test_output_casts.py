@@ -29,6 +29,17 @@ CASTS = {
     "row-sum-in-half": ("x.half().sum(-1)", "row", 2e-3),
     "softmax-to-double": ("torch.softmax(x, -1).double()", "row", 1e-6),
     "cumsum-in-half": ("torch.cumsum(x, -1).half()", "scan", 2e-3),
+    # Booleans and integers: allocated in the reference's dtype, the store converting (a
+    # nonzero is True; an integer truncated towards zero, as torch casts)
+    "any": ("(x > 1.0).any(-1)", "row", 0.0),
+    "all-finite": ("torch.isfinite(x).all(dim=1)", "row", 0.0),
+    "any-at-all": ("(x.abs() > 2.5).any()", "row", 0.0),
+    "mask": ("(x > 0.5) & (x < 1.5)", "elementwise", 0.0),
+    "absmax-int8": (
+        "torch.round(x / x.abs().amax(-1, keepdim=True).clamp(min=1e-5) * 127).to(torch.int8)",
+        "row",
+        0.0,
+    ),
 }
 
 
