@@ -767,13 +767,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
         index_ops = ("argmax", "argmin")
-        if any(self.nodes[a].op in index_ops for node in self.nodes for a in node.args):
-            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
         plan.extra["index_outputs"] = [
             j for j, o in enumerate(plan.outputs) if plan.nodes[o].op in index_ops
         ]
-        if any(outs[j].meta["val"].dtype != torch.int64 for j in plan.extra["index_outputs"]):
-            raise NoTemplate("indices of an argmax / argmin used in further arithmetic")
+        for j in plan.extra["index_outputs"]:
+            if outs[j].meta["val"].dtype != torch.int64:
+                raise NoTemplate(
+                    f"argmax / argmin indices returned as {outs[j].meta['val'].dtype}; "
+                    "templates write them as torch.int64"
+                )
         if self.full:  # one row of every element (the inputs are read as flat arrays)
             plan.extra["full"] = True
         elif self.merge_from is not None:  # rows of the trailing dimensions, flattened

@@ -104,6 +104,15 @@ CASES = {
         ),
         "elementwise",
     ),
+    # An argmax's index used further: a one-hot of it (top-1 routing), a fraction of the row
+    "top1-gate": (
+        _problem("F.one_hot(x.argmax(-1), x.shape[-1]).to(x.dtype) * y.softmax(-1)", X2, ROWS),
+        "reductions [argmax, max, sum]",
+    ),
+    "argmin-position": (
+        _problem("x.argmin(-1, keepdim=True).float() / x.shape[-1] + y", X2, ROWS),
+        "reductions [argmin]",
+    ),
 }
 
 
@@ -193,6 +202,26 @@ def get_inputs():
 def get_init_inputs():
     return [c]
 """
+
+
+# Reductions over different dimensions of different inputs: a chain whose cuts are not in the
+# graph's order (the mask's count is cut after the masked sum it divides; a 0-d total too).
+POOLED = {
+    "masked-mean": _problem(
+        "(x * y[..., None]).sum(1) / y.sum(1, keepdim=True).clamp(min=1)",
+        "torch.randn(b, c, h), (torch.rand(b, c) > 0.3).float()",
+        "b = 3\nc = 10\nh = 16",
+    ),
+    "weighted-mean-over-rows": _problem(
+        "(x * y[:, None]).sum(0) / y.sum()",
+        "torch.randn(b, c), torch.rand(b)",
+        "b = 12\nc = 20",
+    ),
+}
+
+
+def test_means_pooled_by_a_mask_or_weights_are_chains(tmp_path):
+    check_chained(POOLED, str(tmp_path), dict.fromkeys(POOLED, [{}, {"b": 5, "c": 7}]))
 
 
 def test_batch_norm_in_eval_mode_reads_its_running_statistics_per_channel(tmp_path):
