@@ -188,9 +188,9 @@ def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTempl
 def _ends(gm: torch.fx.GraphModule) -> list:
     """Values a later kernel can read where a chain is cut: floating tensors (a 0-d total too)
     that a later op (not the output alone) uses, not views (a view's source is the value to
-    write)."""
+    write); the 0-d ones listed first."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    return [
+    ends = [
         n
         for n in gm.graph.nodes
         if n.op == "call_function"
@@ -200,6 +200,9 @@ def _ends(gm: torch.fx.GraphModule) -> list:
         and n.target not in _VIEWS
         and out not in n.users
     ]
+    # 0-d totals first, so that a cut is tried there only where no tensor's helps (the latest
+    # is tried first): arithmetic on a total alone is not a kernel of its own.
+    return [n for n in ends if n.meta["val"].dim() == 0] + [n for n in ends if n.meta["val"].dim()]
 
 
 def _live(ends: list, kept: list, out: torch.fx.Node) -> list:
@@ -216,8 +219,9 @@ def _live(ends: list, kept: list, out: torch.fx.Node) -> list:
 
 
 def _longest_prefix(gm, kept: list, refs: list[str], lower, ends: list, lo: int, hi: int):
-    """(the latest of ``ends`` strictly between graph positions ``lo`` and ``hi`` whose value
-    one kernel computes from the inputs and the values ``kept``, that kernel's plan), or None."""
+    """(the last of ``ends`` (in their order) strictly between graph positions ``lo`` and
+    ``hi`` whose value one kernel computes from the inputs and the values ``kept``, that
+    kernel's plan), or None."""
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for end in reversed([n for n in ends if lo < order[n] < hi]):
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered
+from tests.workers.search.child import check_chained, check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 
@@ -96,10 +96,17 @@ def test_row_reductions_read_transposed_inputs(tmp_path):
             assert not isinstance(err, str) and err < 1e-4, (name, results[name]["errs"])
 
 
+def test_a_reduction_of_a_permuted_reshape_is_a_copy_then_the_reduction(tmp_path):
+    """``x.view(b, t, 2, d // 2).transpose(1, 2).sum(1)`` (refused as a permute of a view):
+    the move kernel copies the view, then the row kernel reduces it."""
+    source = _problem("x.view(b, t, 2, d // 2).transpose(1, 2).sum(1)", TRANSPOSED)
+    assert trace_problem(source).stages[0].family == "move"
+    check_chained({"split-transpose-sum": source}, str(tmp_path), {"split-transpose-sum": [{}]})
+
+
 @pytest.mark.parametrize(
     "forward, says",
     [
-        ("x.view(b, t, 2, d // 2).transpose(1, 2).sum(1)", "neither an input nor pointwise"),
         # (a permute across a reduction is a chain of two kernels now: test_chain.py)
         ("x.transpose(1, 2).reshape(b, -1) + y.reshape(b, -1)", "beyond inserting or dropping"),
     ],

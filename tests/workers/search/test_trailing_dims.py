@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered
+from tests.workers.search.child import check_chained, check_rendered
 from workers.search.trace import NoTemplate, trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\nb = 3\nc = 4\nh = 5\nw = 6\n\n\n"
@@ -103,24 +103,39 @@ def test_an_instance_norm_with_a_weight_per_channel_reads_it_by_each_elements_ch
     assert "weight [1, " in plan.summary and "broadcast" in plan.summary
 
 
-@pytest.mark.parametrize(
-    "forward, says",
-    [
-        ("x.sum(dim=(0, 2)).sum() + x.sum(dim=(1, 3)).sum()", "reductions over dims"),
-        ("x.sum(dim=(2, 3)) + x.sum(dim=3).sum(dim=2)", "reduc"),
-        ("x - x.mean(dim=(1, 2), keepdim=True) + x.mean(dim=-1, keepdim=True)", "reduc"),
-    ],
-    ids=["two-sets-apart", "two-spans", "span-and-last"],
-)
-def test_reductions_over_dimensions_that_are_not_one_trailing_span_are_refused(forward, says):
-    source = (
+def _forward(forward: str) -> str:
+    return (
         _HEAD
         + f"class Model(nn.Module):\n    def forward(self, x):\n        return {forward}\n"
         + _INPUT
         + "\n\ndef get_init_inputs():\n    return []\n"
     )
+
+
+# Reductions over two spans of trailing dimensions (refused in one kernel): a chain, a kernel
+# per span and one for the arithmetic after.
+SPANS = {
+    "two-spans": _forward("x.sum(dim=(2, 3)) + x.sum(dim=3).sum(dim=2)"),
+    "span-and-last": _forward(
+        "x - x.mean(dim=(1, 2), keepdim=True) + x.mean(dim=-1, keepdim=True)"
+    ),
+}
+
+
+def test_reductions_over_two_spans_are_a_chain(tmp_path):
+    check_chained(SPANS, str(tmp_path), dict.fromkeys(SPANS, [{}, {"c": 2, "w": 9}]))
+
+
+@pytest.mark.parametrize(
+    "forward, says",
+    [
+        ("x.sum(dim=(0, 2)).sum() + x.sum(dim=(1, 3)).sum()", "reductions over dims"),
+    ],
+    ids=["two-sets-apart"],
+)
+def test_reductions_over_dimensions_that_are_not_one_trailing_span_are_refused(forward, says):
     with pytest.raises(NoTemplate, match=says):
-        trace_problem(source)
+        trace_problem(_forward(forward))
 
 
 def test_the_per_case_rows_are_the_flattened_trailing_dimensions():
