@@ -1005,6 +1005,14 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 # row within its matrix (a causal mask's ``i >= j``)
                 self.env[n] = self.coordinate("mrow")
                 return
+            if (
+                self.nodes[src].op == "mrow"
+                and len(rows) >= 2
+                and shape[-1:] == (1,)
+                and math.prod(shape) == rows[-2]
+            ):
+                self.env[n] = src  # already the row within the matrix (an arange of Tq < Tk)
+                return
             if cat == "tile" and (
                 self.merge_from is not None
                 and _flattened_from(shape, self.row_shape) == self.merge_from

@@ -280,8 +280,14 @@ class SlicesMixin:
 
     def _column_index(self, n: torch.fx.Node) -> int:
         """``torch.arange(N)`` as long as the rows (``F.one_hot`` compares each target with
-        one): each column's own index, compared exactly with an integer."""
+        one): each column's own index, compared exactly with an integer; one as long as the
+        rows' second-last dimension, each element's row within its matrix."""
         length, width = int(n.args[0]), self._width()
+        rows = tuple(self.row_shape or ())
+        if length != width and len(rows) >= 2 and length == rows[-2]:
+            # As long as the rows' second-last dimension (a KV cache's queries, fewer than its
+            # keys): each element's row within its matrix, once viewed as ``[:, None]``
+            return self.coordinate("mrow")
         if length != width:
             raise NoTemplate(
                 f"an arange of {length} values against rows of {width} columns; templates read "

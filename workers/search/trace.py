@@ -16,6 +16,7 @@ import ast
 import contextlib
 import contextvars
 import inspect
+import itertools
 import logging
 import math
 from fractions import Fraction
@@ -578,6 +579,15 @@ def _size_expression(a: float, b: float, shapes: dict, other: dict) -> str | Non
             for form, text in _SIZE_FORMS:
                 if _close(form(d1), a) and _close(form(d2), b):
                     return text.format(expr)
+    # The difference of two sizes of one input (a KV cache's keys less its queries, the offset
+    # of a causal mask over the last queries)
+    for name, shape in shapes.items():
+        again = other.get(name)
+        if again is None or len(again) != len(shape):
+            continue
+        for i, j in itertools.permutations(range(len(shape)), 2):
+            if _close(shape[i] - shape[j], a) and _close(again[i] - again[j], b):
+                return f"float({name}.shape[{i}] - {name}.shape[{j}])"
     return None
 
 

@@ -97,3 +97,38 @@ def test_a_mask_not_over_the_rows_matrices_is_refused_in_one_line():
     forward = "x.masked_fill(torch.triu(torch.ones(T, 1, dtype=torch.bool, device=x.device)), 0.0)"
     with pytest.raises(NoTemplate, match="whose last two dimensions are not the rows'"):
         trace_problem(_problem(forward, T))
+
+
+def _kv_problem(forward: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\nb = 2\nh = 3\ntq = 8\ntk = 24\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n"
+        "        tq, tk = x.shape[-2], x.shape[-1]\n"
+        f"        return {forward}\n\n\n"
+        "def get_inputs():\n    return [torch.randn(b, h, tq, tk)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+# Queries against a longer KV cache: the last tq of tk positions, each seeing the keys up to
+# its own (the mask offset by tk - tq); the arange of the queries is each row within its matrix.
+KV_CACHE = {
+    "arange-offset": _kv_problem(
+        "x.masked_fill(torch.arange(tk, device=x.device)[None, :] > "
+        "torch.arange(tq, device=x.device)[:, None] + (tk - tq), float('-inf')).softmax(-1)"
+    ),
+    "tril-offset": _kv_problem(
+        "x.masked_fill(~torch.ones(tq, tk, dtype=torch.bool, device=x.device).tril(tk - tq), "
+        "float('-inf')).softmax(-1)"
+    ),
+}
+
+
+def test_a_kv_cache_mask_is_computed_from_coordinates(tmp_path):
+    sizes = dict.fromkeys(KV_CACHE, [{}, {"tq": 3, "tk": 9}, {"tq": 1, "tk": 20}])
+    results = check_rendered(KV_CACHE, [{}, {"strategy": "looped", "block_n": 16}], sizes,
+                             str(tmp_path))  # fmt: skip
+    for name, result in results.items():
+        assert result["family"] == "row", (name, result["summary"])
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-5, (name, result["errs"])
