@@ -766,9 +766,12 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             else:
                 raise NoTemplate(f"output of shape {list(shape)} is not a row or row-reduction")
         plan.extra["output_shapes_keep_last"] = [len(s) == len(self.row_shape) for s in shapes]
+        # Indices written as torch.int64; one cast to a floating dtype is an ordinary output
         index_ops = ("argmax", "argmin")
         plan.extra["index_outputs"] = [
-            j for j, o in enumerate(plan.outputs) if plan.nodes[o].op in index_ops
+            j
+            for j, o in enumerate(plan.outputs)
+            if plan.nodes[o].op in index_ops and not outs[j].meta["val"].is_floating_point()
         ]
         for j in plan.extra["index_outputs"]:
             if outs[j].meta["val"].dtype != torch.int64:

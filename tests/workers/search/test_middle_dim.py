@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tests.workers.search.child import check_chained, run_child
-from workers.search.trace import NoTemplate, trace_problem
+from tests.workers.search.child import check_chained, check_rendered, run_child
+from workers.search.trace import trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 PROBLEMS = {
@@ -200,10 +200,17 @@ def test_the_summary_says_which_dimension():
     assert "dimension 1 of 4" in plan.summary
 
 
-def test_indices_of_a_max_in_further_arithmetic_are_refused_in_words():
-    src = PROBLEMS["max_values_dim1"].replace("[0]", "[1].float()")
-    with pytest.raises(NoTemplate, match="indices of an argmax / argmin used in further"):
-        trace_problem(src)
+def test_indices_of_a_max_used_in_further_arithmetic_are_exact(tmp_path):
+    """The index of each column's max over dimension 1, as a float and scaled (refused in words
+    before): the same kernel, the index an exact whole number."""
+    problems = {
+        "index-float": PROBLEMS["max_values_dim1"].replace("[0]", "[1].float()"),
+        "index-scaled": PROBLEMS["max_values_dim1"].replace("[0]", "[1] / x.shape[1] + x.mean(1)"),
+    }
+    results = check_rendered(problems, [{}], {n: [{}] for n in problems}, str(tmp_path))
+    for name, got in results.items():
+        assert "dimension 1 of 3" in got["summary"], (name, got["summary"])
+        assert got["errs"] and all(err == 0.0 or err < 1e-6 for err in got["errs"]), got
 
 
 def test_a_weight_along_another_dimension_is_a_chain(tmp_path):
