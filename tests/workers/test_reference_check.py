@@ -45,3 +45,36 @@ def test_interpret_cases_say_which_smaller_shapes_are_checked():
     assert by_name["big"]["overrides"] == {"batch_size": 64, "dim": 1024}
     assert by_name["big"]["scaled"] == {"orig": {"dim": 4096}, "used": {"dim": 1024}}
     assert by_name["small"]["scaled"] is None
+
+
+CLASSES = """import torch
+import torch.nn as nn
+
+batch_size = 4096
+num_classes = 4096
+input_shape = (num_classes,)
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.cross_entropy(predictions, targets)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_size_tuple_built_from_a_constant_is_scaled_with_it():
+    """KernelBench 95's ``input_shape = (num_classes,)``: the tuple is read at import, and the
+    targets are drawn below ``num_classes``. Halving the tuple alone drew targets past the
+    scaled classes, and the reference failed ("Target 2797 is out of bounds"); the constant
+    is halved with it."""
+    answer = reference_check(source=CLASSES, case={"name": "default"}, timeout_s=60)
+    assert answer["ok"], answer
+    used = answer["scaled_for_interpreter"]["used"]
+    assert used["num_classes"] == used["input_shape"][0] < 4096

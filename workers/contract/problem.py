@@ -140,6 +140,14 @@ def scale_for_interpreter(module, overrides: dict, cap: int = C.INTERPRET_MAX_EL
     """
     ints = size_constants(module, overrides)
     tuples = _tuple_sizes(module, overrides)
+    # Int constants that shape no input themselves but that a tuple of sizes was built from at
+    # import (``num_classes`` in ``input_shape = (num_classes,)``, which ``randint(0,
+    # num_classes)`` also reads): halved with the sizes equal to them, so the two still agree.
+    spare = {
+        k: v
+        for k, v in _int_constants(module).items()
+        if k not in ints and k not in overrides and v > 1
+    }
     used = {**overrides}
     try:
         shapes = input_shapes(module, used)
@@ -159,7 +167,11 @@ def scale_for_interpreter(module, overrides: dict, cap: int = C.INTERPRET_MAX_EL
         top = max((v for v in current.values() if v > 1), default=None)
         if top is None:
             break
-        before = {k: used.get(k) for k in {name for name, _ in current}}
+        before = {k: used.get(k) for k in {name for name, _ in current} | set(spare)}
+        if any(i is not None and v == top for (_, i), v in current.items()):
+            for k, v in spare.items():
+                if used.get(k, v) == top:
+                    used[k] = max(1, top // 2)
         for (k, i), v in current.items():
             if v != top:
                 continue
@@ -181,7 +193,7 @@ def scale_for_interpreter(module, overrides: dict, cap: int = C.INTERPRET_MAX_EL
             break
     if used == overrides:
         return used, None
-    every = {**ints, **tuples}
+    every = {**spare, **ints, **tuples}
     orig = {k: overrides.get(k, every.get(k)) for k in used if used[k] != overrides.get(k)}
     return used, {"orig": orig, "used": {k: used[k] for k in orig}}
 

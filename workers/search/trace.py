@@ -791,7 +791,18 @@ def _composites_as_reductions():
 
         return call
 
+    original_glu = F.glu
+
+    def glu(x, dim=-1):
+        # Along the last dimension the row kernels slice the halves themselves; along another,
+        # the halves are a chunk of the input (a move), gated pointwise.
+        if not isinstance(x, torch.Tensor) or dim % max(x.dim(), 1) == x.dim() - 1:
+            return original_glu(x, dim)
+        value, gate = x.chunk(2, dim)
+        return value * torch.sigmoid(gate)
+
     F.instance_norm, F.group_norm, F.batch_norm = instance_norm, group_norm, batch_norm
+    F.glu = glu
     torch.matmul, torch.mm, torch.bmm = (product(f) for f in originals[:3])
     torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.bmm = (
         product(f) for f in originals[3:6]
@@ -803,6 +814,7 @@ def _composites_as_reductions():
     finally:
         torch.roll, torch.Tensor.roll = rolls
         F.instance_norm, F.group_norm, F.batch_norm = original, original_group, original_batch
+        F.glu = original_glu
         (
             torch.matmul, torch.mm, torch.bmm, torch.Tensor.__matmul__, torch.Tensor.matmul,
             torch.Tensor.bmm, torch.einsum,
