@@ -57,18 +57,25 @@ WORKLOAD = {
 def test_moves_of_views_pass_every_gate_at_two_sizes(evaluator):
     """Every element lands where the reference puts it (zero error) at both sizes, and the
     compile gate builds the kernel for sm_90."""
+    _every_gate_exact(evaluator, VIEWS, WORKLOAD)
+
+
+def _every_gate_exact(evaluator, forwards: dict, workload: dict) -> None:
+    """Each forward is one ``move`` kernel whose plan says what it should, accepted with zero
+    error in every case of ``workload``, its kernel compiled for sm_90."""
     from workers.evaluate import EvaluationRequest
     from workers.search.generators.template import DEFAULTS, render
 
-    for name, (forward, says) in VIEWS.items():
+    cases = [case["name"] for case in workload["cases"]]
+    for name, (forward, says) in forwards.items():
         source = problem(forward)
         plan = trace_problem(source)
         assert plan.family == "move" and says in plan.summary, (name, plan.summary)
         candidate = render(plan, DEFAULTS["move"])
-        report = evaluator.evaluate(EvaluationRequest(source, candidate, workload=WORKLOAD))
+        report = evaluator.evaluate(EvaluationRequest(source, candidate, workload=workload))
         assert report.verdict == C.ACCEPTED, (name, report.reason)
-        errs = [report.case(case).max_abs_err for case in ("traced", "odd")]
-        assert errs == [0.0, 0.0], (name, errs)
+        errs = [report.case(case).max_abs_err for case in cases]
+        assert errs == [0.0] * len(cases), (name, errs)
         arts = report.gate(C.GATE_COMPILE).evidence["artifacts"]
         assert arts and all(a["target"][:2] == ["cuda", 90] for a in arts), (name, arts)
         assert all(a["kernel"] == "_ke_move" and a["ir"].get("ptx") for a in arts), name
@@ -118,24 +125,11 @@ def test_reshaped_inputs_are_read_through(evaluator):
     permute and a copy) and hand-written forms of them: a move whose operand is the input
     reshaped by the wrapper, exact at the traced sizes and at others (the split sizes follow
     the channels), compiled for sm_90. They were refused as "permute of view"."""
-    from workers.evaluate import EvaluationRequest
-    from workers.search.generators.template import DEFAULTS, render
-
     workload = {
         "cases": [{"name": "traced"}, {"name": "other", "overrides": RESHAPED_OTHER}],
         "edge_cases": False,
     }
-    for name, (forward, says) in RESHAPED.items():
-        source = problem(forward)
-        plan = trace_problem(source)
-        assert plan.family == "move" and says in plan.summary, (name, plan.summary)
-        candidate = render(plan, DEFAULTS["move"])
-        report = evaluator.evaluate(EvaluationRequest(source, candidate, workload=workload))
-        assert report.verdict == C.ACCEPTED, (name, report.reason)
-        errs = [report.case(case).max_abs_err for case in ("traced", "other")]
-        assert errs == [0.0, 0.0], (name, errs)
-        arts = report.gate(C.GATE_COMPILE).evidence["artifacts"]
-        assert arts and all(a["target"][:2] == ["cuda", 90] for a in arts), name
+    _every_gate_exact(evaluator, RESHAPED, workload)
 
 
 # Views moved beside computed values: chains, the move one of their kernels.
