@@ -707,7 +707,8 @@ def _pointwise_decompositions() -> dict:
 def _composites_as_reductions():
     """While tracing, functions that ATen decomposes into ops no template reads (instance
     norm becomes a batch norm over a reshaped tensor with empty running statistics) are
-    written as the reductions they are, so the graph is the one the lowering knows. Only the
+    written as the reductions they are, so the graph is the one the lowering knows (and
+    ``F.glu`` over another than the last dimension as the chunk and gate it is). Only the
     trace sees this: the candidate is checked against the untouched reference."""
     import torch
     import torch.nn.functional as F
