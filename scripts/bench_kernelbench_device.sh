@@ -4,6 +4,7 @@
 #
 #   bash scripts/bench_kernelbench_device.sh FIRST LAST TAG [extra bench_kernelbench.py args]
 #   BENCH_S=400 JOBS=8 ONLY_RE='^(5|12)_' bash scripts/bench_kernelbench_device.sh 1 100 c
+#   KB_DIR=.bench/mine bash scripts/bench_kernelbench_device.sh 1 100 mine  # other problems
 #
 # Expects, carried with the working tree: the level-1 files in .bench/kb (read from a local
 # KernelBench copy, never committed) and Debian's bubblewrap unpacked in .debs/x (the host has
@@ -17,8 +18,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   > "$OUT/fingerprint-$TAG.txt"
 python -c "import torch, triton, sys; print(torch.__version__, torch.version.cuda, \
 triton.__version__, sys.version.split()[0])" >> "$OUT/fingerprint-$TAG.txt"
-ONLY=$(ls .bench/kb | awk -F_ -v a="$FIRST" -v b="$LAST" '$1+0>=a && $1+0<=b' \
+KB_DIR=${KB_DIR:-.bench/kb}
+ONLY=$(ls "$KB_DIR" | awk -F_ -v a="$FIRST" -v b="$LAST" '$1+0>=a && $1+0<=b' \
   | grep -E "${ONLY_RE:-.}" | sort -t_ -k1,1n | paste -sd,)
-timeout "${BENCH_S:-560}" python scripts/bench_kernelbench.py --dir .bench/kb --platform cuda \
+timeout "${BENCH_S:-560}" python scripts/bench_kernelbench.py --dir "$KB_DIR" --platform cuda \
   --only "$ONLY" --candidates 3 --trials 1 --wall-s 150 --timeout-s 240 --time-limit-s 120 \
   --max-elements 4194304 --jobs "${JOBS:-8}" --out "$OUT/kb1-$TAG.json" "$@" 2>&1 | tail -80

@@ -1810,10 +1810,34 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 raise NoTemplate("addmm bias is not a per-column vector input")
             bias = self.new("input", attrs={"ref": ph_ref[bias_node], "role": "vec"})
             self.env[mm] = self.pw("add", acc, bias)
-        # The epilogue: everything after the product.
+        # The epilogue: everything after the product, and the ops before it in the reference
+        # that do not feed its operands (``sigmoid(g) * (a @ b)``).
         after = calls[calls.index(mm) + 1 :]
+        feeding = {mm}
+        for n in reversed(calls[: calls.index(mm)]):
+            if any(u in feeding for u in n.users):
+                feeding.add(n)
+        before = [n for n in calls[: calls.index(mm)] if n not in feeding]
+        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
+        # An input of the product's own shape (as the product or as its output's view: a
+        # residual, the gate of a SwiGLU written by the stage before) is read at each output
+        # element, by the output's offsets.
+        tile_shapes = {tuple(mm.meta["val"].shape)}
+        tile_shapes |= {tuple(o.meta["val"].shape) for o in outs if isinstance(o, torch.fx.Node)}
+        numel = mm.meta["val"].numel()
         for p in placeholders:
-            if p.meta["val"].is_floating_point() and tuple(p.meta["val"].shape) == (n_out,):
+            val = p.meta["val"]
+            if (
+                val.is_floating_point()
+                and val.dim() >= 2
+                and tuple(val.shape) in tile_shapes
+                and val.numel() == numel
+                and any(u in after or u in before for u in p.users)
+            ):
+                self.env[p] = self.new("input", attrs={"ref": ph_ref[p], "role": "tile"})
+            elif p.meta["val"].is_floating_point() and tuple(p.meta["val"].shape) == (n_out,):
                 if p not in (bias_node if bias else None,):
                     attrs = {"ref": ph_ref[p], "role": "vec", "length": int(n_out)}
                     self.env.setdefault(p, self.new("input", attrs=attrs))
@@ -1826,13 +1850,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                     self.env.setdefault(
                         p, self.new("input", attrs={"ref": ph_ref[p], "role": "cell"})
                     )
+        for n in before:
+            try:
+                self._lower_call(n)
+            except NoTemplate as exc:
+                self.env[n] = str(exc)  # said where the epilogue reads it
         for n in after:
             self._lower_call(n)
         if any(pos != 1 for pos in self.vec_pos.values()):
             raise NoTemplate("a weight of the epilogue placed along the product's rows")
-        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
-        outs = out_node.args[0]
-        outs = list(outs) if isinstance(outs, list | tuple) else [outs]
         if len(outs) != 1:
             raise NoTemplate("matmul with several outputs is not covered")
         plan = Plan(family="matmul", forward_args=[], init_source="", preamble="")

@@ -30,7 +30,12 @@ mask = (rows < M) & cmask""".splitlines()
 
 def _epilogue(plan: Plan) -> list[str]:
     """The epilogue on ``acc`` (the tile's fp32 product) and the store of the output."""
-    em = _Emitter(plan, "", "tl.load({ptr} + cols, mask=cmask, other=0.0)")
+    em = _Emitter(
+        plan,
+        # an input of the output's shape (a residual), read at the output's own offsets
+        "tl.load({ptr} + pid_b * M * N + rows.to(tl.int64) * N + cols, mask=mask, other=0.0)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0)",
+    )
     body = [s for s in (em.stmt(node) for node in plan.nodes) if s]
     body.append(
         f"tl.store(out0_ptr + rows.to(tl.int64) * N + cols, {em.name(plan.nodes[plan.outputs[0]])}"
