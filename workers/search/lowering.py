@@ -71,6 +71,9 @@ class Total:
     arg: int  # the per-row value
     ndim: int  # the output's rank (0, or the kept dimensions' ones)
     scale: tuple | None = None  # ("mul" or "div", a number's node): applied to the fold
+    # The per-row value of a second total this one is divided by (a masked mean's
+    # ``(x * m).sum() / m.sum()``, a class-weighted loss's mean): both folded, then divided.
+    den: int | None = None
 
 
 _VIEW_OPS = {
@@ -549,6 +552,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Narrow)
         }
         totals = {j: v for j, v in enumerate(self.env.get(o) for o in outs) if isinstance(v, Total)}
+        # A quotient of totals: its denominator's per-row values are one more output the
+        # kernel writes and the wrapper folds, never returned.
+        hidden = {}
+        for j, v in list(totals.items()):
+            if v.den is not None:
+                hidden[j] = len(outs)
+                totals[len(outs)] = Total(v.op, v.den, v.ndim)
+                outs = [*outs, outs[j]]
+        shapes = shapes + [tuple(o.meta["val"].shape) for o in outs[len(shapes) :]]
         outputs = [
             narrow[j].build(Fraction(0))
             if j in narrow
@@ -590,12 +602,16 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         self._settle_per_row()
         _categorise(plan)
         used = {a for node in self.nodes for a in node.args} | set(plan.outputs)
-        last = len(self.row_shape) - 1
+        # The dimension the rows run along (the last, or a middle one: a one-hot pick over the
+        # classes of [N, C, d] logits).
+        last = len(self.row_shape) - 1 if self.red_dim is None else self.red_dim
         for node in plan.inputs():
             # One value per row: a target beside a row reduction, or, in an elementwise graph,
             # an input placed along a leading dimension (``t[:, None] == arange``: a one-hot).
+            bshape = node.attrs.get("bshape")
+            pos = None if bshape is None else last - len(self.row_shape) + len(bshape)
             along = self.vec_pos.get(node.id, last) == last and (
-                node.attrs.get("bshape") is None or int(node.attrs["bshape"][-1]) != 1
+                bshape is None or (pos >= 0 and int(bshape[pos]) != 1)
             )
             if (
                 node.attrs.get("int_dtype")
@@ -628,6 +644,27 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self._vecs_as_bcast(used, below=self.merge_from)
             if any(n.attrs["role"] == "bcast" and n.id in used for n in plan.inputs()):
                 plan.extra["by_index"] = True
+        bcast_used = any(n.id in used for n in plan.inputs("bcast"))
+        # An element's coordinate along the reduced dimension: its column in the rows (the
+        # second-last dimension's is ``mrow``).
+        along = [n for n in self.nodes if n.op == ("mrow" if red == ndim - 2 else "col")]
+        if (
+            red != ndim - 1
+            and (bcast_used or along)
+            and plan.reductions()
+            and not (self.full or self.reshaped or self.red_span > 1)
+            and self.merge_from is None
+            and self.red_set is None
+            and not any(n.op in ("col", "mrow") and n not in along for n in self.nodes)
+        ):
+            # Rows along a middle dimension with an input that broadcasts (a target per
+            # position of [N, C, d] logits, a mask shared by every channel) or the row's own
+            # coordinate (a one-hot pick over the classes): rows gathered by coordinates over
+            # that one dimension, every input read by each element's coordinates.
+            self.red_set, self.red_dim, red = (red,), None, ndim - 1
+            for n in along:
+                n.op = "col"
+            _categorise(plan)  # a row's index within its matrix (constant along it) is not
         if self.red_set is not None:
             if self.reshaped:
                 raise NoTemplate("rows gathered over dimensions apart of a reshaped tensor")
@@ -674,7 +711,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         # reshaped): what the row kernels' per-row reads and coordinates assume.
         flat = self.full or self.merge_from is not None or self.red_set is not None
         plain_rows = not flat and red == ndim - 1 and not self.reshaped
-        if coords and plan.reductions() and not plain_rows:
+        # (rows gathered over one dimension: an element's column is its coordinate there)
+        one_dim = self.red_set is not None and len(self.red_set) == 1 and not self.reshaped
+        if coords and plan.reductions() and not (plain_rows or one_dim):
             raise NoTemplate(
                 "an element's coordinates (an arange along the row, F.one_hot, tril/triu) in a "
                 "reduction over other than the last dimension (or over several, or the whole "
@@ -747,6 +786,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             plan.extra["totals"] = {
                 str(j): [v.op, v.ndim, *(v.scale or ())] for j, v in totals.items()
             }
+        if hidden:  # {quotient's output: its denominator's}
+            plan.extra["total_dens"] = {str(j): h for j, h in hidden.items()}
         for j, (o, shape) in enumerate(zip(plan.outputs, shapes, strict=True)):
             node = plan.nodes[o]
             if j in totals:
@@ -839,8 +880,12 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 f"{len(plan.inputs('tile'))} row input(s), "
                 f"{sum(n.id in used for n in plan.inputs('vec'))} vector(s)"
             )
-            for v in totals.values():
+            for j, v in totals.items():
+                if j in hidden.values():
+                    continue  # said with its quotient
                 plan.summary += f", then the {v.op} of a per-row value over every row"
+                if v.den is not None:
+                    plan.summary += f" over the {v.op} of another"
             if plan.inputs("bcast"):
                 plan.summary += ", " + ", ".join(
                     f"{n.attrs['ref']} {_read_as(n)}" for n in plan.inputs("bcast")
@@ -1417,17 +1462,45 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         sum over everything by the batch size): the fold applies it to its result, as torch
         does (a sum of no rows over a batch of 0 is NaN). A number computed from the sizes
         becomes one the wrapper computes at run time, as any other constant does."""
-        if op not in ("mul", "div") or len(n.args) != 2:
+        if op == "div" and len(n.args) == 2 and all(isinstance(a, torch.fx.Node) for a in n.args):
+            num, den = (self.env.get(a) for a in n.args)
+            if isinstance(num, Total) and isinstance(den, Total):
+                if (
+                    num.op != den.op
+                    or num.op not in ("sum", "mean")
+                    or num.ndim != den.ndim
+                    or num.scale is not None
+                    or den.scale is not None
+                    or num.den is not None
+                    or den.den is not None
+                ):
+                    raise NoTemplate(
+                        f"a quotient of reductions over every row other than two plain sums "
+                        f"or means ({n.name})"
+                    )
+                return Total(num.op, num.arg, num.ndim, den=den.arg)
+        if op == "neg" and len(n.args) == 1:  # -x.mean(): times -1
+            op, args = "mul", (n.args[0], -1.0)
+        elif op not in ("mul", "div") or len(n.args) != 2:
             return None
-        x, k = n.args
+        else:
+            args = n.args
+        x, k = args
         if op == "mul" and not isinstance(x, torch.fx.Node):
             x, k = k, x  # a number times the total
         total = self.env.get(x) if isinstance(x, torch.fx.Node) else None
         if not isinstance(total, Total) or isinstance(k, bool) or not isinstance(k, int | float):
             return None
         if total.scale is not None:
-            raise NoTemplate(f"arithmetic on a scaled reduction over every row ({x.name})")
-        return Total(total.op, total.arg, total.ndim, (op, self.const(float(k))))
+            # Two numbers in a row are one (``-(x.sum() / 2)``) where the first is written
+            # into the code, not read from the sizes at run time.
+            was, node = total.scale[0], self.nodes[total.scale[1]]
+            if node.kind != "const":
+                raise NoTemplate(f"arithmetic on a scaled reduction over every row ({x.name})")
+            same = (was == "mul") == (op == "mul")
+            k = node.value * float(k) if same else node.value / float(k)
+            op = was
+        return Total(total.op, total.arg, total.ndim, (op, self.const(float(k))), total.den)
 
     def _whole_of_rows(self, n: torch.fx.Node, dims) -> bool:
         """Whether this reduction runs over every element of a row-shaped value once the rows

@@ -365,7 +365,10 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
                 else x
                 for x in ns["get_inputs"]()
             ]
-            state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+            # Detached: the trace is of the forward alone (a class weight of ``nll_loss`` that
+            # requires grad fails autograd's check before any decomposition sees it).
+            named = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+            state = {k: v.detach() for k, v in named.items()}
             names = list(state)
 
             def call(params, *args):
@@ -374,6 +377,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
             with _composites_as_reductions():
                 gm = make_fx(call, decomposition_table=_pointwise_decompositions())(state, *inputs)
             _functional_in_place(gm)
+            _view_round_trips(gm)
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
@@ -665,6 +669,36 @@ _MOVES_DECOMPOSED = ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle")
 _REDUCTIONS_DECOMPOSED = ("any", "all")
 
 
+def _view_round_trips(gm) -> None:
+    """Views of views that come back to the first one's input shape (torch's 2-d loss views
+    ``[N, C, d]`` logits as ``[N, C, 1, d]``, the decomposition squeezes them back) read as
+    that input itself: the same elements in the same order, and no change of the rows' shape
+    for the lowering to refuse."""
+    import torch
+
+    aten = torch.ops.aten
+    views = {
+        aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+        aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+    }  # fmt: skip
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target not in views:
+            continue
+        src = n.args[0]
+        while isinstance(src, torch.fx.Node) and src.op == "call_function" and src.target in views:
+            src = src.args[0]
+        if src is n.args[0] or not isinstance(src, torch.fx.Node):
+            continue
+        val, was = n.meta.get("val"), src.meta.get("val")
+        if isinstance(val, torch.Tensor) and isinstance(was, torch.Tensor):
+            if tuple(val.shape) == tuple(was.shape) and val.stride() == was.stride():
+                n.replace_all_uses_with(src)
+    for n in reversed(list(gm.graph.nodes)):  # the views no one reads any more
+        if n.op == "call_function" and n.target in views and not n.users:
+            gm.graph.erase_node(n)
+    gm.recompile()
+
+
 def _functional_in_place(gm) -> None:
     """In-place ops on values the forward made (``sqrt_`` of a product of norms, ``fill_`` of an
     ``empty_like``, as ``F.cosine_embedding_loss`` writes them) become their functional forms
@@ -700,7 +734,76 @@ def _pointwise_decompositions() -> dict:
     from torch._decomp import get_decompositions
 
     names = _DECOMPOSED + _MOVES_DECOMPOSED + _REDUCTIONS_DECOMPOSED
-    return get_decompositions([getattr(torch.ops.aten, name) for name in names])
+    table = get_decompositions([getattr(torch.ops.aten, name) for name in names])
+    aten = torch.ops.aten
+    table[aten.gather.default] = _gather_as_pick
+    table[aten.nll_loss_forward.default] = _nll_loss_as_picks
+    table[aten.nll_loss2d_forward.default] = _nll_loss_as_picks
+    return table
+
+
+def _picked(x, dim: int, index, size: int | None = None):
+    """``x`` at ``index`` along ``dim`` (``index`` of size 1 there, broadcast against ``x``
+    elsewhere; ``x`` may be a number, then ``size`` is the dimension's): the one element each
+    row's column index names, as a sum over the dimension of the elements whose column equals
+    it; 0 where none does."""
+    import torch
+
+    size = x.shape[dim] if size is None else size
+    along = [1] * index.dim()
+    along[dim] = size
+    columns = torch.arange(size, device=index.device).view(along)
+    return torch.where(columns == index, x, 0.0).sum(dim, keepdim=True)
+
+
+def _gather_as_pick(x, dim, index, sparse_grad=False):
+    """``torch.gather`` of one element a row (``lsm.gather(1, t[:, None])``, the index of size
+    1 along ``dim`` and the input's size elsewhere) as the reduction over the row it is (a
+    one-hot sum, :func:`_picked`): the row kernels then compute the values and pick from them
+    in one pass. A gather of several elements a row is left as it is (refused in words)."""
+    dim = dim % max(x.dim(), 1)
+    shape = list(index.shape)
+    if x.dim() == 0 or index.dim() != x.dim() or shape[dim] != 1:
+        return NotImplemented
+    if any(shape[d] != x.shape[d] for d in range(x.dim()) if d != dim):
+        return NotImplemented
+    return _picked(x, dim, index).to(x.dtype)
+
+
+def _nll_loss_as_picks(x, target, weight, reduction, ignore_index):
+    """``nll_loss`` with class weights or over more than ``[tokens, classes]`` (a segmentation
+    loss of ``[N, C, H, W]`` logits) as the picks and sums it is, in torch's own definition:
+    each element's loss ``-w[t] x[t]`` (0 where ``t`` is ``ignore_index``), summed, or
+    divided by the summed weights for ``mean``. The 2-d unweighted loss is left to the
+    cross-entropy template."""
+    import torch
+
+    if x.dim() < 2 or (weight is None and x.dim() == 2):
+        return NotImplemented
+    ones = [d for d in range(2, x.dim()) if x.shape[d] == 1 and target.shape[d - 1] == 1]
+    if x.dim() == 4 and ones:
+        # [N, C, d] logits, which torch views as [N, C, 1, d] for its 2-d loss: as they were
+        d = ones[0]
+        out = _nll_loss_as_picks(x.squeeze(d), target.squeeze(d - 1), weight, reduction,
+                                 ignore_index)  # fmt: skip
+        return (out[0].unsqueeze(d - 1), out[1]) if reduction == 0 else out
+    # An ignored element's target names no class, so that nothing is picked for it.
+    t = target.unsqueeze(1)
+    t = torch.where(t != ignore_index, t, -1)
+    picked = _picked(x, 1, t).squeeze(1)
+    if weight is None:
+        w = _picked(1.0, 1, t, x.shape[1]).squeeze(1)  # 1 where a class is named
+    else:
+        along = [1] * x.dim()
+        along[1] = x.shape[1]
+        w = _picked(weight.view(along), 1, t).squeeze(1)
+    loss = -picked * w
+    if reduction == 0:
+        return loss, w.sum()
+    if reduction == 2:
+        return loss.sum(), w.sum()
+    total = w.sum()
+    return loss.sum() / total, total
 
 
 @contextlib.contextmanager

@@ -674,7 +674,8 @@ def _row_segmented(plan: Plan) -> str:
 # same on every run (atomics across programs would not be).
 _FOLD_OPS = ["sum", "mean", "max", "min"]
 _KE_FOLD = """@triton.jit
-def _ke_fold(x_ptr, out_ptr, M, S, OP: tl.constexpr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+def _ke_fold(x_ptr, y_ptr, out_ptr, M, S, OP: tl.constexpr, SCALE: tl.constexpr,
+             RATIO: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     if OP == 2:
         acc = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -696,7 +697,12 @@ def _ke_fold(x_ptr, out_ptr, M, S, OP: tl.constexpr, SCALE: tl.constexpr, BLOCK:
         total = tl.min(acc, axis=0)
     else:
         total = tl.sum(acc, axis=0)
-    if OP == 1:
+    if RATIO:  # over a second total, folded alike (the means' M cancels)
+        den = tl.zeros([BLOCK], tl.float32)
+        for start in range(0, M, BLOCK):
+            den += tl.load(y_ptr + start + offs, mask=start + offs < M, other=0.0)
+        total = total / tl.sum(den, axis=0)
+    elif OP == 1:
         total = total / M  # a mean of no rows is NaN, as torch says
     if SCALE == 1:  # the reference's number applied to the total (a batchmean's batch size)
         total = total * S
@@ -705,11 +711,13 @@ def _ke_fold(x_ptr, out_ptr, M, S, OP: tl.constexpr, SCALE: tl.constexpr, BLOCK:
     tl.store(out_ptr, total)
 
 
-def _ke_fold_out(parts, M, op, dtype, shape, scale=0, s=1.0):
-    \"\"\"The fold of the M per-row values in ``parts`` (op: sum, mean, max, min), then times
-    (scale 1) or over (scale 2) the number ``s``, as dtype.\"\"\"
+def _ke_fold_out(parts, M, op, dtype, shape, scale=0, s=1.0, den=None):
+    \"\"\"The fold of the M per-row values in ``parts`` (op: sum, mean, max, min), over the
+    fold of ``den``'s where given, then times (scale 1) or over (scale 2) the number ``s``, as
+    dtype.\"\"\"
     total = torch.empty((), dtype=torch.float32, device=parts.device)
-    _ke_fold[(1,)](parts, total, M, float(s), OP=op, SCALE=scale, BLOCK=1024)
+    _ke_fold[(1,)](parts, parts if den is None else den, total, M, float(s), OP=op, SCALE=scale,
+                   RATIO=den is not None, BLOCK=1024)
     return total.to(dtype).reshape(shape)
 
 
@@ -814,13 +822,15 @@ def _source_row(plan: Plan, p: dict) -> str:
         f"        _ke_bump[(1,)]({ref}, {int(amount)})\n"
         for ref, amount in plan.extra.get("counters", ())
     )
+    dens = plan.extra.get("total_dens", {})  # a quotient of totals: its denominator's output
     ret = ", ".join(
         f"_ke_fold_out(out{j}, M, {_FOLD_OPS.index(totals[str(j)][0])}, odt, "
-        f"{(1,) * totals[str(j)][1]}{_fold_scale(plan, totals[str(j)], refs)})"
+        f"{(1,) * totals[str(j)][1]}{_fold_scale(plan, totals[str(j)], refs)}"
+        + (f", den=out{dens[str(j)]})" if str(j) in dens else ")")
         if str(j) in totals
         else f"out{j}"
         for j in range(len(plan.outputs))
-        if str(j) not in state
+        if str(j) not in state and j not in dens.values()
     )
     # After M: each per-row value folded over every row lands in fp32 first.
     if state:  # an empty batch leaves the module's state as it was (torch skips the update)
