@@ -644,27 +644,43 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self._vecs_as_bcast(used, below=self.merge_from)
             if any(n.attrs["role"] == "bcast" and n.id in used for n in plan.inputs()):
                 plan.extra["by_index"] = True
-        bcast_used = any(n.id in used for n in plan.inputs("bcast"))
         # An element's coordinate along the reduced dimension: its column in the rows (the
         # second-last dimension's is ``mrow``).
-        along = [n for n in self.nodes if n.op == ("mrow" if red == ndim - 2 else "col")]
+        along = [
+            n
+            for n in self.nodes
+            if n.op == ("mrow" if red == ndim - 2 else "col")
+            or (n.op == "coord" and n.attrs["dim"] == red)
+        ]
         if (
             red != ndim - 1
-            and (bcast_used or along)
+            and along
             and plan.reductions()
             and not (self.full or self.reshaped or self.red_span > 1)
             and self.merge_from is None
             and self.red_set is None
             and not any(n.op in ("col", "mrow") and n not in along for n in self.nodes)
         ):
-            # Rows along a middle dimension with an input that broadcasts (a target per
-            # position of [N, C, d] logits, a mask shared by every channel) or the row's own
-            # coordinate (a one-hot pick over the classes): rows gathered by coordinates over
-            # that one dimension, every input read by each element's coordinates.
+            # Rows along a middle dimension that read their own coordinate (a one-hot pick over
+            # the classes of [N, C, d] logits, against a target per position): rows gathered
+            # by coordinates over that one dimension, every input read by each element's
+            # coordinates. (A broadcast input alone is left to a chain: the gathered rows' index
+            # arithmetic per element cost a segmentation loss 0.35x of compile on an H100.)
             self.red_set, self.red_dim, red = (red,), None, ndim - 1
             for n in along:
                 n.op = "col"
+                n.attrs.pop("dim", None)
             _categorise(plan)  # a row's index within its matrix (constant along it) is not
+        for n in self.nodes:
+            if n.op in ("axis", "coord") and n.id not in used:  # read only through its view
+                n.kind, n.op, n.value, n.attrs, n.cat = "const", "", 0.0, {}, "const"
+        placed = [n for n in self.nodes if n.op in ("axis", "coord")]
+        if placed:
+            raise NoTemplate(
+                "an arange along a leading dimension of the rows, outside rows that run along "
+                "it; templates read an arange as the column index, a row's index within its "
+                "matrix, or the coordinate along a reduced middle dimension"
+            )
         if self.red_set is not None:
             if self.reshaped:
                 raise NoTemplate("rows gathered over dimensions apart of a reshaped tensor")
@@ -1038,10 +1054,21 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             if src in self.vec_pos:  # a weight placed along one dimension: w.view(1, -1, 1, 1)
                 self.env[n] = self._place_vec(src, shape, n)
                 return
+            rows = tuple(self.row_shape or ())
+            big = [d for d, k in enumerate(shape) if k != 1]
+            if (
+                self.nodes[src].op in ("col", "axis")
+                and len(shape) == len(rows)
+                and len(big) == 1
+                and big[0] < len(rows) - 2
+                and shape[big[0]] == rows[big[0]]
+            ):
+                # ``arange(C).view(1, C, 1, 1)``: each element's coordinate along dimension d
+                self.env[n] = self.new("pw", op="coord", attrs={"whole": True, "dim": big[0]})
+                return
             if self.nodes[src].op == "col" and shape and math.prod(shape) == shape[-1]:
                 self.env[n] = src  # the column index viewed or cast: each column's own still
                 return
-            rows = tuple(self.row_shape or ())
             if (
                 self.nodes[src].op == "col"
                 and len(shape) >= 2
@@ -2178,7 +2205,7 @@ def _categorise(plan: Plan) -> None:
             n.cat = "tile"
         elif n.op in ("col_lt", "col"):  # a column's index (against a boundary): varies along it
             n.cat = "tile"
-        elif n.op == "mrow":  # the row's index within its matrix: one per row
+        elif n.op in ("mrow", "coord", "axis"):  # a coordinate of the row: one per row
             n.cat = "rowscalar"
         else:
             cats = {plan.nodes[a].cat for a in n.args}

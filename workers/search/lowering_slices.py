@@ -288,6 +288,12 @@ class SlicesMixin:
             # As long as the rows' second-last dimension (a KV cache's queries, fewer than its
             # keys): each element's row within its matrix, once viewed as ``[:, None]``
             return self.coordinate("mrow")
+        if length != width and length in rows[:-2]:
+            # As long as a leading dimension of the rows (the classes of [N, C, H, W] logits):
+            # placed by its view (``coord``), read where the rows run along that dimension.
+            axis = self.coordinate("axis")
+            self.nodes[axis].attrs["length"] = length
+            return axis
         if length != width:
             raise NoTemplate(
                 f"an arange of {length} values against rows of {width} columns; templates read "

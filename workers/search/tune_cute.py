@@ -196,8 +196,8 @@ class _Bench:
         with torch.no_grad():
             high_in = [t.float() if _floating(t) else t for t in sets[0]]
             expected = high_ref(*(high_in if high_ref is not ref else sets[0]))
-        nbytes, _ = self.G._work(ref, sets[0])
-        floor_ms = 1e3 * nbytes / self.ceilings["bandwidth_bytes_per_s"]
+        work, _ = self.G._work(ref, sets[0])  # the bytes the op moves, its FLOPs
+        floor_ms = 1e3 * work["bytes"] / self.ceilings["bandwidth_bytes_per_s"]
         x = sets[0][getattr(self.args, "x_index", 0)]  # the input whose rows the kernel reads
         k = getattr(self.args, "row_dims", 1)  # a row: the last dimension, or the last k
         rows, n = x.reshape(-1, math.prod(x.shape[-k:])).shape
