@@ -737,9 +737,44 @@ def _pointwise_decompositions() -> dict:
     table = get_decompositions([getattr(torch.ops.aten, name) for name in names])
     aten = torch.ops.aten
     table[aten.gather.default] = _gather_as_pick
+    for k in (1, 2, 3):  # nearest upsampling by whole factors: each element repeated (a move)
+        op = getattr(aten, f"upsample_nearest{k}d")
+        table[op.default] = _nearest_as_repeat
+        table[op.vec] = _nearest_vec_as_repeat
     table[aten.nll_loss_forward.default] = _nll_loss_as_picks
     table[aten.nll_loss2d_forward.default] = _nll_loss_as_picks
     return table
+
+
+def _nearest_as_repeat(x, output_size, *scales):
+    """Nearest upsampling by a whole scale factor (``F.interpolate(x, scale_factor=2)``):
+    output element ``i`` reads input ``i // f``, which is each element repeated ``f`` times,
+    written as the view, expand and copy that is (the move family's); a factor that is not
+    whole, or an output ``size`` given instead of a factor, is left as it is."""
+    spatial = list(x.shape[2:])
+    out = [int(o) for o in output_size]
+    if len(out) != len(spatial) or any(i == 0 or o % i for o, i in zip(out, spatial, strict=True)):
+        return NotImplemented
+    factors = [o // i for o, i in zip(out, spatial, strict=True)]
+    # By a scale factor only: an output of a fixed ``size`` is not a whole multiple of every
+    # input size the candidate may be given.
+    if len(scales) != len(factors) or any(
+        s is None or float(s) != f for s, f in zip(scales, factors, strict=True)
+    ):
+        return NotImplemented
+    lead = list(x.shape[:2])
+    ones = [d for i in spatial for d in (i, 1)]
+    wide = [d for i, f in zip(spatial, factors, strict=True) for d in (i, f)]
+    return x.reshape(lead + ones).expand(lead + wide).contiguous().view(lead + out)
+
+
+def _nearest_vec_as_repeat(x, output_size, scale_factors):
+    if output_size is None:
+        if scale_factors is None:
+            return NotImplemented
+        output_size = [int(i * f) for i, f in zip(x.shape[2:], scale_factors, strict=True)]
+        return _nearest_as_repeat(x, output_size, *scale_factors)
+    return _nearest_as_repeat(x, output_size, *(scale_factors or ()))
 
 
 def _picked(x, dim: int, index, size: int | None = None):
