@@ -652,25 +652,39 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             if n.op == ("mrow" if red == ndim - 2 else "col")
             or (n.op == "coord" and n.attrs["dim"] == red)
         ]
-        if (
+        # Rows along one middle dimension, read in place (the strided row kernel): an element's
+        # coordinate along it is its column there (a one-hot pick over the classes of
+        # [N, C, H, W] logits), and an input constant along it (a target per position, a mask
+        # shared by every channel) is read once per row, through its strides.
+        strided = (
             red != ndim - 1
-            and along
             and plan.reductions()
             and not (self.full or self.reshaped or self.red_span > 1)
             and self.merge_from is None
             and self.red_set is None
-            and not any(n.op in ("col", "mrow") and n not in along for n in self.nodes)
-        ):
-            # Rows along a middle dimension that read their own coordinate (a one-hot pick over
-            # the classes of [N, C, d] logits, against a target per position): rows gathered
-            # by coordinates over that one dimension, every input read by each element's
-            # coordinates. (A broadcast input alone is left to a chain: the gathered rows' index
-            # arithmetic per element cost a segmentation loss 0.35x of compile on an H100.)
-            self.red_set, self.red_dim, red = (red,), None, ndim - 1
+            and self.chunk is None
+        )
+        per_row = [
+            n
+            for n in plan.inputs("bcast")
+            if n.id in used
+            and len(n.attrs["bshape"]) == ndim
+            and int(n.attrs["bshape"][red]) == 1
+            and not n.attrs.get("gather")
+        ]
+        if strided and not any(n.op in ("col", "mrow") and n not in along for n in self.nodes):
             for n in along:
                 n.op = "col"
                 n.attrs.pop("dim", None)
             _categorise(plan)  # a row's index within its matrix (constant along it) is not
+        if strided and per_row and len(per_row) == sum(n.id in used for n in plan.inputs("bcast")):
+            # The rows' shape with the reduced dimension moved last: the broadcast inputs are
+            # expanded to it and read per row (their column stride 0).
+            plan.extra["bcast_moved"] = red - ndim
+            for n in per_row:
+                b = list(n.attrs["bshape"])
+                n.attrs["bshape_in"] = b
+                n.attrs["bshape"] = b[:red] + b[red + 1 :] + [b[red]]
         for n in self.nodes:
             if n.op in ("axis", "coord") and n.id not in used:  # read only through its view
                 n.kind, n.op, n.value, n.attrs, n.cat = "const", "", 0.0, {}, "const"
@@ -709,7 +723,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 )
             plan.extra["vec_mod"] = True
         bcast = [n for n in plan.nodes if n.kind == "input" and n.attrs.get("role") == "bcast"]
-        in_rows = red == ndim - 1 and not self.full  # the row kernels read them per row
+        # the row kernels read them per row (rows over a middle dimension: moved, see above)
+        in_rows = (red == ndim - 1 and not self.full) or "bcast_moved" in plan.extra
         if any(n.id in used for n in bcast) and plan.reductions() and not in_rows:
             how = ", ".join(f"{n.attrs['ref']} {_read_as(n)}" for n in bcast if n.id in used)
             raise NoTemplate(
@@ -727,8 +742,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         # reshaped): what the row kernels' per-row reads and coordinates assume.
         flat = self.full or self.merge_from is not None or self.red_set is not None
         plain_rows = not flat and red == ndim - 1 and not self.reshaped
-        # (rows gathered over one dimension: an element's column is its coordinate there)
-        one_dim = self.red_set is not None and len(self.red_set) == 1 and not self.reshaped
+        # (rows over one middle dimension, read in place: an element's column is its
+        # coordinate there)
+        one_dim = strided and not any(n.op == "mrow" for n in self.nodes)
         if coords and plan.reductions() and not (plain_rows or one_dim):
             raise NoTemplate(
                 "an element's coordinates (an arange along the row, F.one_hot, tril/triu) in a "

@@ -119,15 +119,15 @@ def test_broadcast_inputs_get_a_correct_elementwise_kernel(source, sizes, says, 
         assert run["err"] < 1e-5, run
 
 
-def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_a_chain(tmp_path):
-    """One kernel cannot read the mask through its strides in a reduction over the heads (it
-    was refused in one line); a chain writes the masked scores first, then the softmax over
-    the heads reads them (tests/workers/search/test_chain.py)."""
+def test_a_broadcast_input_in_a_reduction_over_a_middle_dimension_is_read_per_row(tmp_path):
+    """A mask shared by every head in a softmax over the heads: constant along the rows, so
+    the strided row kernel reads it once per row through its strides (it was refused in one
+    line, then a chain that wrote the masked scores first)."""
     over_heads = MASK.replace("scores * 0.125 + mask", "torch.softmax(scores + mask, dim=1)")
     result = run_child(_CHECK, over_heads, json.dumps([{}, {"seq": 5}]), str(tmp_path))
-    assert result["family"] == "chain+row", result["summary"]
-    assert "mask [2, 1, 8, 8] broadcast, written as _ke_s0" in result["summary"]
-    assert "then row-wise over dimension 1 of 4" in result["summary"]
+    assert result["family"] == "row", result["summary"]
+    assert "row-wise over dimension 1 of 4" in result["summary"], result["summary"]
+    assert "mask [2, 8, 8, 1] broadcast" in result["summary"], result["summary"]
     for run in result["runs"]:
         assert run["err"] < 1e-5, run
 

@@ -4,9 +4,9 @@
 weight a parameter, not traceable at all); ``-x.mean()`` was "arithmetic on a reduction over
 every row is not covered". The pick is the one-hot sum it is, so a log-softmax and its pick are
 one row kernel. The classes may lie along a middle dimension (a segmentation loss over
-``[N, C, d]`` logits: rows gathered over that dimension, the target read by each element's
-coordinates), and a mean over kept elements divides one total by another (the weights'
-sum, a mask's count), folded together. Each candidate computes the reference on the
+``[N, C, d]`` or ``[N, C, H, W]`` logits: rows over that dimension read in place, the
+target once per row through its strides), and a mean over kept elements divides one total
+by another (the weights' sum, a mask's count), folded together. Each candidate computes the reference on the
 interpreter at two sizes, with a one-pass and a looped row."""
 
 from __future__ import annotations
@@ -49,12 +49,16 @@ CASES = {
     "segmentation-loss": (
         _problem("F.cross_entropy(x, t, weight=self.w, ignore_index=2)", "torch.randn(n, c, 6)",
                  "(n, 6)"),
-        "row", "row-wise over dimensions [1] of 3 (gathered)",
+        "row", "row-wise over dimension 1 of 3",
     ),
     "segmentation-pick": (
         _problem("-F.log_softmax(x, 1).gather(1, t.unsqueeze(1)).squeeze(1)",
                  "torch.randn(n, c, 6)", "(n, 6)"),
-        "row", "row-wise over dimensions [1] of 3 (gathered)",
+        "row", "row-wise over dimension 1 of 3",
+    ),
+    "segmentation-loss-2d": (
+        _problem("F.cross_entropy(x, t, ignore_index=4)", "torch.randn(2, c, 3, 5)", "(2, 3, 5)"),
+        "row", "t [2, 3, 5, 1] broadcast",
     ),
     "masked-mean": (
         _problem("(x.sum(-1) * (t > 4)).sum() / (t > 4).sum()"),

@@ -476,7 +476,8 @@ def bcast_view(node, shape: str = "shape") -> str | None:
     if node.attrs.get("gather"):  # a view of the rows' shape: one table row expanded
         return f"{ref}.select(0, 0).expand(*{node.attrs['gather']}.shape, {ref}.shape[-1])"
     if node.attrs.get("from_vec"):
-        view = [-1 if int(size) != 1 else 1 for size in node.attrs["bshape"]]
+        own = node.attrs.get("bshape_in", node.attrs["bshape"])  # in the rows' own order
+        view = [-1 if int(size) != 1 else 1 for size in own]
         return f"{ref}.reshape({view})"
     if node.attrs.get("viewed"):
         vdims = node.attrs["vdims"]
@@ -501,6 +502,7 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
     real = [n for n in plan.inputs() if n.attrs["ref"] != "acc"]
     kept = _bcast(plan)
     rank = _bcast_rank(plan)
+    moved = plan.extra.get("bcast_moved")
     lines = []
     for k, n in enumerate(real):
         ref = n.attrs["ref"]
@@ -524,19 +526,26 @@ def _bcast_wrapper(plan: Plan, shape: str) -> str:
             ]
             continue
         view = bcast_view(n, shape)
+        # Rows over a middle dimension: the input expanded to the rows' shape, that dimension
+        # then moved last (``bcast_moved``), so the kernel reads it like rows of the last.
+        tail = f".movedim({moved}, -1)" if moved is not None else ""
         if view is not None:
-            lines.append(f"in{k} = {view}.expand({shape})")
+            lines.append(f"in{k} = {view}.expand({shape}){tail}")
         else:
-            ones = [d for d in range(rank) if d not in kept[k]]
+            own = n.attrs.get("bshape_in", n.attrs["bshape"])  # in the rows' own order
+            ones = [d for d in range(rank) if int(own[d]) == 1]
             lines += [
-                f"in{k} = {ref}.expand({shape})",
+                f"in{k} = {ref}.expand({shape}){tail}",
                 f"if any({ref}.dim() + d >= {rank} and {ref}.shape[{ref}.dim() + d - {rank}] "
                 f"!= 1 for d in {ones}):",
                 f"    raise ValueError('{ref} varies along a dimension the kernel broadcasts "
                 "it over')",
             ]
         lines += [f"s{k}_{d} = in{k}.stride({d})" for d in kept[k]]
-    if by_index(plan):
+    if moved is not None:  # the rows' sizes with the reduced dimension last
+        order = [d for d in range(rank) if d != moved % rank] + [moved % rank]
+        lines += [f"L{d} = {shape}[{order[d]}]" for d in range(rank - 1)]
+    elif by_index(plan):
         dims = sorted({d for ds in kept.values() for d in ds})
         lines += [f"L{d} = {shape}[{d}]" for d in dims]
         lines += [f"Q{d} = math.prod({shape}[{d + 1}:])" for d in dims]

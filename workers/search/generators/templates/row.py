@@ -134,7 +134,7 @@ def _geometry(plan: Plan) -> tuple[str, str, list[str]]:
         return (
             "roff = (rows // K).to(tl.int64) * N * K + rows % K",
             "cols * K",
-            ["M", "N", "K"],
+            ["M", "N", "K", *_bcast_args(plan)],
         )
     vl = ["VL"] if plan.extra.get("vec_mod") else []
     r = ["R"] if plan.extra.get("mrow") else []  # the rows' second-last size (a tril/triu's)
