@@ -6,8 +6,8 @@ every row is not covered". The pick is the one-hot sum it is, so a log-softmax a
 one row kernel. The classes may lie along a middle dimension (a segmentation loss over
 ``[N, C, d]`` or ``[N, C, H, W]`` logits: rows over that dimension read in place, the
 target once per row through its strides), and a mean over kept elements divides one total
-by another (the weights' sum, a mask's count), folded together. Each candidate computes the reference on the
-interpreter at two sizes, with a one-pass and a looped row."""
+by another (the weights' sum, a mask's count), folded together. Each candidate computes the
+reference on the interpreter at two sizes, with a one-pass and a looped row."""
 
 from __future__ import annotations
 
