@@ -99,3 +99,41 @@ def check_chained(problems: dict, folder: str, sizes: dict | None = None) -> Non
         assert "kernels:" in got["summary"], (name, got["summary"])
         for err in got["errs"]:
             assert not isinstance(err, str) and err < 1e-4, (name, got["errs"])
+
+
+# The matmul template's kernels compiled ahead of time for sm_90 (no GPU here): a problem's
+# plan rendered with the family's defaults, then the one-pass launch, the split-K partial
+# launch and the in-order reduction, each compiled with ``PRECISION``. Per launch: the PTX's
+# length and its global loads.
+_MATMUL_AOT = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from workers.contract import problem as P
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import trace_problem
+
+module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["matmul"]), "mm", sys.argv[2])
+out = {}
+tile = {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8}
+dot = {"BLOCK_K": 32, "PRECISION": sys.argv[3], "UPCAST": False}
+for name, fn, ce in (
+    ("split", module._ke_matmul, {**tile, **dot, "SPLIT": True}),
+    ("whole", module._ke_matmul, {**tile, **dot, "SPLIT": False}),
+    ("reduce", module._ke_matmul_reduce, tile),
+):
+    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
+    sig.update({c: "constexpr" for c in ce})
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+    ptx = kernel.asm["ptx"]
+    out[name] = {"length": len(ptx), "loads": ptx.count("ld.global")}
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def compile_matmul_sm90(source: str, folder: str, precision: str = "ieee") -> dict:
+    """{launch: {length, loads}} of the matmul kernels of ``source``'s plan, compiled for sm_90
+    (see ``_MATMUL_AOT``)."""
+    return run_child(_MATMUL_AOT, source, folder, precision, interpret=False)

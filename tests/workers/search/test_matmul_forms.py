@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_rendered, run_child
+from tests.workers.search.child import check_rendered, compile_matmul_sm90
 from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\nb = 2\nm = 20\nk = 17\nn = 30\n\n\n"
@@ -159,39 +159,12 @@ def test_a_long_k_is_cut_into_ranges_whose_partials_add_in_order(tmp_path):
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
 
 
-_AOT = r"""
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
-module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["matmul"]), "mm", sys.argv[2])
-out = {}
-tile = {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8}
-for name, fn, ce in (
-    ("split", module._ke_matmul, {**tile, "BLOCK_K": 32, "PRECISION": "ieee", "UPCAST": False,
-                                   "SPLIT": True}),
-    ("whole", module._ke_matmul, {**tile, "BLOCK_K": 32, "PRECISION": "ieee", "UPCAST": False,
-                                   "SPLIT": False}),
-    ("reduce", module._ke_matmul_reduce, tile),
-):
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    out[name] = len(kernel.asm["ptx"])
-print("RESULTS" + json.dumps(out))
-"""
-
-
 def test_the_split_k_launches_compile_for_sm90(tmp_path):
     """The interpreter runs the split on the CPU; the GPU compiler must take both launches
     (the partial store under SPLIT, the epilogue otherwise, and the in-order reduction)."""
-    got = run_child(_AOT, SPLIT_K["long-k-epilogue"], str(tmp_path), interpret=False)
-    assert set(got) == {"split", "whole", "reduce"} and all(v > 1000 for v in got.values())
+    got = compile_matmul_sm90(SPLIT_K["long-k-epilogue"], str(tmp_path))
+    assert set(got) == {"split", "whole", "reduce"}
+    assert all(v["length"] > 1000 for v in got.values()), got
 
 
 def test_a_batched_dot_written_with_unsqueeze_is_a_row_reduction(tmp_path):
