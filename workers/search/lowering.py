@@ -644,13 +644,18 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self._vecs_as_bcast(used, below=self.merge_from)
             if any(n.attrs["role"] == "bcast" and n.id in used for n in plan.inputs()):
                 plan.extra["by_index"] = True
-        # An element's coordinate along the reduced dimension: its column in the rows (the
-        # second-last dimension's is ``mrow``).
+        # An element's coordinate along a reduced middle dimension (the second-last one's is
+        # ``mrow``, a leading one's ``coord``): its column in the strided rows. A ``col`` is
+        # the coordinate along the last dimension, which those rows do not run along.
         along = [
             n
             for n in self.nodes
-            if n.op == ("mrow" if red == ndim - 2 else "col")
-            or (n.op == "coord" and n.attrs["dim"] == red)
+            if (n.op == "mrow" and red == ndim - 2) or (n.op == "coord" and n.attrs["dim"] == red)
+        ]
+        others = [
+            n
+            for n in self.nodes
+            if n.op in ("col", "mrow", "coord") and n not in along and n.id in used
         ]
         # Rows along one middle dimension, read in place (the strided row kernel): an element's
         # coordinate along it is its column there (a one-hot pick over the classes of
@@ -672,7 +677,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             and int(n.attrs["bshape"][red]) == 1
             and not n.attrs.get("gather")
         ]
-        if strided and not any(n.op in ("col", "mrow") and n not in along for n in self.nodes):
+        # (an element's column, in rows over one middle dimension: its coordinate there)
+        columns_along = strided and bool(along) and not others
+        if columns_along:
             for n in along:
                 n.op = "col"
                 n.attrs.pop("dim", None)
@@ -742,10 +749,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         # reshaped): what the row kernels' per-row reads and coordinates assume.
         flat = self.full or self.merge_from is not None or self.red_set is not None
         plain_rows = not flat and red == ndim - 1 and not self.reshaped
-        # (rows over one middle dimension, read in place: an element's column is its
-        # coordinate there)
-        one_dim = strided and not any(n.op == "mrow" for n in self.nodes)
-        if coords and plan.reductions() and not (plain_rows or one_dim):
+        if coords and plan.reductions() and not (plain_rows or columns_along):
             raise NoTemplate(
                 "an element's coordinates (an arange along the row, F.one_hot, tril/triu) in a "
                 "reduction over other than the last dimension (or over several, or the whole "

@@ -833,12 +833,10 @@ def _nll_loss_as_picks(x, target, weight, reduction, ignore_index):
         along[1] = x.shape[1]
         w = _picked(weight.view(along), 1, t).squeeze(1)
     loss = -picked * w
+    total = w.sum()  # nll_loss's second output (read by nothing unless the mean divides by it)
     if reduction == 0:
-        return loss, w.sum()
-    if reduction == 2:
-        return loss.sum(), w.sum()
-    total = w.sum()
-    return loss.sum() / total, total
+        return loss, total
+    return (loss.sum() if reduction == 2 else loss.sum() / total), total
 
 
 @contextlib.contextmanager

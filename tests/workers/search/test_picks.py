@@ -64,6 +64,13 @@ CASES = {
         _problem("(x.sum(-1) * (t > 4)).sum() / (t > 4).sum()"),
         "row", "then the sum of a per-row value over every row over the sum of another",
     ),
+    # a column index along the last dimension beside rows over the classes: not the rows'
+    # coordinate (it was once read as such, a wrong kernel); the masked values written first
+    "last-dim-arange-beside-class-rows": (
+        _problem("torch.where(torch.arange(x.shape[-1]) < 3, x, 0.0).softmax(1) + t[:, None]",
+                 "torch.randn(n, c, 6)", "(n, 6)"),
+        "chain+row", "kernels",
+    ),
     # numbers applied to a total one after another, a negation among them
     "negated-scaled-total": (_problem("-(torch.relu(x).sum(-1).sum() / 4.0) * 3.0"),
                              "row", "then the sum of a per-row value over every row"),
