@@ -1912,7 +1912,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             a_node, b_node = mm.args[:2]
         a_ref, a_t, a_shape = operand(a_node)
         b_ref, b_t, b_shape = operand(b_node)
-        batch = {}
+        batch: dict = {}
+        k = int(a_node.meta["val"].shape[-1])
+        if mm.target != aten.bmm.default and not a_t and int(a_shape[-1]) != k:
+            # Rows whose last dimensions merge into K (heads written side by side, ``y.transpose(
+            # 1, 2).contiguous().view(B, T, C)`` into ``c_proj``): they are merged again.
+            merged = [j for j in range(2, len(a_shape) + 1) if math.prod(a_shape[-j:]) == k]
+            if not merged:
+                raise NoTemplate(f"a matmul's left operand {list(a_shape)} read as rows of {k}")
+            batch["a_merge"] = merged[0]
         if mm.target == aten.bmm.default:
             batch = self._matmul_batch(a_node, a_shape, a_t, b_node, b_shape, b_t)
             if batch["batch_a"] == "batched":
@@ -1987,9 +1995,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         _categorise(plan)
         if any(n.kind in ("reduce", "scan") for n in plan.nodes):
             raise NoTemplate("matmul epilogue with a reduction or a scan is not covered")
-        plan.extra.update(
-            a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=int(a_shape[-1]), **batch
-        )
+        plan.extra.update(a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=k, **batch)
         ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
         kind = "batched matmul" if batch else "matmul"
         plan.summary = (

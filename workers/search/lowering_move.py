@@ -502,21 +502,29 @@ def _said(spec: dict) -> str:
     return f"of dimensions {spec['dims']}"
 
 
-def fit_ints(traced: list[list[list[int]]]) -> list[list[int]]:
+def fit_ints(traced: list[list[list[int]]], sizes: list[dict] | None = None) -> list[list]:
     """Each of a plan's numbers as ``[a_num, a_den, c]`` or ``[a_num, a_den, c, up]``, the
     number being ``(D·a_num + up) // a_den + c`` (``D`` the size of the dimension it applies
     to; ``up`` how a fraction rounds: ``chunk(k)`` pieces are ``ceil(D / k)``, ``[k - 1, k]``
     with ``up = k - 1``) from the same numbers traced at several sizes (``traced[k][i] =
-    [value, D]``); NoTemplate where one is neither a number nor such a fraction plus one."""
+    [value, D]``); NoTemplate where one is neither a number nor such a fraction plus one.
+
+    A number equal to a size of one of the forward's inputs at every traced size (``sizes[k]``:
+    name -> shape) is that size, ``["size", name, dim]``, unless a plain fraction (``_plain``)
+    fits too: minGPT slices its causal mask, buffered for ``max_seqlen``, to ``T = x.size(1)``,
+    which at small sizes a fraction plus a number can also match."""
     fits = []
     for i, (value, dim) in enumerate(traced[0]):
         points = [t[i] for t in traced]
         if all(v == value for v, _ in points):
             fits.append([0, 1, int(value)])
             continue
-        if all(d == dim for _, d in points):
+        fit = None if all(d == dim for _, d in points) else _rounded_fit(points)
+        size = _input_size([v for v, _ in points], sizes or [])
+        if size is not None and (fit is None or not _plain(fit)):
+            fit = size  # an input's size rather than a fraction that rounds, plus a number
+        if fit is None and all(d == dim for _, d in points):
             raise NoTemplate("a number the op takes moves with sizes other than its dimension's")
-        fit = _rounded_fit(points)
         if fit is None:
             raise NoTemplate(
                 "a slice bound, split size or pad that is neither a number nor a fraction of "
@@ -524,6 +532,28 @@ def fit_ints(traced: list[list[list[int]]]) -> list[list[int]]:
             )
         fits.append(fit)
     return fits
+
+
+def _plain(fit: list) -> bool:
+    """A fraction of the dimension with nothing added (``chunk``'s pieces, rounded up), or the
+    whole dimension less a number (``x[:, 1:]``)."""
+    num, den, c, *up = fit
+    return c == 0 or (num == den and not up)
+
+
+def _input_size(values: list[int], sizes: list[dict]) -> list | None:
+    """``["size", name, dim]`` of the input whose dimension ``dim`` is ``values[k]`` at each
+    traced size ``k``, or None."""
+    if len(sizes) != len(values):
+        return None
+    for name, shape in sizes[0].items():
+        for d in range(len(shape)):
+            if all(
+                len(s.get(name, ())) == len(shape) and s[name][d] == v
+                for s, v in zip(sizes, values, strict=True)
+            ):
+                return ["size", name, d]
+    return None
 
 
 def _rounded_fit(points: list[list[int]]) -> list[int] | None:

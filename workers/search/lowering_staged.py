@@ -42,6 +42,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     piece's own reason, said to be before or after the product. ``lower(gm, refs)`` is the
     ordinary lowering."""
     from workers.search.lowering import (
+        _COPIES,
         _MATMUL_OPS,
         _OPERAND_VIEWS,
         _PERMUTES,
@@ -62,12 +63,20 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     cuts: set = set()
     for mm in mms + pools:
         for operand in mm.args[:3] if mm in mms else mm.args[:1]:
-            root = operand
+            root, copy = operand, None
             while (
                 isinstance(root, torch.fx.Node)
                 and root.op == "call_function"
                 and (root.target in _OPERAND_VIEWS or root.target in _PERMUTES)
             ):
+                if root.target in _COPIES and copy is None:
+                    copy = root
+                elif root.target in _PERMUTES and copy is not None:
+                    # A copy of a permuted view (heads split out of a wider product's output,
+                    # ``q.view(B, T, nh, hs).transpose(1, 2)`` merged into one batch): no
+                    # strides read it, so the copy is a move kernel of its own, as eager makes.
+                    root = copy
+                    break
                 root = root.args[0]
             if isinstance(root, torch.fx.Node) and root.op == "call_function":
                 cuts.add(root)  # a computed operand: written by the stage before
@@ -87,6 +96,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
             mm = users[0]  # Linear on [..., K]: the product's rows viewed back as the input's
         cuts.add(mm)
     out = next(n for n in gm.graph.nodes if n.op == "output")
+    cuts = _fused_attention(gm, cuts, set(mms), refs, lower, order)
     ends = sorted(cuts, key=order.get)
     if ends and _returns(out) == [ends[-1]]:
         ends = ends[:-1]  # the last product is the output itself: its stage is the last
@@ -103,7 +113,9 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         # A product's stage takes the next piece in too where the two lower as one matmul
         # kernel (an activation between two products of an MLP, before the next cut).
         plan = None
-        if i + 1 < len(ends):
+        # (only a piece that reads this one: parallel products, q, k and v's projections,
+        # are each a stage)
+        if i + 1 < len(ends) and ends[i] in _ancestors(ends[i + 1]):
             try:
                 plan = lower(*_piece(gm, kept, ends[i + 1], refs))
             except NoTemplate:
@@ -133,7 +145,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
                     continue
                 where = "after" if any(s.family == "matmul" for s in stages) else "before"
                 raise NoTemplate(f"{where} the matrix product, {exc}") from None
-        if plan.family == "attention" or (len(plan.outputs) > 1 and i < len(ends) - 1):
+        if len(plan.outputs) > 1 and i < len(ends) - 1:
             raise error
         stages.append(plan)
         if i < len(ends) - 1:
@@ -147,6 +159,74 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     top.stages = stages
     top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
     return top
+
+
+def _fused_attention(gm, cuts: set, mms: set, refs: list[str], lower, order: dict) -> set:
+    """``cuts`` less those inside an attention one flash-attention kernel takes whole: a
+    softmax between two products (``softmax(q @ kᵀ · s, masked) @ v``) whose operands are
+    heads split out of an earlier product's output (minGPT's ``c_attn``), cut apart for
+    ``bmm`` (each head copied, the scores and the probabilities written). The attention's
+    piece runs from the cuts before it to the first cut after its second product (where the
+    heads go back side by side); where that piece does not lower as attention, ``cuts`` stay."""
+    from workers.search.lowering import _COPIES, _OPERAND_VIEWS, _PERMUTES
+
+    passing = _OPERAND_VIEWS | _PERMUTES | _COPIES
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    for node in gm.graph.nodes:
+        if node.target == aten._softmax.default:
+            above = _ancestors(node)
+            qk = max((m for m in mms if m in above), key=order.get, default=None)
+            pv = min((m for m in mms if node in _ancestors(m)), key=order.get, default=None)
+            if qk is None or pv is None:
+                continue
+            end = pv
+        elif "scaled_dot_product" in getattr(node.target, "__name__", ""):
+            qk = pv = node
+            end = next((u for u in node.users if u.args[1] == 0), node)
+        else:
+            continue
+        # Forward to where the heads are side by side: their copy, or the view merging them.
+        while len(end.users) == 1:
+            (user,) = end.users
+            if user.op == "output" or user.target not in passing:
+                break
+            merge = user.meta["val"].dim() == 3 and end.meta["val"].dim() == 4
+            end = user
+            if merge or (end in cuts and end.target in _COPIES):
+                break
+        last = out if set(end.users) == {out} else end
+        before = _ancestors(end)
+        others = [c for c in cuts if c in before and _product_cut(c, mms - {qk, pv})]
+        held = set().union(*(_ancestors(c) for c in others)) if others else set()
+        inner = {c for c in cuts if c in before and c is not end and c not in held}
+        if not inner:
+            continue
+        kept = sorted((c for c in cuts - inner if order[c] < order[end]), key=order.get)
+        try:
+            plan = lower(*_piece(gm, kept, last, refs))
+        except NoTemplate:
+            continue
+        if plan.family == "attention":
+            cuts = (cuts - inner) | ({end} if last is end else set())
+    return cuts
+
+
+def _product_cut(cut, mms: set) -> bool:
+    """Whether ``cut`` is a product's output (or its view), of one of ``mms``."""
+    node = cut
+    while node.op == "call_function" and node not in mms and node.target in _VIEWS:
+        node = node.args[0]
+    return node in mms
+
+
+def _ancestors(node) -> set:
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(n.all_input_nodes)
+    return seen
 
 
 def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
@@ -261,6 +341,9 @@ def _piece(gm: torch.fx.GraphModule, kept: list, end: torch.fx.Node, refs: list[
             graph.output(env[node])
             break
     graph.eliminate_dead_code()
+    for node in reversed(list(graph.nodes)):  # what fx keeps as impure (an SDPA call) too
+        if node.op == "call_function" and not node.users:
+            graph.erase_node(node)
     names = [*refs, *(stage_ref(j) for j in range(len(kept)))]
     used = []
     for node, ref in zip([n for n in graph.nodes if n.op == "placeholder"], names, strict=True):

@@ -104,7 +104,7 @@ def _follow_sizes(source: str, plan: Plan, shapes: dict) -> None:
     if "columns" in plan.extra:
         _fixed_columns(source, plan)
     if plan.family == "move" and plan.extra.get("ints"):
-        _move_fits(source, plan)
+        _move_fits(source, plan, shapes)
     if plan.extra.get("scan_prefix", [1, 1, -1]) != [1, 1, -1]:
         raise NoTemplate(
             "a cumsum of a row's first columns other than all but the last (an exclusive "
@@ -122,7 +122,7 @@ def _fixed_columns(source: str, plan: Plan) -> None:
     width as traced, so it must not move with the problem's sizes (traced again with them
     doubled); one that does is refused in words."""
     sizes = _size_constants(load_problem(source))
-    again = _trace_moved(source, {k: 2 * v for k, v in sizes.items()}) if sizes else None
+    again = _trace_moved(source, {k: 2 * v for k, v in sizes.items()}, plan) if sizes else None
     if again is not None and again[0].extra.get("columns") != plan.extra["columns"]:
         raise NoTemplate(
             "an arange along the row whose length moves with the input sizes but is no input's "
@@ -130,29 +130,36 @@ def _fixed_columns(source: str, plan: Plan) -> None:
         )
 
 
-def _move_fits(source: str, plan: Plan) -> None:
+def _move_fits(source: str, plan: Plan, shapes: dict) -> None:
     """The numbers a ``move`` kernel's op takes (slice bounds, split pieces, pads) as fractions
     of their dimension plus a number (``extra["fits"]``, :func:`lowering_move.fit_ints`): a
     ``chunk(2)`` piece ends at half the dimension at every size, ``x[:, 1:]`` one in from the
     start. Traced again with every size constant doubled and tripled (and at the tail case's
     sizes where a number moves); where the problem does not trace there (or traces as another
     op), the numbers stay as traced."""
-    traced = [plan.extra["ints"]]
+    traced, sizes = [plan.extra["ints"]], [_inputs(shapes)]
     for scaled in _scaled_sizes(source):
-        again = _trace_moved(source, scaled)
+        again = _trace_moved(source, scaled, plan)
         if again is None:
             return
         _same_operands(again[0], plan)
         if not _same_move(again[0], plan):
             return
         traced.append(again[0].extra["ints"])
+        sizes.append(_inputs(again[1]))
     if any(len({t[i][0] for t in traced}) > 1 for i in range(len(traced[0]))):
         # A number that moves may be a fraction that rounds (a ``chunk(2)`` piece of 9 is 5
         # wide, ``x[:, : D // 2]`` 4): the tail case's sizes, which no block divides, say how.
-        again = _trace_moved(source, _tail_sizes(source))
+        again = _trace_moved(source, _tail_sizes(source), plan)
         if again is not None and _same_move(again[0], plan):
             traced.append(again[0].extra["ints"])
-    plan.extra["fits"] = fit_ints(traced)
+            sizes.append(_inputs(again[1]))
+    plan.extra["fits"] = fit_ints(traced, sizes)
+
+
+def _inputs(shapes: dict) -> dict:
+    """The forward's own inputs' shapes (not the values earlier kernels write)."""
+    return {k: v for k, v in shapes.items() if not k.startswith("_ke_")}
 
 
 def _same_move(other: Plan, plan: Plan) -> bool:
@@ -244,7 +251,7 @@ def _column_fits(source: str, plan: Plan) -> list[tuple[Fraction, int]] | None:
     refs = _bound_refs(plan)
     traced = [plan]
     for k, scaled in zip((2, 3), moved, strict=True):
-        again = _trace_moved(source, scaled)
+        again = _trace_moved(source, scaled, plan)
         if again is None:
             return None  # it traces only at its own sizes: nothing moves there
         traced.append(again[0])
@@ -311,7 +318,7 @@ def _rounding(source: str, plan: Plan, refs: list, fits: list) -> list[int]:
     ups = [0] * len(refs)
     if all(frac.denominator == 1 for frac, _ in fits):
         return ups
-    again = _trace_moved(source, _tail_sizes(source))
+    again = _trace_moved(source, _tail_sizes(source), plan)
     width = again[0].extra.get("row_width") if again else None
     tail_refs = _bound_refs(again[0]) if again else []
     if not width or len(tail_refs) != len(refs):
@@ -528,8 +535,13 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
     sizes = _size_constants(ns)
     if not sizes:
         return
-    moved = {k: v + 1 + i for i, (k, v) in enumerate(sorted(sizes.items()))}
-    again = _trace_moved(source, moved)
+    # Each size moved by a different amount; by multiples of a step where the problem needs
+    # sizes that divide (``n_embd % n_head == 0``).
+    for step in _SIZE_STEPS:
+        moved = {k: v + step * (1 + i) for i, (k, v) in enumerate(sorted(sizes.items()))}
+        again = _trace_moved(source, moved, plan)
+        if again is not None:
+            break
     if again is None:
         return  # the problem does not trace at other sizes: keep the traced constants
     other, other_shapes = again
@@ -551,7 +563,70 @@ def _symbolic_constants(source: str, plan: Plan, shapes: dict) -> None:
         plan.summary += ", constants computed from the input sizes at run time"
 
 
-def _trace_moved(source: str, overrides: dict) -> tuple[Plan, dict] | None:
+_SIZE_STEPS = (1, 2, 4, 8, 16, 64)
+
+
+def _trace_moved(
+    source: str, overrides: dict, like: Plan | None = None
+) -> tuple[Plan, dict] | None:
+    """``_trace`` at other sizes, or None where the problem does not trace there.
+
+    Where it does not, or traces as a kernel unlike ``like``, the constants that bound a size
+    without being one move with the sizes too, the largest first: minGPT's ``max_seqlen``
+    (its causal mask's length) must stay at least ``seq_len``, and a ``seq_len`` that reaches
+    it drops the mask's slice from the graph."""
+    first = _trace_moved_once(source, overrides)
+    if first is not None and (like is None or _alike(first[0], like)):
+        return first
+    ns = load_problem(source)
+    ratios = [
+        v / ns[k]
+        for k, v in overrides.items()
+        if isinstance(v, int) and isinstance(ns.get(k), int) and ns[k] > 0
+    ]
+    ratio = max(ratios, default=1.0)
+    if ratio <= 1:
+        return first
+    bounds = sorted(
+        (
+            k
+            for k, v in ns.items()
+            if k not in overrides
+            and not k.startswith("_")
+            and isinstance(v, int)
+            and not isinstance(v, bool)
+            and v > 1
+        ),
+        key=lambda k: -ns[k],
+    )[:_MAX_BOUNDS]
+    moved = dict(overrides)
+    for name in bounds:
+        # More than in proportion, by an amount that grows faster than the sizes: a number
+        # that follows the sizes (a slice to ``T``) is then no fraction of the bound's length
+        # at every traced size, and is told apart from one that is (a fit by fractions rounds
+        # away a fixed excess).
+        moved[name] = math.ceil(ns[name] * ratio) + 8 * math.ceil(ratio) ** 2
+        again = _trace_moved_once(source, moved)
+        if again is not None and (like is None or _alike(again[0], like)):
+            return again
+    return first
+
+
+# How many constants that bound the sizes are tried (each one more trace).
+_MAX_BOUNDS = 3
+
+
+def _alike(other: Plan, plan: Plan) -> bool:
+    """Whether a trace at other sizes is the same kernel as ``plan`` (its values differ)."""
+    return (
+        other.family == plan.family
+        and [(n.kind, n.op) for n in other.nodes] == [(n.kind, n.op) for n in plan.nodes]
+        and other.extra.get("kind") == plan.extra.get("kind")
+        and len(other.extra.get("ints", [])) == len(plan.extra.get("ints", []))
+    )
+
+
+def _trace_moved_once(source: str, overrides: dict) -> tuple[Plan, dict] | None:
     """``_trace`` at other sizes, or None where the problem does not trace there (sizes that
     must agree, a broadcast, fail loudly in the fake-tensor log: kept quiet here)."""
     quiet = logging.getLogger("torch._subclasses.fake_tensor")
@@ -583,6 +658,20 @@ def _size_expression(a: float, b: float, shapes: dict, other: dict) -> str | Non
             for form, text in _SIZE_FORMS:
                 if _close(form(d1), a) and _close(form(d2), b):
                     return text.format(expr)
+    # A number times one of those forms of a size: ``1 / math.sqrt(k.size(-1))`` of heads
+    # split from the input (``n_embd // n_head`` columns) is ``sqrt(n_head) / sqrt(n_embd)``.
+    for name, shape in shapes.items():
+        again = other.get(name)
+        if again is None or len(again) != len(shape):
+            continue
+        for k in range(len(shape)):
+            d1, d2 = shape[k], again[k]
+            if d1 <= 0 or d2 <= 0 or d1 == d2:
+                continue
+            for form, text in _SIZE_FORMS[1:]:
+                scale = a / form(d1)
+                if scale and _close(scale * form(d2), b):
+                    return f"{scale!r} * " + text.format(f"{name}.shape[{k}]")
     # The difference of two sizes of one input (a KV cache's keys less its queries, the offset
     # of a causal mask over the last queries)
     for name, shape in shapes.items():
@@ -1031,8 +1120,13 @@ class _SuperFix(ast.NodeTransformer):
         return node
 
 
+# The problem file's own functions, which a candidate does not copy.
+_PROBLEM_FUNCTIONS = ("get_inputs", "get_init_inputs")
+
+
 def _copy_init(source: str) -> tuple[str, str]:
-    """``Model.__init__`` renamed for ``ModelNew``, plus the problem's imports and constants.
+    """``Model.__init__`` renamed for ``ModelNew``, plus the problem's imports, constants, the
+    other classes it defines (their ``forward`` dropped) and its helper functions.
 
     Parameters must have the same names and shapes as the reference's so they can be copied,
     so the constructor is reused verbatim (with ``super(Model, self)`` made ``super()``).
@@ -1045,6 +1139,16 @@ def _copy_init(source: str) -> tuple[str, str]:
             for item in stmt.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     init = item
+        elif isinstance(stmt, ast.ClassDef):
+            # A module the constructor builds (minGPT's ``Block`` holds a
+            # ``CausalSelfAttention``): the same parameters need the same class, but its
+            # forward is the reference's computation, which the candidate never calls.
+            stmt.body = [
+                s for s in stmt.body if not (isinstance(s, ast.FunctionDef) and s.name == "forward")
+            ] or [ast.Pass()]
+            preamble.append(ast.unparse(stmt))
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name not in _PROBLEM_FUNCTIONS:
+            preamble.append(ast.unparse(stmt))  # a helper the constructor may call
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             preamble.append(ast.unparse(stmt))
         elif isinstance(stmt, ast.Assign):

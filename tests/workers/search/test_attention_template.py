@@ -162,9 +162,10 @@ def _with_mask(forward: str) -> str:
     )
 
 
-# Attention the flash template does not take, written out: a chain of three kernels (the
-# scores' product, the softmax over them, the product with v), correct if not fused. (Both were
-# refused in words while a batched product could not read k transposed.)
+# Attention the flash template does not take whole, written out: a chain of three kernels (the
+# scores' product, the softmax over them, the product with v), or the flash kernel and the op
+# after it; correct either way. (Both were refused in words while a batched product could not
+# read k transposed.)
 UNFUSED = {
     "mask-input": _with_mask(
         "def forward(self, q, k, v, mask):\n"
@@ -180,10 +181,12 @@ UNFUSED = {
 
 
 def test_attention_the_template_does_not_take_is_a_chain_of_products(tmp_path):
-    for name, source in UNFUSED.items():
-        plan = trace_problem(source)
-        assert plan.family == "matmul+matmul" and len(plan.stages) == 3, (name, plan.summary)
-        assert "batched matmul q @ k.T" in plan.summary, (name, plan.summary)
+    plan = trace_problem(UNFUSED["mask-input"])
+    assert plan.family == "matmul+matmul" and len(plan.stages) == 3, plan.summary
+    assert "batched matmul q @ k.T" in plan.summary, plan.summary
+    # An op after the attention: the flash kernel, then the op (the chain cuts after it).
+    plan = trace_problem(UNFUSED["op-after"])
+    assert [s.family for s in plan.stages] == ["attention", "elementwise"], plan.summary
     check_chained(UNFUSED, str(tmp_path))
 
 

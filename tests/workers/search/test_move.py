@@ -179,14 +179,8 @@ def test_a_triangle_with_pointwise_ops_around_it_is_one_kernel(tmp_path):
             "x",
             "neither a number nor a fraction of its dimension plus a number",
         ),
-        (
-            "x[:, : y.shape[0]]",
-            "torch.randn(batch, 64, height), torch.randn(channels)",
-            "x, y",
-            "moves with sizes other than its dimension's",
-        ),
     ],
-    ids=["bound-a-square-of-a-size", "bound-from-another-input"],
+    ids=["bound-a-square-of-a-size"],
 )
 def test_what_stays_out_is_refused_in_one_line(forward, inputs, args, says):
     with pytest.raises(NoTemplate, match=says) as info:

@@ -152,10 +152,6 @@ def test_moves_of_views_beside_computed_values_are_chains(tmp_path):
     "forward, says",
     [
         (
-            "x[:, None].expand(-1, channels, -1, -1, -1).contiguous()",
-            "moves with sizes other than its dimension's",
-        ),
-        (
             "torch.roll(x.reshape(batch, height, channels, width), 1, 1)",
             "a reshape from \\[2, 4, 6, 8\\] to \\[2, 6, 4, 8\\] before the op that moves",
         ),
@@ -169,7 +165,6 @@ def test_moves_of_views_beside_computed_values_are_chains(tmp_path):
         ),
     ],
     ids=[
-        "expand-to-a-size-that-moves",
         "reshape-that-splits-and-merges",
         "stack-of-all-pieces",
         "split-view-after-a-cat",

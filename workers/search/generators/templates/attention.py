@@ -30,9 +30,10 @@ from workers.search.trace import Plan
 _KERNELS = """
 @triton.jit
 def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, svt, d, dmask,
-                        scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                        CAUSAL: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                        FMA: tl.constexpr):
+                        scale, m_rows, smk, mval, rmask, BLOCK_N: tl.constexpr,
+                        MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+                        UPCAST: tl.constexpr, FMA: tl.constexpr, MASK: tl.constexpr,
+                        FILL_EQ: tl.constexpr):
     # One block of keys with the online softmax, in base 2 (scale carries log2(e)).
     n = start + tl.arange(0, BLOCK_N)
     if MASKED:
@@ -56,6 +57,13 @@ def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, s
         keep = nmask[None, :]
         if CAUSAL:
             keep = keep & (n[None, :] <= pos[:, None])
+        if MASK:  # a mask tensor: -inf where it equals mval (FILL_EQ) or where it does not
+            mv = tl.load(m_rows[:, None] + n[None, :].to(tl.int64) * smk,
+                         mask=rmask[:, None] & nmask[None, :], other=0).to(tl.float32)
+            if FILL_EQ:
+                keep = keep & (mv != mval)
+            else:
+                keep = keep & (mv == mval)
         s = tl.where(keep, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
     m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -77,11 +85,11 @@ def _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos, skt, s
 @triton.jit
 def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
                   sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot,
-                  HKV, TQ, TK, OFF, CHUNK, scale,
+                  HKV, TQ, TK, OFF, CHUNK, scale, m_ptr, smb, smh, smq, smk, mval,
                   GROUPS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                   SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                  FMA: tl.constexpr):
+                  FMA: tl.constexpr, MASK: tl.constexpr, FILL_EQ: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     pid_s = tl.program_id(2)
@@ -109,21 +117,27 @@ def _ke_attention(q_ptr, k_ptr, v_ptr, o_ptr, part_ptr, ml_ptr,
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
     k_base = k_ptr + b * skb + hkv * skh
     v_base = v_ptr + b * svb + hkv * svh
-    # Whole blocks every row sees first (no mask at all), then the rest with the masks.
+    m_rows = m_ptr + b * smb + head * smh + t.to(tl.int64) * smq
+    # Whole blocks every row sees first (no mask at all), then the rest with the masks (every
+    # block, where a mask tensor may hide any score).
     seen = hi
     if CAUSAL:
         seen = tl.minimum(hi, tl.min(tl.where(rmask, pos, TK), 0) + 1)
+    if MASK:
+        seen = lo
     whole = lo + tl.maximum(seen - lo, 0) // BLOCK_N * BLOCK_N
     for start in range(lo, whole, BLOCK_N):
         acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
-                                            skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
-                                            MASKED=False, CAUSAL=CAUSAL, PRECISION=PRECISION,
-                                            UPCAST=UPCAST, FMA=FMA)
+                                            skt, svt, d, dmask, scale, m_rows, smk, mval, rmask,
+                                            BLOCK_N=BLOCK_N, MASKED=False, CAUSAL=CAUSAL,
+                                            PRECISION=PRECISION, UPCAST=UPCAST, FMA=FMA,
+                                            MASK=MASK, FILL_EQ=FILL_EQ)
     for start in range(whole, hi, BLOCK_N):
         acc, l_i, m_i = _ke_attention_block(acc, l_i, m_i, q, k_base, v_base, start, hi, pos,
-                                            skt, svt, d, dmask, scale, BLOCK_N=BLOCK_N,
-                                            MASKED=True, CAUSAL=CAUSAL, PRECISION=PRECISION,
-                                            UPCAST=UPCAST, FMA=FMA)
+                                            skt, svt, d, dmask, scale, m_rows, smk, mval, rmask,
+                                            BLOCK_N=BLOCK_N, MASKED=True, CAUSAL=CAUSAL,
+                                            PRECISION=PRECISION, UPCAST=UPCAST, FMA=FMA,
+                                            MASK=MASK, FILL_EQ=FILL_EQ)
     if SPLIT == 1:
         o_off = b * sob + head * soh + t.to(tl.int64) * sot
         out = acc / l_i[:, None]
@@ -177,7 +191,31 @@ def _source_attention(plan: Plan, p: dict) -> str:
     align = x.get("align") or p["causal_align"]
     three = x["ndim"] == 3
     unsq = f"        {q}, {k}, {v} = {q}[None], {k}[None], {v}[None]\n" if three else ""
+    unsq = "".join(f"        {name} = {expr}\n" for name, expr in x.get("bind", {}).items()) + unsq
     ret = "out[0]" if three else "out"
+    # Where the heads go back side by side (``y.transpose(1, 2)``, merged as ``(B, T, C)``):
+    # the output is allocated so, and the kernel stores into its [B, H, T, D] view.
+    dims = [0, 1, 2, 3]
+    for op in x.get("out_ops", []):
+        if op != "merge":
+            dims[op[0]], dims[op[1]] = dims[op[1]], dims[op[0]]
+    inverse = [dims.index(i) for i in range(4)]
+    alloc = "out = torch.empty((B, HQ, TQ, D), dtype={q}.dtype, device={q}.device)"
+    if dims != [0, 1, 2, 3] or "merge" in x.get("out_ops", []):
+        alloc = (
+            f"full = torch.empty([(B, HQ, TQ, D)[d] for d in {dims}], dtype={q}.dtype, "
+            f"device={q}.device)\n        out = full.permute({inverse})"
+        )
+        ret = "full.flatten(2)" if "merge" in x.get("out_ops", []) else "full"
+    mask = x.get("mask")
+    if mask:
+        mask_lines = (
+            f"        mk = {mask['ref']}\n"
+            "        mk = mk.reshape((1,) * (4 - mk.dim()) + tuple(mk.shape))\n"
+            "        ms = [0 if mk.shape[i] == 1 else mk.stride(i) for i in range(4)]\n"
+        )
+    else:
+        mask_lines = "        mk, ms = out, [0, 0, 0, 0]  # no mask tensor: never read\n"
     return (
         _header(plan, p)
         + _KERNELS.lstrip("\n")
@@ -188,6 +226,9 @@ _SCALE = {float(x["scale"])!r}
 _SCALE_RULE = {x.get("scale_rule", "constant")!r}
 _CAUSAL = {causal!r}
 _ALIGN = {align!r}  # the causal diagonal: queries are the last keys' positions, or the first
+_MASK = {bool(mask)!r}  # a mask tensor read at each score
+_FILL_EQ = {(mask or {}).get("fill") == "eq"!r}  # -inf where it equals the value (else where not)
+_MASK_VALUE = {float((mask or {}).get("value", 0.0))!r}
 _SMS: dict = {{}}
 
 
@@ -205,7 +246,7 @@ class ModelNew(nn.Module):
         p = _PARAMS
 {unsq}        B, HQ, TQ, D = {q}.shape
         HKV, TK = {k}.shape[1], {k}.shape[2]
-        out = torch.empty((B, HQ, TQ, D), dtype={q}.dtype, device={q}.device)
+        {alloc.format(q=q)}
         if out.numel() == 0:
             return {ret}
         if TK == 0:
@@ -259,16 +300,17 @@ class ModelNew(nn.Module):
             ml = torch.empty((B * HKV * split * rows, 2), dtype=torch.float32, device=qq.device)
         else:
             part = ml = out
-        grid = (triton.cdiv(rows, block_m), B * HKV, split)
+{mask_lines}        grid = (triton.cdiv(rows, block_m), B * HKV, split)
         _ke_attention[grid](qq, kk, vv, out, part, ml,
                             qq.stride(0), qq.stride(1), qq.stride(2),
                             kk.stride(0), kk.stride(1), kk.stride(2),
                             vv.stride(0), vv.stride(1), vv.stride(2),
                             out.stride(0), out.stride(1), out.stride(2),
-                            HKV, TQ, TK, off, chunk, scale,
+                            HKV, TQ, TK, off, chunk, scale, mk, *ms, _MASK_VALUE,
                             GROUPS=groups, D=D, BLOCK_D=block_d, BLOCK_M=block_m,
                             BLOCK_N=block_n, CAUSAL=_CAUSAL, SPLIT=split, PRECISION=precision,
-                            UPCAST=upcast, FMA=fma, num_warps=warps, num_stages=stages)
+                            UPCAST=upcast, FMA=fma, MASK=_MASK, FILL_EQ=_FILL_EQ,
+                            num_warps=warps, num_stages=stages)
         if split > 1:
             block_r = max(16, min(64, triton.next_power_of_2(rows)))
             _ke_attention_combine[(triton.cdiv(rows, block_r), B * HKV)](

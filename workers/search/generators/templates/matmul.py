@@ -160,6 +160,9 @@ def _operands(plan: Plan) -> str:
     if mode_a == "batched":  # torch.bmm: the leading dimensions are the batch
         a3 = f"{a}.reshape(-1, {a}.shape[-2], {a}.shape[-1])"
         a3 += ".transpose(1, 2)" if plan.extra.get("a_transposed") else ""
+    elif plan.extra.get("a_merge"):  # its last dimensions merge into K
+        j = int(plan.extra["a_merge"])
+        a3 = f"{a}.reshape(1, math.prod({a}.shape[:-{j}]), math.prod({a}.shape[-{j}:]))"
     elif mode_a == "rows" or not plan.extra.get("a_transposed"):  # leading dims fold into M
         a3 = f"{a}.reshape(1, math.prod({a}.shape[:-1]), {a}.shape[-1])"  # -1 fails when K is 0
     else:  # A.T of a matrix: read through its strides
@@ -170,6 +173,8 @@ def _operands(plan: Plan) -> str:
     oshape = "(a3.shape[1], N)" if plan.extra.get("a_transposed") else f"{a}.shape[:-1] + (N,)"
     if mode_a == "batched":
         oshape = f"{a}.shape[:-2] + (a3.shape[1], N)"
+    elif plan.extra.get("a_merge"):
+        oshape = f"{a}.shape[:-{int(plan.extra['a_merge'])}] + (N,)"
     return (
         f"        a3 = {a3}\n        b3 = {b3}\n"
         f"        N = b3.shape[2]\n        oshape = {oshape}\n"

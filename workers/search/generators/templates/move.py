@@ -39,6 +39,12 @@ def _ke_number(fit, size):
     return (size * num + (up[0] if up else 0)) // den + c
 
 
+def _ke_fits(fits, inputs):
+    """The fits with each size of an input (``["size", name, dim]``) read at this call: a
+    causal mask buffered for the longest sequence, sliced ``[:T, :T]`` to the input's."""
+    return [[0, 1, inputs[f[1]].shape[f[2]]] if f[0] == "size" else f for f in fits]
+
+
 def _ke_slice(t, dim, start, end, step):
     """``t`` sliced along ``dim`` from and to fitted numbers of that dimension's size."""
     n = t.shape[dim]
@@ -80,7 +86,8 @@ def _ke_i32(out, *operands):
 
 
 def _fits(plan: Plan) -> list:
-    """Each number the op takes as ``[a_num, a_den, c]``: as fitted, else the traced value."""
+    """Each number the op takes as ``[a_num, a_den, c]`` (or ``["size", input, dim]``): as
+    fitted, else the traced value."""
     e = plan.extra
     return e.get("fits") or [[0, 1, int(v)] for v, _ in e.get("ints", [])]
 
@@ -286,16 +293,20 @@ def _source_move(plan: Plan, p: dict) -> str:
     if e.get("merge"):  # a reshape after the op: neighbouring dimensions merged
         sizes = [" * ".join(f"out.shape[{d}]" for d in group) for group in e["merge"]]
         ret = f"out.reshape({', '.join(sizes)},)"
+    fits = _fits(plan)
+    body = "".join(operands) + f"        ops = ({ops},)\n" + "".join(_shape_lines(plan, R))
+    sized = sorted({f[1] for f in fits if f[0] == "size"})
+    if sized:  # numbers that are sizes of inputs, read at each call
+        given = ", ".join(f"{name!r}: {name}" for name in sized)
+        body = f"        fits = _ke_fits(_FITS, {{{given}}})\n" + body.replace("_FITS[", "fits[")
     return (
         _header(plan, p)
         + _kernel(plan, R)
         + _HELPERS
-        + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_FITS = {json.dumps(_fits(plan))}\n"
+        + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_FITS = {json.dumps(fits)}\n"
         + _forward_head(plan)
         + "        p = _PARAMS\n"
-        + "".join(operands)
-        + f"        ops = ({ops},)\n"
-        + "".join(_shape_lines(plan, R))
+        + body
         + "        out = torch.empty(shape, dtype=_ke_dtype(ops), device=a0.device)\n"
         + "        total = out.numel()\n"
         + f"        if total == 0:\n            return {ret}\n"
