@@ -6,8 +6,7 @@ under one header, every name a stage defines at module level prefixed with its s
 ``_s1``, ...) so that none shadows another, and one ``ModelNew`` runs the stages' forwards in
 order, each given the outputs of those before it (``stage_ref(j)``). Parameters: the
 products' (every stage but the last) are the ``matmul`` family's under an ``mm_`` prefix; the
-last stage's are its family's; any other stage keeps its family's defaults (an attention
-between products takes their ``fp32_dot``: float32 products all IEEE, or all ``tf32x3``)."""
+last stage's are its family's; any other stage keeps its family's defaults."""
 
 from __future__ import annotations
 
@@ -39,8 +38,6 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
             p = last
         else:
             p = products if stage.family == "matmul" else {}
-            if stage.family == "attention" and "fp32_dot" in products:
-                p = {"fp32_dot": products["fp32_dot"]}  # its products as the chain's
         full = {**defaults[stage.family], **p}
         source = writers[stage.family](stage, full)
         head = _header(stage, full)
