@@ -1997,7 +1997,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             raise NoTemplate("matmul epilogue with a reduction or a scan is not covered")
         plan.extra.update(a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=k, **batch)
         ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
-        kind = "batched matmul" if batch else "matmul"
+        kind = "batched matmul" if batch.get("batch_a") else "matmul"
         plan.summary = (
             f"{kind} {a_ref}{'.T' if a_t else ''} @ {b_ref}{'.T' if b_t else ''} "
             f"with epilogue [{', '.join(ops)}]"

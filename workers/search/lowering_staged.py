@@ -182,7 +182,9 @@ def _fused_attention(gm, cuts: set, mms: set, refs: list[str], lower, order: dic
             end = pv
         elif "scaled_dot_product" in getattr(node.target, "__name__", ""):
             qk = pv = node
-            end = next((u for u in node.users if u.args[1] == 0), node)
+            end = next(
+                (u for u in node.users if u.target is operator.getitem and u.args[1] == 0), node
+            )
         else:
             continue
         # Forward to where the heads are side by side: their copy, or the view merging them.
@@ -342,7 +344,8 @@ def _piece(gm: torch.fx.GraphModule, kept: list, end: torch.fx.Node, refs: list[
             break
     graph.eliminate_dead_code()
     for node in reversed(list(graph.nodes)):  # what fx keeps as impure (an SDPA call) too
-        if node.op == "call_function" and not node.users:
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and not node.users and not (schema and schema.is_mutable):
             graph.erase_node(node)
     names = [*refs, *(stage_ref(j) for j in range(len(kept)))]
     used = []
