@@ -67,10 +67,12 @@ def test_each_epilogue_reads_its_tile_in_one_kernel_per_product():
         got = [s.family for s in plan.stages] if plan.stages else [plan.family]
         assert got == stages, (name, plan.summary)
         assert says in plan.summary, (name, plan.summary)
-    # The MLP's gate is the second product's epilogue, reading the first product's output.
+    # The MLP's gate is the second product's epilogue, reading the first product's output
+    # (``x @ w1.T`` written, then ``silu(s0) * (x @ w3.T)``: each product its own stage).
     mlp = trace_problem(CASES["llama-mlp"][0])
+    assert mlp.stages[0].summary == "matmul x @ self.w1.weight.T with epilogue []"
     gated = mlp.stages[1]
-    assert gated.summary == "matmul x @ self.w1.weight.T with epilogue [mul, silu]", gated.summary
+    assert gated.summary == "matmul x @ self.w3.weight.T with epilogue [mul, silu]", gated.summary
     tiles = [n.attrs["ref"] for n in gated.nodes if n.kind == "input" and n.attrs["role"] == "tile"]
     assert tiles == ["acc", "_ke_s0"], gated.summary  # the accumulator, the other product
 
