@@ -164,7 +164,7 @@ class _Walk:
         self.scale = scale  # the view's walk folds the same numbers again
         return self.bind(what, node, transposed=bool(transposes) and what == "key")
 
-    def bind(self, what: str, node, transposed: bool = True) -> str:
+    def bind(self, what: str, node, transposed: bool) -> str:
         """The local name of a ``[batch, heads, tokens, head_dim]`` view (see ``heads``) the
         wrapper binds before the launch."""
         name = f"_ke_{what[0]}"

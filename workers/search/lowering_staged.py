@@ -22,6 +22,7 @@ import operator
 import torch
 
 from workers.search.ir import NoTemplate, Plan
+from workers.search.lowering_attention import _ancestors
 
 aten = torch.ops.aten
 MAX_STAGES = 24  # a 16-layer MLP is 17
@@ -219,16 +220,6 @@ def _product_cut(cut, mms: set) -> bool:
     while node.op == "call_function" and node not in mms and node.target in _VIEWS:
         node = node.args[0]
     return node in mms
-
-
-def _ancestors(node) -> set:
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo.extend(n.all_input_nodes)
-    return seen
 
 
 def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
