@@ -55,7 +55,10 @@ def test_a_stalled_campaign_is_restarted_once_per_period_then_failed_with_the_re
     sent = []
     monkeypatch.setattr(watchdog, "campaign_step_send", lambda cid, **_: sent.append([cid]))
     campaign_step_error_record(campaign_id=stalled.pk, error="OperationalError: database is locked")
-    quiet_since = stalled.heartbeat_at
+    # The sweeps below run at chosen times after a heartbeat of now, so a control worker left
+    # running by another test (it sweeps at the real time) finds nothing stalled meanwhile.
+    quiet_since = timezone.now()
+    Campaign.objects.filter(pk=stalled.pk).update(heartbeat_at=quiet_since)
     period = timedelta(seconds=CAMPAIGN_STALL_S)
 
     assert campaigns_watchdog(now=quiet_since + period / 2) == {}, "not stalled yet"
