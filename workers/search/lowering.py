@@ -2266,10 +2266,13 @@ _FILLED = {
 
 
 def refuse_convolutions(calls: list[torch.fx.Node]) -> None:
-    """NoTemplate naming the first convolution among ``calls``, if any."""
+    """NoTemplate naming the first convolution among ``calls`` that the conv family does not
+    write (:mod:`workers.search.lowering_conv`), if any."""
+    from workers.search.lowering_conv import CONVS
+
     for n in calls:
         name = getattr(n.target, "__name__", str(n.target))
-        if "conv" in name:
+        if "conv" in name and n.target not in CONVS:
             raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
 
 

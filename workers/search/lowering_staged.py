@@ -49,16 +49,18 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         _PERMUTES,
         refuse_convolutions,
     )
+    from workers.search.lowering_conv import CONVS
     from workers.search.lowering_pool import _POOLS, _UNIT_VIEWS
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     mms = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _MATMUL_OPS]
     try:
-        refuse_convolutions(list(gm.graph.nodes))  # no chain around a convolution
+        refuse_convolutions(list(gm.graph.nodes))  # one the conv family does not write
     except NoTemplate:
         raise error from None
-    # A pooling op is a kernel of its own too (the pool family pools a tensor read as it is).
-    pools = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _POOLS]
+    # A pooling op is a kernel of its own too (the pool family pools a tensor read as it is),
+    # and so is a convolution (the conv family convolves an input, or a stage's output).
+    pools = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in {*_POOLS, *CONVS}]
     if not mms:
         return lower_chain(gm, refs, lower, error)
     cuts: set = set()
@@ -156,7 +158,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         raise error
     if len(stages) > MAX_STAGES:
         raise NoTemplate(f"{len(stages)} kernels in a chain; templates chain at most {MAX_STAGES}")
-    top = Plan(family=f"matmul+{stages[-1].family}", forward_args=[], init_source="", preamble="")
+    top = Plan(family=_chain_family("matmul", stages), forward_args=[], init_source="", preamble="")
     top.stages = stages
     top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
     return top
@@ -252,10 +254,19 @@ def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTempl
         raise error
     if any(s.family in ("attention", "matmul") for s in stages):
         raise error
-    top = Plan(family=f"chain+{stages[-1].family}", forward_args=[], init_source="", preamble="")
+    top = Plan(family=_chain_family("chain", stages), forward_args=[], init_source="", preamble="")
     top.stages = stages
     top.extra["stage_shapes"] = [[int(d) for d in n.meta["val"].shape] for n in kept]
     return top
+
+
+def _chain_family(head: str, stages: list[Plan]) -> str:
+    """A chain's family: ``<head>+<the last stage's family>``, the head ``conv`` where a
+    convolution (and no product) leads it: whose parameters the search tunes beside the last
+    stage's."""
+    if head == "chain" and any(s.family == "conv" for s in stages[:-1]):
+        head = "conv"
+    return f"{head}+{stages[-1].family}"
 
 
 def _ends(gm: torch.fx.GraphModule) -> list:

@@ -31,6 +31,7 @@ from workers.search.lowering import (
     refuse_convolutions,
 )
 from workers.search.lowering_attention import is_attention, lower_attention
+from workers.search.lowering_conv import is_conv, lower_conv
 from workers.search.lowering_move import BANDS, fit_ints, is_move, lower_move, only_moves
 from workers.search.lowering_pool import is_pool, lower_pool
 from workers.search.lowering_staged import MAX_STAGES, lower_staged, stage_ref
@@ -480,7 +481,9 @@ def _cast_dtype(gm) -> str | None:
 
 def _lower_graph(gm, refs: list[str]) -> Plan:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    refuse_convolutions(calls)  # before any family's own reasons (a network's pooling)
+    if is_conv(calls):  # alone, else a stage of a chain (lowering_staged cuts around it)
+        return lower_conv(gm, refs)
+    refuse_convolutions(calls)  # any other (before any family's own reasons)
     if is_attention(calls):
         return lower_attention(gm, refs)
     if is_pool(calls):

@@ -51,6 +51,7 @@ from workers.search.generators.base import (
 )
 from workers.search.generators.templates.attention import _source_attention, attention_valid
 from workers.search.generators.templates.common import _refs
+from workers.search.generators.templates.conv import _source_conv
 from workers.search.generators.templates.cross_entropy import _source_cross_entropy
 from workers.search.generators.templates.elementwise import _source_elementwise
 from workers.search.generators.templates.matmul import _source_matmul
@@ -66,7 +67,13 @@ from workers.search.generators.templates.row import (
     row_shape,
 )
 from workers.search.generators.templates.scan import _source_scan
-from workers.search.generators.templates.staged import PREFIX, source_staged, split_params
+from workers.search.generators.templates.staged import (
+    CONV_PREFIX,
+    PREFIX,
+    conv_params,
+    source_staged,
+    split_params,
+)
 from workers.search.trace import (
     NoTemplate,
     Plan,
@@ -120,6 +127,14 @@ SPACES: dict[str, dict[str, list]] = {
         "kmajor": [0, 1],
     },
     "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
+    "conv": {
+        "block_m": [16, 32, 64, 128, 256],
+        "block_n": [16, 32, 64, 128, 256],
+        "block_k": [16, 32, 64, 128],
+        "warps": [2, 4, 8],
+        "stages": [1, 2, 3, 4],
+        "fp32_dot": ["ieee", "tf32x3"],
+    },
     "move": {"block": [256, 512, 1024, 2048, 4096, 8192], "warps": [1, 2, 4, 8]},
     "scan": {
         "block": [128, 256, 512, 1024, 2048, 4096, 8192],
@@ -171,6 +186,14 @@ DEFAULTS: dict[str, dict] = {
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
     "pool": {"block": 256, "warps": 4},
+    "conv": {
+        "block_m": 128,
+        "block_n": 64,
+        "block_k": 32,
+        "warps": 4,
+        "stages": 3,
+        "fp32_dot": "ieee",
+    },
     "move": {"block": 1024, "warps": 4},
     "attention": {
         "block_m": 64,
@@ -212,6 +235,14 @@ SEEDS: dict[str, list[dict]] = {
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
     "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
+    "conv": [
+        # float32 products on the tensor cores (cuDNN's float32 convolutions use TF32 only
+        # where torch.backends.cudnn.allow_tf32 says so; the correctness gate judges tf32x3)
+        {"fp32_dot": "tf32x3"},
+        {"block_m": 64, "block_n": 128, "block_k": 32, "warps": 4, "stages": 4},
+        {"block_m": 128, "block_n": 128, "block_k": 64, "warps": 8, "stages": 3},
+        {"block_m": 64, "block_n": 32, "block_k": 16, "warps": 2, "stages": 2},
+    ],
     "move": [{"block": 4096, "warps": 8}, {"block": 256, "warps": 2}],
     "attention": [
         {"fp32_dot": "tf32x3"},  # float32 q, k, v (KernelBench L1 97: 0.45x of compile, IEEE)
@@ -224,7 +255,7 @@ SEEDS: dict[str, list[dict]] = {
 
 # Staged families (a chain of kernels, products first, named by the last one's family): the
 # products' parameters under ``mm_``, then the last stage's (:mod:`...templates.staged`).
-STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool", "matmul", "move")
+STAGED_AFTER = ("row", "elementwise", "scan", "cross_entropy", "pool", "matmul", "move", "conv")
 for _rest in STAGED_AFTER:
     _fam = f"matmul+{_rest}"
     SPACES[_fam] = {**{PREFIX + k: v for k, v in SPACES["matmul"].items()}, **SPACES[_rest]}
@@ -236,6 +267,14 @@ for _rest in STAGED_AFTER:
     SPACES[f"chain+{_rest}"] = SPACES[_rest]
     DEFAULTS[f"chain+{_rest}"] = DEFAULTS[_rest]
     SEEDS[f"chain+{_rest}"] = SEEDS[_rest]
+    # A chain with convolutions (KernelBench level 2: a convolution, then pointwise ops and
+    # reductions): theirs under ``cv_``, then the last stage's.
+    _fam = f"conv+{_rest}"
+    SPACES[_fam] = {**{CONV_PREFIX + k: v for k, v in SPACES["conv"].items()}, **SPACES[_rest]}
+    _dcv = {CONV_PREFIX + k: v for k, v in DEFAULTS["conv"].items()}
+    DEFAULTS[_fam] = {**_dcv, **DEFAULTS[_rest]}
+    _cv = [{CONV_PREFIX + k: v for k, v in s.items()} for s in SEEDS["conv"]]
+    SEEDS[_fam] = [_cv[0], *SEEDS[_rest], *_cv[1:]]
 
 _SMEM_LIMIT = 200 * 1024  # bytes; H100/H200 allow 227 KB per block, keep headroom
 
@@ -247,6 +286,7 @@ _WRITERS = {
     "cross_entropy": _source_cross_entropy,
     "scan": _source_scan,
     "pool": _source_pool,
+    "conv": _source_conv,
     "move": _source_move,
     "attention": _source_attention,
 }
@@ -292,6 +332,7 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
     if plan is not None and plan.stages:
         products, last = split_params(p)
         ok = not products or _valid("matmul", products)
+        ok = ok and (not conv_params(p) or _valid("conv", conv_params(p)))
         return ok and _valid(rest_family(family), last, plan.stages[-1])
     if family == "attention":
         return attention_valid(p, plan.extra["head_dim"] if plan else 128)
@@ -300,6 +341,10 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
         if smem > _SMEM_LIMIT:
             return False
         if p["block_m"] * p["block_n"] // (32 * p["warps"]) > 256:  # accumulator registers
+            return False
+    if family == "conv":
+        smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * 4 * p["stages"]
+        if smem > _SMEM_LIMIT or p["block_m"] * p["block_n"] // (32 * p["warps"]) > 256:
             return False
     if family == "elementwise" and p["block"] < 32 * p["vec"]:
         return False
@@ -417,7 +462,8 @@ class TemplateGenerator:
             k = _key(full)
             if k in seen or (edge != EDGE_SEED and k in parent_keys) or not _valid(fam, full, plan):
                 continue
-            if not split_tf32 and "tf32x3" in (full.get("fp32_dot"), full.get(PREFIX + "fp32_dot")):
+            dots = [full.get(f"{pre}fp32_dot") for pre in ("", PREFIX, CONV_PREFIX)]
+            if not split_tf32 and "tf32x3" in dots:
                 continue  # the workload's float32 tolerance is tighter than tf32x3 keeps
             seen.add(k)
             proposals.append(Proposal(render(plan, full), edge, full, note))

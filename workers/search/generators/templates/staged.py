@@ -5,8 +5,9 @@ Each stage is written by its own family's writer, as a complete candidate; they 
 under one header, every name a stage defines at module level prefixed with its stage (``_s0``,
 ``_s1``, ...) so that none shadows another, and one ``ModelNew`` runs the stages' forwards in
 order, each given the outputs of those before it (``stage_ref(j)``). Parameters: the
-products' (every stage but the last) are the ``matmul`` family's under an ``mm_`` prefix; the
-last stage's are its family's; any other stage keeps its family's defaults."""
+products' (every stage but the last) are the ``matmul`` family's under an ``mm_`` prefix, the
+convolutions' the ``conv`` family's under ``cv_``; the last stage's are its family's; any other
+stage keeps its family's defaults."""
 
 from __future__ import annotations
 
@@ -19,13 +20,19 @@ from workers.search.lowering_staged import stage_ref
 from workers.search.trace import Plan
 
 PREFIX = "mm_"
+CONV_PREFIX = "cv_"
 
 
 def split_params(params: dict) -> tuple[dict, dict]:
     """(the products' parameters, the last stage's) of a staged candidate's ``params``."""
     first = {k[len(PREFIX) :]: v for k, v in params.items() if k.startswith(PREFIX)}
-    rest = {k: v for k, v in params.items() if not k.startswith(PREFIX)}
+    rest = {k: v for k, v in params.items() if not k.startswith((PREFIX, CONV_PREFIX))}
     return first, rest
+
+
+def conv_params(params: dict) -> dict:
+    """The convolutions' parameters (``cv_``) of a staged candidate's ``params``."""
+    return {k[len(CONV_PREFIX) :]: v for k, v in params.items() if k.startswith(CONV_PREFIX)}
 
 
 def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> str:
@@ -37,7 +44,7 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
         if i == len(plan.stages) - 1:
             p = last
         else:
-            p = products if stage.family == "matmul" else {}
+            p = {"matmul": products, "conv": conv_params(params)}.get(stage.family, {})
         full = {**defaults[stage.family], **p}
         source = writers[stage.family](stage, full)
         head = _header(stage, full)

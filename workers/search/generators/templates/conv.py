@@ -1,0 +1,200 @@
+"""The ``conv`` family: a convolution or transposed convolution over 1, 2 or 3 spatial
+dimensions, as an implicit GEMM (``workers.search.lowering_conv``).
+
+Each program computes a BLOCK_M x BLOCK_N tile of one group's output: BLOCK_M output positions
+(batch x spatial, flattened) by BLOCK_N of the group's output channels, summing over K = the
+group's input channels x the kernel's window in BLOCK_K slices. A slice's input tile is
+gathered through the input's strides (zero outside the input: the padding is never
+materialised); a transposed convolution gathers the positions its stride reaches (``o + p -
+k·d`` divisible by the stride), so no zeros are inserted either. Products run on the tensor
+cores (``tl.dot``; float32 as IEEE or three TF32 products, like the matmul family) where the
+group has 16 output channels or more, else as broadcast products on the CUDA cores (a
+depthwise convolution). Accumulation is in float32; the bias is added before the store. Fewer
+spatial dimensions are the leading ones of three, of size 1.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workers.search.generators.templates.common import _forward_head, _header
+from workers.search.ir import Plan
+
+_KERNEL = """
+@triton.jit
+def _ke_conv(x_ptr, w_ptr, b_ptr, out_ptr, M, COUT_G, CIN_G, K,
+             D, H, W, OD, OH, OW,
+             sxb, sxc, sxd, sxh, sxw, swg, swo, swi, swd, swh, sww, sob, soc,
+             KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+             SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+             PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+             DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+             TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr,
+             PRECISION: tl.constexpr, UPCAST: tl.constexpr, I64: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    g = tl.program_id(2)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    if I64:
+        rm = rm.to(tl.int64)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = rm < M
+    mask_n = rn < COUT_G
+    ow = rm % OW
+    t = rm // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    bi = t // OD
+    x_row = x_ptr + bi * sxb + g * CIN_G * sxc
+    w_col = w_ptr + g * swg + rn * swo
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        mask_k = rk < K
+        ci = rk // (KD * KH * KW)
+        r = rk % (KD * KH * KW)
+        kd = r // (KH * KW)
+        r = r % (KH * KW)
+        kh = r // KW
+        kw = r % KW
+        if TRANSPOSED:
+            td = od[:, None] + PD - kd[None, :] * DD
+            th = oh[:, None] + PH - kh[None, :] * DH
+            tw = ow[:, None] + PW - kw[None, :] * DW
+            idd = td // SD
+            ih = th // SH
+            iw = tw // SW
+            ok = (td >= 0) & (td % SD == 0) & (idd < D)
+            ok = ok & (th >= 0) & (th % SH == 0) & (ih < H)
+            ok = ok & (tw >= 0) & (tw % SW == 0) & (iw < W)
+        else:
+            idd = od[:, None] * SD - PD + kd[None, :] * DD
+            ih = oh[:, None] * SH - PH + kh[None, :] * DH
+            iw = ow[:, None] * SW - PW + kw[None, :] * DW
+            ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        ok = ok & mask_m[:, None] & mask_k[None, :]
+        a = tl.load(x_row[:, None] + ci[None, :] * sxc + idd * sxd + ih * sxh + iw * sxw,
+                    mask=ok, other=0.0)
+        wt = tl.load(w_col[None, :] + ci[:, None] * swi + kd[:, None] * swd
+                     + kh[:, None] * swh + kw[:, None] * sww,
+                     mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        if DOT:
+            if UPCAST:
+                a = a.to(tl.float32)
+                wt = wt.to(tl.float32)
+            acc = tl.dot(a, wt, acc, input_precision=PRECISION)
+        else:
+            acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], axis=1)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    pos = (od * OH + oh) * OW + ow
+    o = out_ptr + (bi * sob + pos)[:, None] + (g * COUT_G + rn)[None, :] * soc
+    tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+"""
+
+_HELPERS = '''
+
+def _ke_geometry(module, traced):
+    """(stride, padding, dilation, output padding, groups), three each for the spatial
+    dimensions but groups: the convolution module's where the weight is one's (and it pads
+    with zeros, by numbers), else as traced."""
+    stride, padding, dilation, output_padding, groups = traced
+    if (
+        isinstance(module, nn.modules.conv._ConvNd)
+        and module.padding_mode == "zeros"
+        and not isinstance(module.padding, str)
+    ):
+        stride, padding, dilation = module.stride, module.padding, module.dilation
+        output_padding, groups = module.output_padding, module.groups
+    n = len(stride)
+    fill = [1] * (3 - n)
+    return (fill + list(stride), [0] * (3 - n) + list(padding), fill + list(dilation),
+            [0] * (3 - n) + list(output_padding), int(groups))
+
+
+def _ke_conv_out(size, k, s, p, d, op, transposed):
+    """PyTorch's convolution output size along one dimension."""
+    if transposed:
+        return (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+'''
+
+
+def _source_conv(plan: Plan, p: dict) -> str:
+    e = plan.extra
+    x, w, b, spatial = e["x"], e["w"], e.get("b"), int(e["spatial"])
+    module = w[: -len(".weight")] if w.startswith("self.") and w.endswith(".weight") else "None"
+    traced = (
+        e["stride"], e["padding"], e["dilation"], e["output_padding"], int(e["groups"]),
+    )  # fmt: skip
+    transposed = bool(e["transposed"])
+    bias = b if b else "None"
+    return (
+        _header(plan, p)
+        + _KERNEL
+        + _HELPERS
+        + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_TRACED = {traced!r}\n"
+        + _forward_head(plan)
+        + f"""        p = _PARAMS
+        xin, wt, bias = {x}, {w}, {bias}
+        stride, padding, dilation, output_padding, groups = _ke_geometry({module}, _TRACED)
+        batched = xin.dim() == {spatial + 2}
+        if not batched:  # one sample: a batch of one
+            xin = xin.unsqueeze(0)
+        # Fewer spatial dimensions than three: leading ones of size 1 (views)
+        x5 = xin.reshape(xin.shape[:2] + (1,) * {3 - spatial} + xin.shape[2:])
+        w5 = wt.reshape(wt.shape[:2] + (1,) * {3 - spatial} + wt.shape[2:])
+        B, cin = x5.shape[0], x5.shape[1]
+        kernel = list(w5.shape[2:])
+        if {transposed}:
+            cin_g, cout_g = w5.shape[0] // groups, w5.shape[1]
+        else:
+            cin_g, cout_g = w5.shape[1], w5.shape[0] // groups
+        sizes = list(x5.shape[2:])
+        outs = [
+            _ke_conv_out(sizes[i], kernel[i], stride[i], padding[i], dilation[i],
+                         output_padding[i], {transposed})
+            for i in range(3)
+        ]
+        odt = torch.promote_types(x5.dtype, wt.dtype)
+        out = torch.empty((B, cout_g * groups, *outs), dtype=odt, device=x5.device)
+        K = cin_g * kernel[0] * kernel[1] * kernel[2]
+        M = B * outs[0] * outs[1] * outs[2]
+        if out.numel() and K == 0:  # no input channels: the bias alone
+            out.zero_()
+            if bias is not None:
+                out += bias.reshape((1, -1, 1, 1, 1)).to(odt)
+        elif out.numel():
+            if {transposed}:  # weight [cin, cout / groups, k...]: a group is cin_g rows of it
+                swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
+            else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
+                swg, swo, swi = cout_g * w5.stride(0), w5.stride(0), w5.stride(1)
+            dot = cout_g >= 16 and K >= 16
+            if dot:
+                block_m = max(16, min(p["block_m"], triton.next_power_of_2(M)))
+                block_n = max(16, min(p["block_n"], triton.next_power_of_2(cout_g)))
+                block_k = max(16, min(p["block_k"], triton.next_power_of_2(K)))
+            else:  # broadcast products: the tile's registers hold block_m x block_k x block_n
+                block_n = triton.next_power_of_2(cout_g) if cout_g < 16 else 16
+                block_k = min(p["block_k"], triton.next_power_of_2(K), 256 // block_n)
+                block_m = max(16, min(p["block_m"], 8192 // (block_n * block_k)))
+            # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
+            precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
+            bias_arg = bias if bias is not None else out
+            grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups)
+            _ke_conv[grid](
+                x5, w5, bias_arg, out, M, cout_g, cin_g, K, *sizes, *outs,
+                *x5.stride(), swg, swo, swi, *w5.stride()[2:], out.stride(0), out.stride(1),
+                *kernel, *stride, *padding, *dilation, TRANSPOSED={transposed},
+                HAS_BIAS=bias is not None, DOT=dot, PRECISION=precision,
+                UPCAST=x5.device.type == "cpu",
+                I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1,
+                BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=p["warps"],
+                num_stages=p["stages"])
+        out = out.reshape(out.shape[:2] + out.shape[5 - {spatial}:])
+        return out if batched else out.squeeze(0)
+"""
+    )
