@@ -58,3 +58,21 @@ def test_an_exact_case_allows_nothing():
     checker.exact = True
     inputs = _inputs()
     assert checker.own_error(inputs, [Dot()(*inputs)]) == [0.0]
+
+
+class SeesTF32(nn.Module):
+    """Returns whether cuDNN may take TF32 for a float32 convolution while it runs."""
+
+    def forward(self, x):
+        return x + float(torch.backends.cudnn.allow_tf32)
+
+
+def test_the_reference_convolves_float32_in_ieee_and_leaves_the_users_default():
+    """cuDNN's default TF32 is about 1e-3 off: against it every correct float32 convolution
+    would miss the contract's 1e-4. The reference runs without it; the setting comes back."""
+    checker = _checker(high=None)
+    checker.ref = SeesTF32()
+    assert torch.backends.cudnn.allow_tf32, "PyTorch's default, which timing keeps"
+    (out,) = checker.reference([torch.zeros(3)])
+    assert out.tolist() == [0.0, 0.0, 0.0]
+    assert torch.backends.cudnn.allow_tf32

@@ -1,7 +1,7 @@
 """Lower a traced ATen graph into the small expression IR the template generator writes Triton
 from: inputs, constants, pointwise ops and reductions, as a :class:`Plan` naming the operator
-family, or a :class:`NoTemplate` saying plainly why no template fits (e.g. a convolution, or a
-reduction over the first dimension). The graph comes from :mod:`workers.search.trace`.
+family, or a :class:`NoTemplate` saying plainly why no template fits (e.g. a sort, or random
+numbers drawn in the forward). The graph comes from :mod:`workers.search.trace`.
 
 Families:
 
@@ -23,8 +23,9 @@ Families:
   kernels (:mod:`workers.search.lowering_staged`);
 - ``scan``: a cumulative sum or product along one dimension between pointwise ops
   (:mod:`workers.search.lowering_scan`);
-- ``pool`` and ``attention`` have their own lowerings (:mod:`workers.search.lowering_pool`,
-  :mod:`workers.search.lowering_attention`).
+- ``pool``, ``conv`` (forward and transposed convolutions) and ``attention`` have their own
+  lowerings (:mod:`workers.search.lowering_pool`, :mod:`workers.search.lowering_conv`,
+  :mod:`workers.search.lowering_attention`); ``conv+<family>`` is a chain a convolution leads.
 
 In the ``elementwise`` and ``row`` families, inputs need not have the rows' shape as they come:
 one that broadcasts, one read through a transpose or permute (also after pointwise ops on it:

@@ -38,8 +38,8 @@ def stage_ref(j: int) -> str:
 
 def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemplate) -> Plan:
     """The chain's plan (family ``matmul+<family of the last stage>``, ``stages`` in order), or
-    NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product,
-    has a convolution, or its first product's own piece does not lower; else the failing
+    NoTemplate: ``error`` (the single-kernel lowering's reason) where the graph has no product
+    (then :func:`lower_chain`), or its first product's own piece does not lower; else the failing
     piece's own reason, said to be before or after the product. ``lower(gm, refs)`` is the
     ordinary lowering."""
     from workers.search.lowering import (

@@ -4,8 +4,8 @@ The reference ``Model`` is built and run under a fake-tensor mode (no memory, an
 traced with ``make_fx`` into an ATen graph. That graph is lowered into a small expression IR
 (inputs, constants, pointwise ops, last-dimension reductions) which the template generator
 turns into Triton. The result is a :class:`Plan` naming the operator family, or a
-:class:`NoTemplate` saying plainly why no template fits (e.g. a convolution, or a reduction over
-the first dimension).
+:class:`NoTemplate` saying plainly why no template fits (e.g. a sort, or an op no template
+expresses).
 
 The lowering and the IR are in :mod:`workers.search.lowering`; they are re-exported here.
 """

@@ -92,7 +92,7 @@ def test_device_budget_ends_as_budget_exhausted(softmax_source, fake_evaluator):
 
 
 def test_no_template_fits_fails_with_the_reason(fake_evaluator):
-    conv = """
+    ordered = """
 import torch
 import torch.nn as nn
 
@@ -100,10 +100,9 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3)
 
     def forward(self, x):
-        return self.conv(x)
+        return torch.sort(x, dim=-1).values
 
 
 def get_inputs():
@@ -113,10 +112,10 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-    state = _state(conv)
+    state = _state(ordered)
     run_campaign(state, evaluator=fake_evaluator(lambda p: 2.0))
     assert state["outcome"] == "failed"
-    assert "convolution" in state["message"]
+    assert "sort.default" in state["message"]
 
 
 def test_step_by_step_with_json_state_resumes_and_records_once(softmax_source, fake_evaluator):

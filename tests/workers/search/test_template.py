@@ -158,7 +158,7 @@ def test_catalog_lists_every_problem_with_files():
         assert e.family and e.description
 
 
-CONV = """
+SORT = """
 import torch
 import torch.nn as nn
 
@@ -166,10 +166,9 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3)
 
     def forward(self, x):
-        return self.conv(x)
+        return torch.sort(x, dim=-1).values
 
 
 def get_inputs():
@@ -201,13 +200,13 @@ def get_init_inputs():
 
 def test_says_clearly_when_no_template_fits():
     gen = TemplateGenerator()
-    conv = gen.describe(CONV)
-    assert conv["fits"] is False and "convolution" in conv["summary"]
-    assert "no template fits" in conv["summary"]
+    ordered = gen.describe(SORT)
+    assert ordered["fits"] is False and "sort.default" in ordered["summary"]
+    assert "no template fits" in ordered["summary"]
     # two sets of reduced dimensions: not one kernel, a chain of them
     two = gen.describe(TWO_DIM_SUM)
     assert two["fits"] is True and two["family"].startswith("chain+"), two
-    assert gen.propose(GenerationContext(problem_source=CONV), 3) == []
+    assert gen.propose(GenerationContext(problem_source=SORT), 3) == []
 
 
 def test_mutation_alternative_crossover_repair_edges(softmax_source):

@@ -24,6 +24,10 @@ Families and their parameters:
   order, so the result is deterministic.
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
 - ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
+- ``conv``: ``block_m`` (output positions), ``block_n`` (a group's output channels),
+  ``block_k`` (input channels x window), ``warps``, ``stages``, ``fp32_dot``: an implicit GEMM
+  over any stride, padding, dilation, groups, transposed or not; ``conv+<family>`` a chain a
+  convolution leads (its parameters under ``cv_``).
 - ``move``: ``block`` (output elements per program), ``warps``: one op that moves elements
   along any dimension (a cat, a stack, a slice, a pad, a repeat, a flip), alone or as one
   kernel of a chain.
