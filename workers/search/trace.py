@@ -395,6 +395,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
                 "no template fits"
             ) from exc
         raise NoTemplate(f"the reference could not be traced: {type(exc).__name__}: {exc}") from exc
+    _scalar_constants(gm)  # outside the fake mode: the numbers are read
 
     forward_args = [p for p in inspect.signature(model_cls.forward).parameters if p != "self"]
     if any(
@@ -787,6 +788,32 @@ def _view_round_trips(gm) -> None:
                 n.replace_all_uses_with(src)
     for n in reversed(list(gm.graph.nodes)):  # the views no one reads any more
         if n.op == "call_function" and n.target in views and not n.users:
+            gm.graph.erase_node(n)
+    gm.recompile()
+
+
+def _scalar_constants(gm) -> None:
+    """A number the forward makes a tensor (``torch.min(x, torch.tensor(self.value))``) traces
+    as a constant attribute copied in (``lift_fresh_copy``); it becomes ``scalar_tensor(value)``,
+    which every lowering reads as a number."""
+    import torch
+
+    aten = torch.ops.aten
+    for n in list(gm.graph.nodes):
+        value = getattr(gm, n.target, None) if n.op == "get_attr" else None
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            continue
+        for user in list(n.users):
+            if user.op != "call_function" or user.target != aten.lift_fresh_copy.default:
+                continue
+            with gm.graph.inserting_before(user):
+                made = gm.graph.call_function(
+                    aten.scalar_tensor.default, (value.item(),), {"dtype": value.dtype}
+                )
+            made.meta = dict(user.meta)
+            user.replace_all_uses_with(made)
+            gm.graph.erase_node(user)
+        if not n.users:
             gm.graph.erase_node(n)
     gm.recompile()
 

@@ -131,6 +131,9 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
             "        self.pw = nn.Conv2d(cin, cout, 1)\n        self.conv = ",
         ),
         "computed-input": _problem("nn.Conv1d(cin, cout, k)", D1, "self.conv(x * 2.0).sum(1)"),
+        "tensor-constant": _problem(
+            "nn.Conv2d(cin, cout, k)", D2, "torch.min(self.conv(x), torch.tensor(0.25)) * 2.0"
+        ),
     }
     results = check_rendered(chained, [{}], {}, str(tmp_path))
     for name, got in results.items():

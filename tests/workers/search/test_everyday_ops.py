@@ -104,6 +104,12 @@ CASES = {
         ),
         "elementwise",
     ),
+    # a number made a tensor in the forward: a constant attribute (was "value _tensor_constant0
+    # is not expressible", KernelBench level 2's ``torch.min(x, torch.tensor(c))``)
+    "tensor-of-a-number": (
+        _problem("torch.min(x, torch.tensor(0.5)) * y + torch.tensor(2)", X2, ROWS),
+        "elementwise",
+    ),
     # An argmax's index used further: a one-hot of it (top-1 routing), a fraction of the row
     "top1-gate": (
         _problem("F.one_hot(x.argmax(-1), x.shape[-1]).to(x.dtype) * y.softmax(-1)", X2, ROWS),
