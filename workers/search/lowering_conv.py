@@ -2,9 +2,11 @@
 functional forms: ``aten.convolution`` with any stride, padding, dilation, groups and output
 padding) into the ``conv`` family's plan: one implicit-GEMM kernel per convolution.
 
-The traced graph is the convolution alone, reading an input (a forward argument, or an earlier
-stage's output in a chain) with the weight and the bias as they are; ops around it are stages
-of their own (:mod:`workers.search.lowering_staged` cuts there, as at a pooling op). The
+The traced graph is the convolution, reading an input (a forward argument, or an earlier
+stage's output in a chain) with the weight and the bias as they are, then pointwise ops on its
+output (an epilogue on the accumulator: KernelBench level 2's bias, activation and scaling);
+ops before it, or a reduction after it, are stages of their own
+(:mod:`workers.search.lowering_staged` cuts there, as at a pooling op). The
 geometry is read from the convolution module at run time where the weight is one's (its
 constructor may be given other sizes than the trace's), else as traced."""
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from workers.search.ir import IRNode, NoTemplate, Plan
+from workers.search.ir import NoTemplate, Plan
 
 aten = torch.ops.aten
 
@@ -24,6 +26,8 @@ def is_conv(calls: list[torch.fx.Node]) -> bool:
 
 
 def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
+    from workers.search.lowering import _categorise, _Lowerer
+
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     ph_ref = dict(zip(placeholders, refs, strict=True))
@@ -32,14 +36,6 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     if len(convs) != 1:
         raise NoTemplate(f"{len(convs)} convolutions in the reference; the template convolves once")
     conv = convs[0]
-    others = [n for n in calls if n is not conv]
-    if others:
-        name = getattr(others[0].target, "__name__", others[0].target)
-        raise NoTemplate(f"{name} beside the convolution; the template convolves alone")
-    out = next(n for n in graph.nodes if n.op == "output").args[0]
-    outs = list(out) if isinstance(out, list | tuple) else [out]
-    if outs != [conv]:
-        raise NoTemplate("the convolution's output is not what the reference returns")
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = conv.args[:9]
     for operand, what in ((x, "input"), (w, "weight"), (b, "bias")):
         if operand is None and what == "bias":
@@ -51,9 +47,54 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     spatial = w.meta["val"].dim() - 2
     if spatial not in (1, 2, 3):
         raise NoTemplate(f"a convolution over {spatial} spatial dimensions")
+    if calls.index(conv) != 0:
+        name = getattr(calls[0].target, "__name__", calls[0].target)
+        raise NoTemplate(f"{name} before the convolution; the template convolves an input")
+
+    # The epilogue: pointwise ops on the convolution's output, each other operand one of its
+    # shape (a residual), one value per output channel (a bias of shape (C, 1, 1)) or one value.
+    low = _Lowerer(gm, refs)
+    shape = tuple(int(d) for d in conv.meta["val"].shape)
+    low.row_shape = shape
+    low.matmul_epilogue = True
+    low.new("input", attrs={"ref": ph_ref[x], "role": "tile", "conv_input": True})
+    low.env[conv] = low.new("input", attrs={"ref": "acc", "role": "tile"})
+    after = calls[1:]
+    for p in placeholders:
+        if p in (x, w, b) or not any(u in after for u in p.users):
+            continue
+        val = p.meta["val"]
+        if not val.is_floating_point():
+            raise NoTemplate("an integer or boolean operand after the convolution")
+        if tuple(val.shape) == shape:
+            low.env[p] = low.new("input", attrs={"ref": ph_ref[p], "role": "tile"})
+        elif val.numel() == 1 and (val.dim() or ph_ref[p].startswith("self")):
+            # one value (a 0-d parameter, a (1,) bias), read from its memory; a 0-d forward
+            # argument is a Python number (refused below, as the matmul epilogue does)
+            low.env[p] = low.new("input", attrs={"ref": ph_ref[p], "role": "cell"})
+        elif _per_channel(tuple(val.shape), shape):
+            attrs = {"ref": ph_ref[p], "role": "vec", "length": shape[1]}
+            low.env[p] = low.new("input", attrs=attrs)
+        else:
+            raise NoTemplate(
+                f"an operand of shape {list(val.shape)} after the convolution (of shape "
+                f"{list(shape)}): the template reads ones of its shape, one value per channel "
+                "or one value"
+            )
+    for n in after:
+        low._lower_call(n)
+    out = next(n for n in graph.nodes if n.op == "output").args[0]
+    outs = list(out) if isinstance(out, list | tuple) else [out]
+    if len(outs) != 1 or not isinstance(outs[0], torch.fx.Node):
+        raise NoTemplate("a convolution with several outputs is not covered")
+    if tuple(outs[0].meta["val"].shape) != shape:
+        raise NoTemplate("a view of the convolution's output after it; the template writes it")
     plan = Plan(family="conv", forward_args=[], init_source="", preamble="")
-    plan.nodes = [IRNode(id=0, kind="input", attrs={"ref": ph_ref[x], "role": "tile"})]
-    plan.outputs = [0]
+    plan.nodes = low.nodes
+    plan.outputs = [low.arg(outs[0])]
+    _categorise(plan)
+    if any(n.kind in ("reduce", "scan") or n.attrs.get("shift") for n in plan.nodes):
+        raise NoTemplate("a reduction after the convolution; the template's epilogue is pointwise")
     plan.extra.update(
         x=ph_ref[x],
         w=ph_ref[w],
@@ -66,9 +107,9 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
         output_padding=[int(v) for v in output_padding],
         groups=int(groups),
     )
-    shape = list(w.meta["val"].shape)
-    kernel = "x".join(str(k) for k in shape[2:])
+    kernel = "x".join(str(k) for k in w.meta["val"].shape[2:])
     kind = "transposed convolution" if transposed else "convolution"
+    ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
     plan.summary = (
         f"{spatial}-d {kind} of {ph_ref[x]} by {ph_ref[w]} ({kernel} kernel"
         f", stride {list(stride)}, padding {list(padding)}"
@@ -77,5 +118,15 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
         + (f", {groups} groups" if int(groups) != 1 else "")
         + (", with bias" if b is not None else "")
         + ")"
+        + (f" with epilogue [{', '.join(ops)}]" if ops else "")
     )
     return plan
+
+
+def _per_channel(vshape: tuple, shape: tuple) -> bool:
+    """Whether a tensor of ``vshape`` broadcasts against the output's ``shape`` as one value
+    per channel (dimension 1): ``(C, 1, 1)`` or ``(1, C, 1, 1)`` against ``(B, C, H, W)``."""
+    if len(vshape) > len(shape):
+        return False
+    full = (1,) * (len(shape) - len(vshape)) + vshape
+    return full[1] == shape[1] and all(d == 1 for i, d in enumerate(full) if i != 1)

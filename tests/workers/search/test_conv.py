@@ -113,35 +113,77 @@ def test_wide_channels_take_the_tensor_core_path_and_are_correct(tmp_path):
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
-def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
-    """KernelBench level 2's shape: a convolution, then pointwise ops with a per-channel
-    bias; a depthwise-separable pair; a computed input. Each is the conv family's kernel and
-    the rest's, in order."""
-    chained = {
-        "conv-relu-bias": _problem(
-            "nn.Conv2d(cin, cout, k)", D2, "torch.relu(self.conv(x)) + self.bias"
-        ).replace(
-            "        self.conv = ",
-            "        self.bias = nn.Parameter(torch.randn(cout, 1, 1))\n        self.conv = ",
+def _with(source: str, line: str) -> str:
+    """``source`` with ``line`` added to the constructor."""
+    return source.replace("        self.conv = ", f"        {line}\n        self.conv = ")
+
+
+EPILOGUES = {
+    # KernelBench level 2's shape: a bias of shape (C, 1, 1), an activation, a scaling
+    "bias-relu-scale": (
+        _with(
+            _problem("nn.Conv2d(cin, cout, k)", D2, "torch.relu(self.conv(x) + self.bias) * 0.5"),
+            "self.bias = nn.Parameter(torch.randn(cout, 1, 1))",
         ),
-        "separable": _problem(
-            "nn.Conv2d(cin, cin, k, groups=cin)", D2, "self.pw(self.conv(x))"
-        ).replace(
-            "        self.conv = ",
-            "        self.pw = nn.Conv2d(cin, cout, 1)\n        self.conv = ",
+        "with epilogue [add, mul, relu]",
+    ),
+    # a residual of the output's shape, a 0-d parameter, a clamp (transposed, 3-d)
+    "residual-cell-clamp": (
+        _with(
+            _problem(
+                "nn.ConvTranspose3d(cin, cout, k, stride=2)",
+                D3,
+                "(lambda y: torch.clamp(y * self.s + y.detach() ** 2, -1.0, 1.0))(self.conv(x))",
+            ),
+            "self.s = nn.Parameter(torch.tensor(1.5))",
+        ),
+        "with epilogue [",
+    ),
+    "number-made-a-tensor": (
+        _problem(
+            "nn.Conv1d(cin, cout, k, padding=1)", D1, "torch.min(self.conv(x), torch.tensor(0.25))"
+        ),
+        "with epilogue [min",
+    ),
+}
+
+
+def test_pointwise_ops_after_a_convolution_are_its_epilogue_in_one_kernel(tmp_path):
+    problems = {name: source for name, (source, _) in EPILOGUES.items()}
+    sizes = {n: [{}, {"cout": 17, "height": 5}] for n in problems}
+    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16, "warps": 2}]
+    results = check_rendered(problems, variants, sizes, str(tmp_path))
+    for name, (_, says) in EPILOGUES.items():
+        got = results[name]
+        assert got["family"] == "conv" and says in got["summary"], (name, got)
+        for err in got["errs"]:
+            assert not isinstance(err, str) and err < 1e-5, (name, got["errs"])
+
+
+def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
+    """A depthwise-separable pair; a computed input; a reduction after the convolution (a
+    softmax over the channels). Each is the conv family's kernel and the rest's, in order."""
+    chained = {
+        "separable": _with(
+            _problem("nn.Conv2d(cin, cin, k, groups=cin)", D2, "self.pw(self.conv(x))"),
+            "self.pw = nn.Conv2d(cin, cout, 1)",
         ),
         "computed-input": _problem("nn.Conv1d(cin, cout, k)", D1, "self.conv(x * 2.0).sum(1)"),
-        "tensor-constant": _problem(
-            "nn.Conv2d(cin, cout, k)", D2, "torch.min(self.conv(x), torch.tensor(0.25)) * 2.0"
+        "softmax-over-channels": _problem(
+            "nn.Conv2d(cin, cout, k)", D2, "torch.softmax(torch.relu(self.conv(x)) * 2.0, dim=1)"
         ),
     }
     results = check_rendered(chained, [{}], {}, str(tmp_path))
     for name, got in results.items():
-        assert "conv" in got["family"], (name, got)
+        assert "conv" in got["family"] and "kernels:" in got["summary"], (name, got)
         for err in got["errs"]:
             assert not isinstance(err, str) and err < 1e-5, (name, got["errs"])
     assert results["separable"]["family"] == "conv+conv"
-    assert results["conv-relu-bias"]["summary"].startswith("2 kernels: 2-d convolution")
+    # the activation and the scaling are the convolution's epilogue; the softmax a row kernel
+    softmax = results["softmax-over-channels"]
+    assert softmax["family"] == "conv+row", softmax
+    assert softmax["summary"].startswith("2 kernels: 2-d convolution"), softmax
+    assert "with epilogue [mul, relu]" in softmax["summary"], softmax
 
 
 def test_padding_modes_other_than_zeros_pad_first(tmp_path):

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 
-from workers.search.generators.templates.common import _forward_head, _header
+from workers.search.generators.templates.common import _Emitter, _forward_head, _header
 from workers.search.ir import Plan
 
 _KERNEL = """
 @triton.jit
-def _ke_conv(x_ptr, w_ptr, b_ptr, out_ptr, M, COUT_G, CIN_G, K,
+def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G, K,
              D, H, W, OD, OH, OW,
              sxb, sxc, sxd, sxh, sxw, swg, swo, swi, swd, swh, sww, sob, soc,
              KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
@@ -47,7 +47,7 @@ def _ke_conv(x_ptr, w_ptr, b_ptr, out_ptr, M, COUT_G, CIN_G, K,
     t = t // OH
     od = t % OD
     bi = t // OD
-    x_row = x_ptr + bi * sxb + g * CIN_G * sxc
+    x_row = in0_ptr + bi * sxb + g * CIN_G * sxc
     w_col = w_ptr + g * swg + rn * swo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -91,8 +91,11 @@ def _ke_conv(x_ptr, w_ptr, b_ptr, out_ptr, M, COUT_G, CIN_G, K,
         bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     pos = (od * OH + oh) * OW + ow
-    o = out_ptr + (bi * sob + pos)[:, None] + (g * COUT_G + rn)[None, :] * soc
-    tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+    cols = (g * COUT_G + rn)[None, :]
+    cmask = mask_n[None, :]
+    mask = mask_m[:, None] & cmask
+    offs = (bi * sob + pos)[:, None] + cols * soc
+{epilogue}
 """
 
 _HELPERS = '''
@@ -123,8 +126,32 @@ def _ke_conv_out(size, k, s, p, d, op, transposed):
 '''
 
 
+def _epilogue(plan: Plan) -> tuple[str, str]:
+    """(the kernel's epilogue arguments, its statements on ``acc`` and the store): the IR after
+    the convolution, its inputs read at the output's offsets (of its shape), at the channel (one
+    per channel) or once (one value)."""
+    em = _Emitter(
+        plan,
+        "tl.load({ptr} + offs, mask=mask, other=0.0)",
+        "tl.load({ptr} + cols, mask=cmask, other=0.0)",
+    )
+    body = [
+        em.stmt(node)
+        for node in plan.nodes
+        if not (node.kind == "input" and node.attrs.get("conv_input"))
+    ]
+    out = em.name(plan.nodes[plan.outputs[0]])
+    body.append(f"tl.store(out_ptr + offs, {out}.to(out_ptr.dtype.element_ty), mask=mask)")
+    ptrs = "".join(f"{ptr}, " for ptr in em.ptr.values() if ptr != "in0_ptr")
+    return ptrs, "".join(f"    {line}\n" for line in body if line).rstrip("\n")
+
+
 def _source_conv(plan: Plan, p: dict) -> str:
     e = plan.extra
+    ptrs, epilogue = _epilogue(plan)
+    extra = [n.attrs["ref"] for n in plan.inputs() if n.attrs["ref"] != "acc"][1:]
+    binds = "".join(f"        in{i + 1} = {r}.contiguous()\n" for i, r in enumerate(extra))
+    args = "".join(f"in{i + 1}, " for i in range(len(extra)))
     x, w, b, spatial = e["x"], e["w"], e.get("b"), int(e["spatial"])
     module = w[: -len(".weight")] if w.startswith("self.") and w.endswith(".weight") else "None"
     traced = (
@@ -134,13 +161,13 @@ def _source_conv(plan: Plan, p: dict) -> str:
     bias = b if b else "None"
     return (
         _header(plan, p)
-        + _KERNEL
+        + _KERNEL.replace("{epilogue_ptrs}", ptrs).replace("{epilogue}", epilogue)
         + _HELPERS
         + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_TRACED = {traced!r}\n"
         + _forward_head(plan)
         + f"""        p = _PARAMS
         xin, wt, bias = {x}, {w}, {bias}
-        stride, padding, dilation, output_padding, groups = _ke_geometry({module}, _TRACED)
+{binds}        stride, padding, dilation, output_padding, groups = _ke_geometry({module}, _TRACED)
         batched = xin.dim() == {spatial + 2}
         if not batched:  # one sample: a batch of one
             xin = xin.unsqueeze(0)
@@ -163,11 +190,7 @@ def _source_conv(plan: Plan, p: dict) -> str:
         out = torch.empty((B, cout_g * groups, *outs), dtype=odt, device=x5.device)
         K = cin_g * kernel[0] * kernel[1] * kernel[2]
         M = B * outs[0] * outs[1] * outs[2]
-        if out.numel() and K == 0:  # no input channels: the bias alone
-            out.zero_()
-            if bias is not None:
-                out += bias.reshape((1, -1, 1, 1, 1)).to(odt)
-        elif out.numel():
+        if out.numel():  # (no input channels, K = 0: the bias and the epilogue alone)
             if {transposed}:  # weight [cin, cout / groups, k...]: a group is cin_g rows of it
                 swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
             else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
@@ -179,14 +202,14 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 block_k = max(16, min(p["block_k"], triton.next_power_of_2(K)))
             else:  # broadcast products: the tile's registers hold block_m x block_k x block_n
                 block_n = triton.next_power_of_2(cout_g) if cout_g < 16 else 16
-                block_k = min(p["block_k"], triton.next_power_of_2(K), 256 // block_n)
+                block_k = max(1, min(p["block_k"], triton.next_power_of_2(K), 256 // block_n))
                 block_m = max(16, min(p["block_m"], 8192 // (block_n * block_k)))
             # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
             grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups)
             _ke_conv[grid](
-                x5, w5, bias_arg, out, M, cout_g, cin_g, K, *sizes, *outs,
+                x5, w5, bias_arg, {args}out, M, cout_g, cin_g, K, *sizes, *outs,
                 *x5.stride(), swg, swo, swi, *w5.stride()[2:], out.stride(0), out.stride(1),
                 *kernel, *stride, *padding, *dilation, TRANSPOSED={transposed},
                 HAS_BIAS=bias is not None, DOT=dot, PRECISION=precision,
