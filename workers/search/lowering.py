@@ -1312,21 +1312,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 with self._swapped(self._per_row_operands(n)):
                     self._lower_pointwise(n)
             return
+        refuse_unwritable([n])
         name = getattr(t, "__name__", str(t))
-        if name.split(".")[0] in _SPECIAL:
-            raise NoTemplate(f"the reference uses {name}, a special function no template writes")
-        if "convolution" in name or "conv" in name:
-            raise NoTemplate(f"the reference uses {name} (a convolution); no template fits")
-        if name.split(".")[0] in _ORDERED:
-            raise NoTemplate(
-                f"the reference uses {name}: the values' order decides its output (sorting or "
-                "selection), not a graph of pointwise ops, reductions and views; no template fits"
-            )
-        if name.split(".")[0].rstrip("_") in _RANDOM:
-            raise NoTemplate(
-                f"the reference uses {name}: random numbers (dropout in training mode, a tensor "
-                "drawn in the forward), which no kernel reproduces and no gate can check"
-            )
         raise NoTemplate(f"the reference uses {name}, which no template expresses")
 
     def _lower_pointwise(self, n: torch.fx.Node) -> None:
@@ -2264,6 +2251,27 @@ _FILLED = {
     aten.ones.default: 1.0,
     aten.zeros.default: 0.0,
 }
+
+
+def refuse_unwritable(calls: list[torch.fx.Node]) -> None:
+    """NoTemplate naming the first of ``calls`` that no kernel can be written for (whatever
+    graph it is in): a special function, a convolution the conv family does not write, a sort
+    or a selection, random numbers."""
+    refuse_convolutions(calls)
+    for n in calls:
+        name = getattr(n.target, "__name__", str(n.target))
+        if name.split(".")[0] in _SPECIAL:
+            raise NoTemplate(f"the reference uses {name}, a special function no template writes")
+        if name.split(".")[0] in _ORDERED:
+            raise NoTemplate(
+                f"the reference uses {name}: the values' order decides its output (sorting or "
+                "selection), not a graph of pointwise ops, reductions and views; no template fits"
+            )
+        if name.split(".")[0].rstrip("_") in _RANDOM:
+            raise NoTemplate(
+                f"the reference uses {name}: random numbers (dropout in training mode, a tensor "
+                "drawn in the forward), which no kernel reproduces and no gate can check"
+            )
 
 
 def refuse_convolutions(calls: list[torch.fx.Node]) -> None:

@@ -26,12 +26,13 @@ def is_conv(calls: list[torch.fx.Node]) -> bool:
 
 
 def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
-    from workers.search.lowering import _categorise, _Lowerer
+    from workers.search.lowering import _categorise, _Lowerer, refuse_unwritable
 
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     ph_ref = dict(zip(placeholders, refs, strict=True))
     calls = [n for n in graph.nodes if n.op == "call_function"]
+    refuse_unwritable(calls)  # the reason that stands whatever chain the graph is cut into
     convs = [n for n in calls if n.target in CONVS]
     if len(convs) != 1:
         raise NoTemplate(f"{len(convs)} convolutions in the reference; the template convolves once")
