@@ -38,6 +38,8 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
         raise NoTemplate(f"{len(convs)} convolutions in the reference; the template convolves once")
     conv = convs[0]
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = conv.args[:9]
+    spatial = w.meta["val"].dim() - 2
+    x, merged = _merged_channels(x, ph_ref, spatial)
     for operand, what in ((x, "input"), (w, "weight"), (b, "bias")):
         if operand is None and what == "bias":
             continue
@@ -45,10 +47,9 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
             raise NoTemplate(f"the convolution's {what} is computed by other ops")
         if not operand.meta["val"].is_floating_point():
             raise NoTemplate(f"the convolution's {what} is not floating point")
-    spatial = w.meta["val"].dim() - 2
     if spatial not in (1, 2, 3):
         raise NoTemplate(f"a convolution over {spatial} spatial dimensions")
-    if calls.index(conv) != 0:
+    if calls.index(conv) != len(merged):
         name = getattr(calls[0].target, "__name__", calls[0].target)
         raise NoTemplate(f"{name} before the convolution; the template convolves an input")
 
@@ -60,14 +61,20 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
     low.matmul_epilogue = True
     low.new("input", attrs={"ref": ph_ref[x], "role": "tile", "conv_input": True})
     low.env[conv] = low.new("input", attrs={"ref": "acc", "role": "tile"})
-    after = calls[1:]
+    after = calls[len(merged) + 1 :]
+    # Views of a per-channel operand that keep it per channel (a BatchNorm's running mean of
+    # shape (C,) viewed as (1, C, 1, 1)): the operand itself, read at the channel.
+    channel_views = _channel_views(placeholders, shape)
     for p in placeholders:
         if p in (x, w, b) or not any(u in after for u in p.users):
             continue
         val = p.meta["val"]
         if not val.is_floating_point():
             raise NoTemplate("an integer or boolean operand after the convolution")
-        if tuple(val.shape) == shape:
+        if p in channel_views:
+            attrs = {"ref": ph_ref[p], "role": "vec", "length": shape[1]}
+            low.env[p] = low.new("input", attrs=attrs)
+        elif tuple(val.shape) == shape:
             low.env[p] = low.new("input", attrs={"ref": ph_ref[p], "role": "tile"})
         elif val.numel() == 1 and (val.dim() or ph_ref[p].startswith("self")):
             # one value (a 0-d parameter, a (1,) bias), read from its memory; a 0-d forward
@@ -83,6 +90,9 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
                 "or one value"
             )
     for n in after:
+        if n in channel_views:
+            low.env[n] = low.env[channel_views[n]]
+            continue
         low._lower_call(n)
     out = next(n for n in graph.nodes if n.op == "output").args[0]
     outs = list(out) if isinstance(out, list | tuple) else [out]
@@ -107,6 +117,7 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
         transposed=bool(transposed),
         output_padding=[int(v) for v in output_padding],
         groups=int(groups),
+        merge_channels=bool(merged),
     )
     kernel = "x".join(str(k) for k in w.meta["val"].shape[2:])
     kind = "transposed convolution" if transposed else "convolution"
@@ -122,6 +133,62 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
         + (f" with epilogue [{', '.join(ops)}]" if ops else "")
     )
     return plan
+
+
+def _merged_channels(x, ph_ref: dict, spatial: int) -> tuple:
+    """(the tensor the convolution reads, the views on the way): an input, or an input viewed
+    with the dimensions between its batch and its ``spatial`` ones merged into channels (a
+    channel shuffle's copy, written by the stage before, viewed back as (B, C, H, W))."""
+    views = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
+    chain, src = [], x
+    while isinstance(src, torch.fx.Node) and src.op == "call_function" and src.target in views:
+        chain.append(src)
+        src = src.args[0]
+    if not chain or src not in ph_ref:
+        return x, []
+    have, want = tuple(src.meta["val"].shape), tuple(x.meta["val"].shape)
+    merges = (
+        len(have) > spatial + 2
+        and len(want) == spatial + 2
+        and have[0] == want[0]
+        and have[len(have) - spatial :] == want[2:]
+    )
+    return (src, chain) if merges else (x, [])
+
+
+def _channel_views(placeholders: list, shape: tuple) -> dict:
+    """{a 1-d input of one value per channel, and each view of it: that input} for the inputs
+    of length C read only through views (unsqueeze, view, reshape) that broadcast them as one
+    value per channel of the output's ``shape``; a 1-d input read otherwise is left out (it
+    would broadcast along the last dimension)."""
+    views = {
+        aten.view.default,
+        aten.reshape.default,
+        aten._unsafe_view.default,
+        aten.unsqueeze.default,
+    }
+    found: dict = {}
+    for p in placeholders:
+        val = p.meta.get("val")
+        if val is None or val.dim() != 1 or len(shape) < 2 or int(val.shape[0]) != shape[1]:
+            continue
+        seen, todo, ok = {}, list(p.users), bool(p.users)
+        while todo and ok:
+            u = todo.pop()
+            out = tuple(int(d) for d in u.meta["val"].shape) if "val" in u.meta else None
+            if u.op != "call_function" or u.target not in views or out is None:
+                ok = False
+            elif _per_channel(out, shape):
+                seen[u] = p
+            elif len(out) < len(shape) and out[:1] == (shape[1],):  # (C, 1) on the way
+                seen[u] = p
+                todo.extend(u.users)
+            else:
+                ok = False
+        if ok:
+            found[p] = p
+            found.update(seen)
+    return found
 
 
 def _per_channel(vshape: tuple, shape: tuple) -> bool:

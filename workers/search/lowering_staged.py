@@ -25,7 +25,7 @@ from workers.search.ir import NoTemplate, Plan
 from workers.search.lowering_attention import _ancestors
 
 aten = torch.ops.aten
-MAX_STAGES = 24  # a 16-layer MLP is 17
+MAX_STAGES = 64  # a 16-layer MLP is 17; VGG19 with its activations fused is 25
 # Views between a product and the value its stage writes (Linear's rows viewed back as
 # ``[..., N]``).
 _VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
@@ -68,7 +68,8 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
         for operand in mm.args[:3] if mm in mms else mm.args[:1]:
             root, copy = operand, None
             while (
-                isinstance(root, torch.fx.Node)
+                mm.target not in CONVS  # the conv family convolves a written tensor as it is
+                and isinstance(root, torch.fx.Node)
                 and root.op == "call_function"
                 and (root.target in _OPERAND_VIEWS or root.target in _PERMUTES)
             ):
@@ -106,8 +107,8 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     ends.append(out)
     if len(ends) > 2 * MAX_STAGES:  # before fusing each activation into its product
         raise NoTemplate(
-            f"{len(mms)} matrix products in the reference; templates chain at most "
-            f"{MAX_STAGES} kernels"
+            f"{len(ends) - 1} products, convolutions and poolings to cut the reference at; "
+            f"templates chain at most {MAX_STAGES} kernels"
         )
     stages: list[Plan] = []
     kept: list = []  # the cut values written so far (the stages' outputs)
@@ -245,8 +246,12 @@ def lower_chain(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTempl
         # The latest value still read on the way to the output: after the last one written,
         # else one before it (a masked mean: the mask's count written first, then the masked
         # sum, a reduction over another dimension, then their quotient).
+        if len(stages) + 2 > MAX_STAGES:
+            raise NoTemplate(
+                f"more than {MAX_STAGES} kernels in a chain; templates chain at most {MAX_STAGES}"
+            )
         found = _longest_prefix(gm, kept, refs, lower, _live(ends, kept, out), -1, order[out])
-        if found is None or len(stages) + 2 > MAX_STAGES:
+        if found is None:
             raise error
         kept.append(found[0])
         stages.append(found[1])

@@ -139,6 +139,18 @@ EPILOGUES = {
         ),
         "with epilogue [",
     ),
+    # BatchNorm in eval mode: its running statistics, of shape (C,), viewed as (C, 1, 1)
+    "batchnorm-relu": (
+        _with(
+            _problem(
+                "nn.Conv2d(cin, cout, k, bias=False)", D2, "torch.relu(self.bn(self.conv(x)))"
+            ),
+            "self.bn = nn.BatchNorm2d(cout)\n"
+            "        self.bn.running_mean.uniform_(-1.0, 1.0)\n"
+            "        self.bn.running_var.uniform_(0.5, 2.0)",
+        ),
+        "with epilogue [add, mul, relu, rsqrt, sub]",
+    ),
     "number-made-a-tensor": (
         _problem(
             "nn.Conv1d(cin, cout, k, padding=1)", D1, "torch.min(self.conv(x), torch.tensor(0.25))"
@@ -169,6 +181,16 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
             "self.pw = nn.Conv2d(cin, cout, 1)",
         ),
         "computed-input": _problem("nn.Conv1d(cin, cout, k)", D1, "self.conv(x * 2.0).sum(1)"),
+        # a channel shuffle between two convolutions (ShuffleNet): a copy kernel, then the
+        # second convolution reads it viewed back as (B, C, H, W)
+        "channel-shuffle": _problem(
+            "nn.Conv2d(cin, cout, 1)",
+            D2,
+            "self.pw(self.conv(x).view(x.shape[0], 2, 3, x.shape[2], x.shape[3])"
+            ".transpose(1, 2).contiguous().view(x.shape[0], 6, x.shape[2], x.shape[3]))",
+        ).replace(
+            "        self.conv = ", "        self.pw = nn.Conv2d(6, 5, 3)\n        self.conv = "
+        ),
         "softmax-over-channels": _problem(
             "nn.Conv2d(cin, cout, k)", D2, "torch.softmax(torch.relu(self.conv(x)) * 2.0, dim=1)"
         ),
@@ -179,6 +201,7 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
         for err in got["errs"]:
             assert not isinstance(err, str) and err < 1e-5, (name, got["errs"])
     assert results["separable"]["family"] == "conv+conv"
+    assert results["channel-shuffle"]["summary"].startswith("3 kernels"), results
     # the activation and the scaling are the convolution's epilogue; the softmax a row kernel
     softmax = results["softmax-over-channels"]
     assert softmax["family"] == "conv+row", softmax

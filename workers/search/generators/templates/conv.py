@@ -168,6 +168,8 @@ def _source_conv(plan: Plan, p: dict) -> str:
         + f"""        p = _PARAMS
         xin, wt, bias = {x}, {w}, {bias}
 {binds}        stride, padding, dilation, output_padding, groups = _ke_geometry({module}, _TRACED)
+        if {bool(e.get("merge_channels"))}:  # the dimensions between batch and space: channels
+            xin = xin.reshape(xin.shape[0], -1, *xin.shape[xin.dim() - {spatial}:])
         batched = xin.dim() == {spatial + 2}
         if not batched:  # one sample: a batch of one
             xin = xin.unsqueeze(0)
