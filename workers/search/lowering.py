@@ -77,6 +77,8 @@ class Total:
     den: int | None = None
 
 
+# The convolutions the conv family writes (:mod:`workers.search.lowering_conv`).
+CONVS = {aten.convolution.default}
 _VIEW_OPS = {
     aten.view.default,
     aten.reshape.default,
@@ -2277,8 +2279,6 @@ def refuse_unwritable(calls: list[torch.fx.Node]) -> None:
 def refuse_convolutions(calls: list[torch.fx.Node]) -> None:
     """NoTemplate naming the first convolution among ``calls`` that the conv family does not
     write (:mod:`workers.search.lowering_conv`), if any."""
-    from workers.search.lowering_conv import CONVS
-
     for n in calls:
         name = getattr(n.target, "__name__", str(n.target))
         if "conv" in name and n.target not in CONVS:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import torch
 
 from workers.search.ir import NoTemplate, Plan
+from workers.search.lowering import CONVS, _categorise, _Lowerer, refuse_unwritable
 
 aten = torch.ops.aten
-
-CONVS = {aten.convolution.default}
 
 
 def is_conv(calls: list[torch.fx.Node]) -> bool:
@@ -26,8 +25,6 @@ def is_conv(calls: list[torch.fx.Node]) -> bool:
 
 
 def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
-    from workers.search.lowering import _categorise, _Lowerer, refuse_unwritable
-
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     ph_ref = dict(zip(placeholders, refs, strict=True))

@@ -115,7 +115,8 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
     i = 0
     while i < len(ends):
         # A product's stage takes the next piece in too where the two lower as one matmul
-        # kernel (an activation between two products of an MLP, before the next cut).
+        # kernel (an activation between two products of an MLP, before the next cut), and a
+        # convolution's where they lower as one conv kernel (a CNN's BatchNorm and ReLU).
         plan = None
         # (only a piece that reads this one: parallel products, q, k and v's projections,
         # are each a stage)
@@ -124,7 +125,7 @@ def lower_staged(gm: torch.fx.GraphModule, refs: list[str], lower, error: NoTemp
                 plan = lower(*_piece(gm, kept, ends[i + 1], refs))
             except NoTemplate:
                 plan = None
-            if plan is not None and plan.family != "matmul":
+            if plan is not None and plan.family not in ("matmul", "conv"):
                 plan = None
         if plan is not None:
             i += 1

@@ -191,17 +191,31 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
         ).replace(
             "        self.conv = ", "        self.pw = nn.Conv2d(6, 5, 3)\n        self.conv = "
         ),
+        # a small CNN: a product after the convolution (the chain that cuts at products)
+        "cnn-with-a-head": _with(
+            _problem(
+                "nn.Conv2d(cin, cout, k, padding=1, bias=False)",
+                D2,
+                "self.fc(torch.flatten(F.adaptive_avg_pool2d(torch.relu(self.bn(self.conv(x))),"
+                " 1), 1))",
+            ),
+            "self.bn = nn.BatchNorm2d(cout)\n        self.fc = nn.Linear(cout, 5)",
+        ),
         "softmax-over-channels": _problem(
             "nn.Conv2d(cin, cout, k)", D2, "torch.softmax(torch.relu(self.conv(x)) * 2.0, dim=1)"
         ),
     }
     results = check_rendered(chained, [{}], {}, str(tmp_path))
     for name, got in results.items():
-        assert "conv" in got["family"] and "kernels:" in got["summary"], (name, got)
+        assert "convolution" in got["summary"] and "kernels:" in got["summary"], (name, got)
         for err in got["errs"]:
             assert not isinstance(err, str) and err < 1e-5, (name, got["errs"])
     assert results["separable"]["family"] == "conv+conv"
     assert results["channel-shuffle"]["summary"].startswith("3 kernels"), results
+    head = results["cnn-with-a-head"]
+    assert head["family"].startswith("matmul+"), head
+    # the BatchNorm and ReLU go into the pooling's mean (one pass), then the product
+    assert head["summary"].startswith("3 kernels: 2-d convolution"), head
     # the activation and the scaling are the convolution's epilogue; the softmax a row kernel
     softmax = results["softmax-over-channels"]
     assert softmax["family"] == "conv+row", softmax
@@ -238,6 +252,7 @@ for name, dot, transposed, dtype, precision in (
     ("depthwise", False, False, "*fp32", "ieee"),
 ):
     ce = dict(KD=1, KH=3, KW=3, SD=1, SH=2, SW=2, PD=0, PH=1, PW=1, DD=1, DH=1, DW=1,
+              TD=1, TH=2 if transposed else 1, TW=2 if transposed else 1,
               TRANSPOSED=transposed, HAS_BIAS=True, DOT=dot, PRECISION=precision,
               UPCAST=False, I64=False, BLOCK_M=64, BLOCK_N=64 if dot else 1,
               BLOCK_K=32)

@@ -22,58 +22,94 @@ from workers.search.ir import Plan
 
 _KERNEL = """
 @triton.jit
-def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G, K,
-             D, H, W, OD, OH, OW,
+def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
+             D, H, W, OD, OH, OW, QD, QH, QW,
              sxb, sxc, sxd, sxh, sxw, swg, swo, swi, swd, swh, sww, sob, soc,
              KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
              SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
              PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
              DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+             TD: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr,
              TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr,
              PRECISION: tl.constexpr, UPCAST: tl.constexpr, I64: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    g = tl.program_id(2)
+    pid_z = tl.program_id(2)
+    if TRANSPOSED and SD * SH * SW > 1:
+        # One phase of the output (its positions modulo the stride) per program: only the
+        # taps whose input position is whole for it (every T-th from the first) are summed.
+        g = pid_z // (SD * SH * SW)
+        ph = pid_z % (SD * SH * SW)
+        rd = ph // (SH * SW)
+        rh = (ph // SW) % SH
+        rw = ph % SW
+        k0d = rd * 0 - 1
+        k0h = rd * 0 - 1
+        k0w = rd * 0 - 1
+        for t in tl.static_range(TD):
+            k0d = tl.where((k0d < 0) & ((rd + PD - t * DD) % SD == 0), t, k0d)
+        for t in tl.static_range(TH):
+            k0h = tl.where((k0h < 0) & ((rh + PH - t * DH) % SH == 0), t, k0h)
+        for t in tl.static_range(TW):
+            k0w = tl.where((k0w < 0) & ((rw + PW - t * DW) % SW == 0), t, k0w)
+        nd = tl.where(k0d >= 0, tl.maximum((KD - k0d + TD - 1) // TD, 0), 0)
+        nh = tl.where(k0h >= 0, tl.maximum((KH - k0h + TH - 1) // TH, 0), 0)
+        nw = tl.where(k0w >= 0, tl.maximum((KW - k0w + TW - 1) // TW, 0), 0)
+    else:
+        g = pid_z
+        rd = 0
+        rh = 0
+        rw = 0
+        k0d = 0
+        k0h = 0
+        k0w = 0
+        nd = KD
+        nh = KH
+        nw = KW
+    taps = nd * nh * nw
+    K = CIN_G * taps
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     if I64:
         rm = rm.to(tl.int64)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_m = rm < M
+    qw = rm % QW
+    t = rm // QW
+    qh = t % QH
+    t = t // QH
+    qd = t % QD
+    bi = t // QD
+    if TRANSPOSED:
+        od = qd * SD + rd
+        oh = qh * SH + rh
+        ow = qw * SW + rw
+    else:
+        od = qd
+        oh = qh
+        ow = qw
+    mask_m = (rm < M) & (od < OD) & (oh < OH) & (ow < OW)
     mask_n = rn < COUT_G
-    ow = rm % OW
-    t = rm // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    bi = t // OD
     x_row = in0_ptr + bi * sxb + g * CIN_G * sxc
     w_col = w_ptr + g * swg + rn * swo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
         mask_k = rk < K
-        ci = rk // (KD * KH * KW)
-        r = rk % (KD * KH * KW)
-        kd = r // (KH * KW)
-        r = r % (KH * KW)
-        kh = r // KW
-        kw = r % KW
-        if TRANSPOSED:
-            td = od[:, None] + PD - kd[None, :] * DD
-            th = oh[:, None] + PH - kh[None, :] * DH
-            tw = ow[:, None] + PW - kw[None, :] * DW
-            idd = td // SD
-            ih = th // SH
-            iw = tw // SW
-            ok = (td >= 0) & (td % SD == 0) & (idd < D)
-            ok = ok & (th >= 0) & (th % SH == 0) & (ih < H)
-            ok = ok & (tw >= 0) & (tw % SW == 0) & (iw < W)
+        ci = rk // taps
+        r = rk % taps
+        kd = k0d + (r // (nh * nw)) * TD
+        r = r % (nh * nw)
+        kh = k0h + (r // nw) * TH
+        kw = k0w + (r % nw) * TW
+        if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
+            idd = qd[:, None] + (rd + PD - kd[None, :] * DD) // SD
+            ih = qh[:, None] + (rh + PH - kh[None, :] * DH) // SH
+            iw = qw[:, None] + (rw + PW - kw[None, :] * DW) // SW
         else:
             idd = od[:, None] * SD - PD + kd[None, :] * DD
             ih = oh[:, None] * SH - PH + kh[None, :] * DH
             iw = ow[:, None] * SW - PW + kw[None, :] * DW
-            ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         ok = ok & mask_m[:, None] & mask_k[None, :]
         a = tl.load(x_row[:, None] + ci[None, :] * sxc + idd * sxd + ih * sxh + iw * sxw,
                     mask=ok, other=0.0)
@@ -190,8 +226,15 @@ def _source_conv(plan: Plan, p: dict) -> str:
         ]
         odt = torch.promote_types(x5.dtype, wt.dtype)
         out = torch.empty((B, cout_g * groups, *outs), dtype=odt, device=x5.device)
-        K = cin_g * kernel[0] * kernel[1] * kernel[2]
-        M = B * outs[0] * outs[1] * outs[2]
+        if {transposed}:  # by phase: positions modulo the stride, and every T-th tap
+            taps = [stride[i] // math.gcd(dilation[i], stride[i]) for i in range(3)]
+            qs = [triton.cdiv(outs[i], stride[i]) for i in range(3)]
+            phases = stride[0] * stride[1] * stride[2]
+        else:
+            taps, qs, phases = [1, 1, 1], outs, 1
+        # the most taps a phase sums (all of them for a forward convolution)
+        K = cin_g * math.prod(triton.cdiv(kernel[i], taps[i]) for i in range(3))
+        M = B * qs[0] * qs[1] * qs[2]
         if out.numel():  # (no input channels, K = 0: the bias and the epilogue alone)
             if {transposed}:  # weight [cin, cout / groups, k...]: a group is cin_g rows of it
                 swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
@@ -209,11 +252,11 @@ def _source_conv(plan: Plan, p: dict) -> str:
             # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
-            grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups)
+            grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups * phases)
             _ke_conv[grid](
-                x5, w5, bias_arg, {args}out, M, cout_g, cin_g, K, *sizes, *outs,
+                x5, w5, bias_arg, {args}out, M, cout_g, cin_g, *sizes, *outs, *qs,
                 *x5.stride(), swg, swo, swi, *w5.stride()[2:], out.stride(0), out.stride(1),
-                *kernel, *stride, *padding, *dilation, TRANSPOSED={transposed},
+                *kernel, *stride, *padding, *dilation, *taps, TRANSPOSED={transposed},
                 HAS_BIAS=bias is not None, DOT=dot, PRECISION=precision,
                 UPCAST=x5.device.type == "cpu",
                 I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1,
