@@ -172,7 +172,8 @@ def _channel_views(placeholders: list, shape: tuple) -> dict:
         seen, todo, ok = {}, list(p.users), bool(p.users)
         while todo and ok:
             u = todo.pop()
-            out = tuple(int(d) for d in u.meta["val"].shape) if "val" in u.meta else None
+            made = u.meta.get("val")
+            out = tuple(int(d) for d in made.shape) if isinstance(made, torch.Tensor) else None
             if u.op != "call_function" or u.target not in views or out is None:
                 ok = False
             elif _per_channel(out, shape):

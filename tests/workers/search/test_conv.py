@@ -201,6 +201,16 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
             ),
             "self.bn = nn.BatchNorm2d(cout)\n        self.fc = nn.Linear(cout, 5)",
         ),
+        # a vision transformer's patch embedding, then a LayerNorm whose weight has the
+        # channels' length (read whole by the norm, not per channel: it crashed the lowering)
+        "patch-embedding-layernorm": _with(
+            _problem(
+                "nn.Conv2d(cin, cout, 2, stride=2)",
+                D2,
+                "self.norm(self.conv(x).flatten(2).transpose(1, 2))",
+            ),
+            "self.norm = nn.LayerNorm(cout)",
+        ),
         "softmax-over-channels": _problem(
             "nn.Conv2d(cin, cout, k)", D2, "torch.softmax(torch.relu(self.conv(x)) * 2.0, dim=1)"
         ),
