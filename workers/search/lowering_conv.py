@@ -18,6 +18,9 @@ from workers.search.ir import NoTemplate, Plan
 from workers.search.lowering import CONVS, _categorise, _Lowerer, refuse_unwritable
 
 aten = torch.ops.aten
+# Views that reshape without moving elements (a stage's output read as the convolution's input,
+# a per-channel vector read as (C, 1, 1)).
+_RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
 
 
 def is_conv(calls: list[torch.fx.Node]) -> bool:
@@ -87,6 +90,11 @@ def lower_conv(gm: torch.fx.GraphModule, refs: list[str]) -> Plan:
                 "or one value"
             )
     for n in after:
+        if n.target in (aten.tril.default, aten.triu.default):
+            # the tile's rows are output positions, its columns channels: no matrix's diagonal
+            raise NoTemplate(
+                "a tril or triu after the convolution; the template's epilogue is pointwise"
+            )
         if n in channel_views:
             low.env[n] = low.env[channel_views[n]]
             continue
@@ -136,9 +144,8 @@ def _merged_channels(x, ph_ref: dict, spatial: int) -> tuple:
     """(the tensor the convolution reads, the views on the way): an input, or an input viewed
     with the dimensions between its batch and its ``spatial`` ones merged into channels (a
     channel shuffle's copy, written by the stage before, viewed back as (B, C, H, W))."""
-    views = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
     chain, src = [], x
-    while isinstance(src, torch.fx.Node) and src.op == "call_function" and src.target in views:
+    while isinstance(src, torch.fx.Node) and src.op == "call_function" and src.target in _RESHAPES:
         chain.append(src)
         src = src.args[0]
     if not chain or src not in ph_ref:
@@ -158,12 +165,7 @@ def _channel_views(placeholders: list, shape: tuple) -> dict:
     of length C read only through views (unsqueeze, view, reshape) that broadcast them as one
     value per channel of the output's ``shape``; a 1-d input read otherwise is left out (it
     would broadcast along the last dimension)."""
-    views = {
-        aten.view.default,
-        aten.reshape.default,
-        aten._unsafe_view.default,
-        aten.unsqueeze.default,
-    }
+    views = _RESHAPES | {aten.unsqueeze.default}
     found: dict = {}
     for p in placeholders:
         val = p.meta.get("val")

@@ -211,6 +211,8 @@ def test_a_convolution_among_other_ops_is_a_chain_of_kernels(tmp_path):
             ),
             "self.norm = nn.LayerNorm(cout)",
         ),
+        # a band after the convolution: not its epilogue (the tile is positions by channels)
+        "tril-after": _problem("nn.Conv2d(cin, cout, k)", D2, "torch.tril(self.conv(x)) * 2.0"),
         "softmax-over-channels": _problem(
             "nn.Conv2d(cin, cout, k)", D2, "torch.softmax(torch.relu(self.conv(x)) * 2.0, dim=1)"
         ),

@@ -340,15 +340,13 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
         return ok and _valid(rest_family(family), last, plan.stages[-1])
     if family == "attention":
         return attention_valid(p, plan.extra["head_dim"] if plan else 128)
-    if family == "matmul":
-        smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * 2 * p["stages"]
+    if family in ("matmul", "conv"):
+        # the pipelined operand tiles (a convolution's float32: its gather is not narrowed)
+        width = 2 if family == "matmul" else 4
+        smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * width * p["stages"]
         if smem > _SMEM_LIMIT:
             return False
         if p["block_m"] * p["block_n"] // (32 * p["warps"]) > 256:  # accumulator registers
-            return False
-    if family == "conv":
-        smem = (p["block_m"] * p["block_k"] + p["block_k"] * p["block_n"]) * 4 * p["stages"]
-        if smem > _SMEM_LIMIT or p["block_m"] * p["block_n"] // (32 * p["warps"]) > 256:
             return False
     if family == "elementwise" and p["block"] < 32 * p["vec"]:
         return False

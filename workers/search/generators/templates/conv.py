@@ -5,12 +5,13 @@ Each program computes a BLOCK_M x BLOCK_N tile of one group's output: BLOCK_M ou
 (batch x spatial, flattened) by BLOCK_N of the group's output channels, summing over K = the
 group's input channels x the kernel's window in BLOCK_K slices. A slice's input tile is
 gathered through the input's strides (zero outside the input: the padding is never
-materialised); a transposed convolution gathers the positions its stride reaches (``o + p -
-k·d`` divisible by the stride), so no zeros are inserted either. Products run on the tensor
-cores (``tl.dot``; float32 as IEEE or three TF32 products, like the matmul family) where the
-group has 16 output channels or more, else as broadcast products on the CUDA cores (a
-depthwise convolution). Accumulation is in float32; the bias is added before the store. Fewer
-spatial dimensions are the leading ones of three, of size 1.
+materialised). A transposed convolution runs one stride phase per program (output positions
+modulo the stride) over only the taps whose input position is whole for it (``o + p - k·d``
+divisible by the stride): no zeros are inserted, and no masked tap is loaded. Products run
+on the tensor cores (``tl.dot``; float32 as IEEE or three TF32 products, like the matmul
+family) where the group has 16 output channels or more, else as broadcast products on the CUDA
+cores (a depthwise convolution). Accumulation is in float32; the bias is added before the
+store. Fewer spatial dimensions are the leading ones of three, of size 1.
 """
 
 from __future__ import annotations
