@@ -78,3 +78,41 @@ def test_a_size_tuple_built_from_a_constant_is_scaled_with_it():
     assert answer["ok"], answer
     used = answer["scaled_for_interpreter"]["used"]
     assert used["num_classes"] == used["input_shape"][0] < 4096
+
+
+DILATED = """import torch
+import torch.nn as nn
+
+batch_size = 8
+channels = 32
+height = 512
+width = 512
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 8, (5, 9), padding=(2, 4), dilation=(2, 3))
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, channels, height, width)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_sizes_the_reference_refuses_are_not_chosen_for_the_interpreter():
+    """KernelBench 80: a dilated 5x9 window spans 9x25 inputs. Halving the image to fit the
+    interpreter's limit made it smaller than that, and the upload failed ("Kernel size can't
+    be greater than actual input size"); the scaling steps back to sizes the reference runs."""
+    answer = reference_check(source=DILATED, case={"name": "default"}, timeout_s=60)
+    assert answer["ok"], answer
+    used = answer["scaled_for_interpreter"]["used"]
+    # padded by (2, 4) a side: at least the window's 9x25
+    assert used["height"] + 4 >= 9 and 25 <= used["width"] + 8 < 512 + 8, used

@@ -92,7 +92,9 @@ CONVS = {
 def test_each_convolution_gets_a_correct_candidate(tmp_path):
     problems = {name: source for name, (source, _) in CONVS.items()}
     sizes = [{}, {"height": 6, "width": 16, "depth": 3, "batch_size": 1}, {"k": 2}]
-    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16, "warps": 2}]
+    # the default reads these narrow convolutions in place; the other copies them
+    # channels-last and runs the taps outer
+    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16, "warps": 2, "layout": "cl"}]
     results = check_rendered(problems, variants, {n: sizes for n in problems}, str(tmp_path))
     for name in problems:
         result, says = results[name], CONVS[name][1]
@@ -106,8 +108,12 @@ def test_wide_channels_take_the_tensor_core_path_and_are_correct(tmp_path):
     """16 output channels or more per group, and K of 16 or more: ``tl.dot`` (as on the GPU),
     with IEEE and tf32x3 products (the interpreter computes both exactly)."""
     wide = _problem("nn.Conv2d(cin, cout, k, stride=2, padding=1)", D2)
-    sizes = {"wide": [{"cin": 8, "cout": 40}, {"cin": 3, "cout": 17, "k": 5}]}
-    variants = [{}, {"fp32_dot": "tf32x3", "block_n": 32, "block_k": 64}]
+    sizes = {"wide": [{"cin": 8, "cout": 40}, {"cin": 3, "cout": 17, "k": 5}, {"cin": 20}]}
+    variants = [
+        {},
+        {"fp32_dot": "tf32x3", "block_n": 32, "block_k": 64, "layout": "cl"},
+        {"layout": "native", "block_k": 16},
+    ]
     result = check_rendered({"wide": wide}, variants, sizes, str(tmp_path))["wide"]
     for err in result["errs"]:
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
@@ -163,7 +169,9 @@ EPILOGUES = {
 def test_pointwise_ops_after_a_convolution_are_its_epilogue_in_one_kernel(tmp_path):
     problems = {name: source for name, (source, _) in EPILOGUES.items()}
     sizes = {n: [{}, {"cout": 17, "height": 5}] for n in problems}
-    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16, "warps": 2}]
+    # the default reads these narrow convolutions in place; the other copies them
+    # channels-last and runs the taps outer
+    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16, "warps": 2, "layout": "cl"}]
     results = check_rendered(problems, variants, sizes, str(tmp_path))
     for name, (_, says) in EPILOGUES.items():
         got = results[name]
@@ -257,15 +265,17 @@ from workers.search.trace import trace_problem
 module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["conv"]), "cv", sys.argv[2])
 fn = module._ke_conv
 out = {}
-for name, dot, transposed, dtype, precision in (
-    ("dot-fp32", True, False, "*fp32", "ieee"),
-    ("dot-tf32x3", True, False, "*fp32", "tf32x3"),
-    ("dot-bf16-transposed", True, True, "*bf16", "tf32"),
-    ("depthwise", False, False, "*fp32", "ieee"),
+for name, dot, transposed, dtype, precision, taps_outer in (
+    ("dot-fp32", True, False, "*fp32", "ieee", False),
+    ("dot-tf32x3", True, False, "*fp32", "tf32x3", True),
+    ("dot-tf32x3-native", True, False, "*fp32", "tf32x3", False),
+    ("dot-bf16-transposed", True, True, "*bf16", "tf32", True),
+    ("depthwise", False, False, "*fp32", "ieee", False),
 ):
     ce = dict(KD=1, KH=3, KW=3, SD=1, SH=2, SW=2, PD=0, PH=1, PW=1, DD=1, DH=1, DW=1,
               TD=1, TH=2 if transposed else 1, TW=2 if transposed else 1,
-              TRANSPOSED=transposed, HAS_BIAS=True, DOT=dot, PRECISION=precision,
+              TRANSPOSED=transposed, HAS_BIAS=True, DOT=dot, TAPS_OUTER=taps_outer,
+              PRECISION=precision,
               UPCAST=False, I64=False, BLOCK_M=64, BLOCK_N=64 if dot else 1,
               BLOCK_K=32)
     sig = {a: (dtype if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
@@ -281,9 +291,11 @@ print("RESULTS" + json.dumps(out))
 def test_the_kernel_compiles_for_sm90_with_tensor_core_products(tmp_path):
     source = CONVS["conv2d-grouped"][0]
     got = run_child(_AOT, source, str(tmp_path), interpret=False)
-    for name in ("dot-fp32", "dot-tf32x3", "dot-bf16-transposed", "depthwise"):
+    for name in ("dot-fp32", "dot-tf32x3", "dot-tf32x3-native", "dot-bf16-transposed"):
         assert got[name]["cubin"] > 0, got
-    assert got["dot-bf16-transposed"]["mma"] and got["dot-tf32x3"]["mma"], got
+    assert got["depthwise"]["cubin"] > 0, got
+    for name in ("dot-bf16-transposed", "dot-tf32x3", "dot-tf32x3-native"):
+        assert got[name]["mma"], (name, got)
     assert not got["dot-fp32"]["mma"], "IEEE float32 products stay off the tensor cores"
 
 

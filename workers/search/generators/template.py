@@ -138,6 +138,9 @@ SPACES: dict[str, dict[str, list]] = {
         "warps": [2, 4, 8],
         "stages": [1, 2, 3, 4],
         "fp32_dot": ["ieee", "tf32x3"],
+        # "cl": input and weight copied channels-last, taps outer; "native": read in place,
+        # channels outer; "auto": channels-last where a group has 16 input channels or more
+        "layout": ["auto", "cl", "native"],
     },
     "move": {"block": [256, 512, 1024, 2048, 4096, 8192], "warps": [1, 2, 4, 8]},
     "scan": {
@@ -197,6 +200,7 @@ DEFAULTS: dict[str, dict] = {
         "warps": 4,
         "stages": 3,
         "fp32_dot": "ieee",
+        "layout": "auto",
     },
     "move": {"block": 1024, "warps": 4},
     "attention": {
@@ -214,7 +218,7 @@ DEFAULTS: dict[str, dict] = {
 }
 
 # Structural parameters: changing one is an ``alternative`` edge rather than a ``mutation``.
-STRUCTURAL = {"strategy", "tiles", "causal_align", "fp32_dot", "kmajor"}
+STRUCTURAL = {"strategy", "tiles", "causal_align", "fp32_dot", "kmajor", "layout"}
 
 # Seeds beyond the default: a few structurally different starting points per family.
 SEEDS: dict[str, list[dict]] = {
@@ -243,8 +247,11 @@ SEEDS: dict[str, list[dict]] = {
         # float32 products on the tensor cores (cuDNN's float32 convolutions use TF32 only
         # where torch.backends.cudnn.allow_tf32 says so; the correctness gate judges tf32x3)
         {"fp32_dot": "tf32x3"},
+        # ... read in place (no channels-last copies: small convolutions, where the copies'
+        # launches and traffic weigh)
+        {"fp32_dot": "tf32x3", "layout": "native"},
+        {"block_m": 128, "block_n": 128, "block_k": 32, "warps": 8, "stages": 3},
         {"block_m": 64, "block_n": 128, "block_k": 32, "warps": 4, "stages": 4},
-        {"block_m": 128, "block_n": 128, "block_k": 64, "warps": 8, "stages": 3},
         {"block_m": 64, "block_n": 32, "block_k": 16, "warps": 2, "stages": 2},
     ],
     "move": [{"block": 4096, "warps": 8}, {"block": 256, "warps": 2}],

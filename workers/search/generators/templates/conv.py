@@ -32,6 +32,7 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
              DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
              TD: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr,
              TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr,
+             TAPS_OUTER: tl.constexpr,
              PRECISION: tl.constexpr, UPCAST: tl.constexpr, I64: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
@@ -93,37 +94,76 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
     x_row = in0_ptr + bi * sxb + g * CIN_G * sxc
     w_col = w_ptr + g * swg + rn * swo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        mask_k = rk < K
-        ci = rk // taps
-        r = rk % taps
-        kd = k0d + (r // (nh * nw)) * TD
-        r = r % (nh * nw)
-        kh = k0h + (r // nw) * TH
-        kw = k0w + (r % nw) * TW
-        if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
-            idd = qd[:, None] + (rd + PD - kd[None, :] * DD) // SD
-            ih = qh[:, None] + (rh + PH - kh[None, :] * DH) // SH
-            iw = qw[:, None] + (rw + PW - kw[None, :] * DW) // SW
-        else:
-            idd = od[:, None] * SD - PD + kd[None, :] * DD
-            ih = oh[:, None] * SH - PH + kh[None, :] * DH
-            iw = ow[:, None] * SW - PW + kw[None, :] * DW
-        ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        ok = ok & mask_m[:, None] & mask_k[None, :]
-        a = tl.load(x_row[:, None] + ci[None, :] * sxc + idd * sxd + ih * sxh + iw * sxw,
-                    mask=ok, other=0.0)
-        wt = tl.load(w_col[None, :] + ci[:, None] * swi + kd[:, None] * swd
-                     + kh[:, None] * swh + kw[:, None] * sww,
-                     mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        if DOT:
-            if UPCAST:
-                a = a.to(tl.float32)
-                wt = wt.to(tl.float32)
-            acc = tl.dot(a, wt, acc, input_precision=PRECISION)
-        else:
-            acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], axis=1)
+    if TAPS_OUTER:
+        # Taps outer, channels inner (the input and weight channels-last): a slice is one
+        # tap's BLOCK_K channels, read along the channels (contiguous), its positions computed
+        # once per tap and no division per element.
+        chunks = tl.cdiv(CIN_G, BLOCK_K)
+        for kk in range(0, taps * chunks):
+            tap = kk // chunks
+            rc = (kk % chunks) * BLOCK_K + tl.arange(0, BLOCK_K)
+            mask_k = rc < CIN_G
+            kd = k0d + (tap // (nh * nw)) * TD
+            kh = k0h + ((tap // nw) % nh) * TH
+            kw = k0w + (tap % nw) * TW
+            if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
+                idd = qd + (rd + PD - kd * DD) // SD
+                ih = qh + (rh + PH - kh * DH) // SH
+                iw = qw + (rw + PW - kw * DW) // SW
+            else:
+                idd = od * SD - PD + kd * DD
+                ih = oh * SH - PH + kh * DH
+                iw = ow * SW - PW + kw * DW
+            ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W) & mask_m
+            a = tl.load((x_row + idd * sxd + ih * sxh + iw * sxw)[:, None] + rc[None, :] * sxc,
+                        mask=ok[:, None] & mask_k[None, :], other=0.0)
+            wt = tl.load((w_col + kd * swd + kh * swh + kw * sww)[None, :] + rc[:, None] * swi,
+                         mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            if DOT:
+                if UPCAST:
+                    a = a.to(tl.float32)
+                    wt = wt.to(tl.float32)
+                acc = tl.dot(a, wt, acc, input_precision=PRECISION)
+            else:
+                acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], 1)
+    else:
+        # Channels outer, taps inner, the input read in place (NCDHW): a slice's tiles are
+        # loaded K by positions and channels by K, their threads along the positions (the
+        # input's contiguous width) and K (the weight's contiguous taps), then transposed.
+        for k0 in range(0, K, BLOCK_K):
+            rk = k0 + tl.arange(0, BLOCK_K)
+            mask_k = rk < K
+            ci = rk // taps
+            r = rk % taps
+            kd = k0d + (r // (nh * nw)) * TD
+            r = r % (nh * nw)
+            kh = k0h + (r // nw) * TH
+            kw = k0w + (r % nw) * TW
+            if TRANSPOSED:
+                idd = qd[None, :] + (rd + PD - kd[:, None] * DD) // SD
+                ih = qh[None, :] + (rh + PH - kh[:, None] * DH) // SH
+                iw = qw[None, :] + (rw + PW - kw[:, None] * DW) // SW
+            else:
+                idd = od[None, :] * SD - PD + kd[:, None] * DD
+                ih = oh[None, :] * SH - PH + kh[:, None] * DH
+                iw = ow[None, :] * SW - PW + kw[:, None] * DW
+            ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            ok = ok & mask_m[None, :] & mask_k[:, None]
+            a_t = tl.load(x_row[None, :] + ci[:, None] * sxc + idd * sxd + ih * sxh + iw * sxw,
+                          mask=ok, other=0.0)
+            w_t = tl.load(w_col[:, None] + ci[None, :] * swi + kd[None, :] * swd
+                          + kh[None, :] * swh + kw[None, :] * sww,
+                          mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            if DOT:
+                a = tl.trans(a_t)
+                wt = tl.trans(w_t)
+                if UPCAST:
+                    a = a.to(tl.float32)
+                    wt = wt.to(tl.float32)
+                acc = tl.dot(a, wt, acc, input_precision=PRECISION)
+            else:
+                acc += tl.sum(a_t.to(tl.float32)[:, :, None]
+                              * tl.trans(w_t).to(tl.float32)[:, None, :], 0)
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
         acc += bias.to(tl.float32)[None, :]
@@ -178,7 +218,12 @@ def _epilogue(plan: Plan) -> tuple[str, str]:
         if not (node.kind == "input" and node.attrs.get("conv_input"))
     ]
     out = em.name(plan.nodes[plan.outputs[0]])
-    body.append(f"tl.store(out_ptr + offs, {out}.to(out_ptr.dtype.element_ty), mask=mask)")
+    # stored channels by positions: the threads along the positions, the output's contiguous
+    # dimension (NCDHW)
+    body.append(
+        f"tl.store(out_ptr + tl.trans(offs), tl.trans({out}.to(out_ptr.dtype.element_ty)), "
+        "mask=tl.trans(mask))"
+    )
     ptrs = "".join(f"{ptr}, " for ptr in em.ptr.values() if ptr != "in0_ptr")
     return ptrs, "".join(f"    {line}\n" for line in body if line).rstrip("\n")
 
@@ -237,19 +282,30 @@ def _source_conv(plan: Plan, p: dict) -> str:
         K = cin_g * math.prod(triton.cdiv(kernel[i], taps[i]) for i in range(3))
         M = B * qs[0] * qs[1] * qs[2]
         if out.numel():  # (no input channels, K = 0: the bias and the epilogue alone)
+            dot = cout_g >= 16 and K >= 16
+            # channels-last: the input (and the weight as taps x channels x outputs) copied so
+            # that a slice of K is contiguous channels; "native" reads them in place
+            layout = p.get("layout", "auto")
+            cl = layout == "cl" or (layout == "auto" and dot and cin_g >= 16)
+            if cl:
+                x5 = x5.contiguous(memory_format=torch.channels_last_3d)
+                if {transposed}:  # [cin, cout / groups, k...]: k... x cin x cout / groups
+                    w5 = w5.permute(2, 3, 4, 0, 1).contiguous().permute(3, 4, 0, 1, 2)
+                else:  # [cout, cin / groups, k...]: k... x cin / groups x cout
+                    w5 = w5.permute(2, 3, 4, 1, 0).contiguous().permute(4, 3, 0, 1, 2)
+            kslice = cin_g if cl else K  # what one loop's BLOCK_K runs over
+            if dot:
+                block_m = max(16, min(p["block_m"], triton.next_power_of_2(M)))
+                block_n = max(16, min(p["block_n"], triton.next_power_of_2(cout_g)))
+                block_k = max(16, min(p["block_k"], triton.next_power_of_2(kslice)))
+            else:  # broadcast products: the tile's registers hold block_m x block_k x block_n
+                block_n = triton.next_power_of_2(cout_g) if cout_g < 16 else 16
+                block_k = max(1, min(p["block_k"], triton.next_power_of_2(kslice), 256 // block_n))
+                block_m = max(16, min(p["block_m"], 8192 // (block_n * block_k)))
             if {transposed}:  # weight [cin, cout / groups, k...]: a group is cin_g rows of it
                 swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
             else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
                 swg, swo, swi = cout_g * w5.stride(0), w5.stride(0), w5.stride(1)
-            dot = cout_g >= 16 and K >= 16
-            if dot:
-                block_m = max(16, min(p["block_m"], triton.next_power_of_2(M)))
-                block_n = max(16, min(p["block_n"], triton.next_power_of_2(cout_g)))
-                block_k = max(16, min(p["block_k"], triton.next_power_of_2(K)))
-            else:  # broadcast products: the tile's registers hold block_m x block_k x block_n
-                block_n = triton.next_power_of_2(cout_g) if cout_g < 16 else 16
-                block_k = max(1, min(p["block_k"], triton.next_power_of_2(K), 256 // block_n))
-                block_m = max(16, min(p["block_m"], 8192 // (block_n * block_k)))
             # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
@@ -258,7 +314,7 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 x5, w5, bias_arg, {args}out, M, cout_g, cin_g, *sizes, *outs, *qs,
                 *x5.stride(), swg, swo, swi, *w5.stride()[2:], out.stride(0), out.stride(1),
                 *kernel, *stride, *padding, *dilation, *taps, TRANSPOSED={transposed},
-                HAS_BIAS=bias is not None, DOT=dot, PRECISION=precision,
+                HAS_BIAS=bias is not None, DOT=dot, TAPS_OUTER=cl, PRECISION=precision,
                 UPCAST=x5.device.type == "cpu",
                 I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1,
                 BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=p["warps"],
