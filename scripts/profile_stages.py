@@ -57,18 +57,41 @@ def _compile_kernels(model, inputs) -> list[dict]:
     return sorted(rows, key=lambda r: -r["us"])[:12]
 
 
-def profile_problem(source: str, candidates: int, folder: str) -> dict:
+def _ieee_us(model, inputs) -> float:
+    """Eager with cuDNN's float32 convolutions in IEEE products (the precision the correctness
+    gate asks of a candidate; cuDNN's default is TF32)."""
+    import torch
+
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        return _median_us(lambda: model(*inputs))
+    finally:
+        torch.backends.cudnn.allow_tf32 = before
+
+
+def _max_err(out, ref) -> float:
+    return float((out.double() - ref.double()).abs().max())
+
+
+def profile_problem(source: str, candidates: int, folder: str, params=None) -> dict:
     import torch
     from bench_kernelbench import scaled_workload
 
     from workers.contract import problem as P
-    from workers.search.generators.base import GenerationContext
-    from workers.search.generators.template import TemplateGenerator
+    from workers.search.generators.base import GenerationContext, Proposal
+    from workers.search.generators.template import DEFAULTS, TemplateGenerator, render
 
     workload, _ = scaled_workload(source, 4194304)
     overrides = workload["cases"][0]["overrides"]
     gen = TemplateGenerator()
     proposals = gen.propose(GenerationContext(problem_source=source, workload=workload), candidates)
+    if params:  # these parameters over the template's defaults, in place of its proposals
+        plan = gen.plan(source, False)
+        proposals = [
+            Proposal(source=render(plan, {**DEFAULTS[plan.family], **p}), edge="seed", params=p)
+            for p in params
+        ]
     prob = P.load_module(source, "profiled_problem", folder)
     inputs = P.make_inputs(prob, overrides, torch.float32, 0, "cuda")
     _, ref, _ = P.make_models(prob, None, overrides, torch.float32, 0, "cuda", None)
@@ -79,13 +102,19 @@ def profile_problem(source: str, candidates: int, folder: str) -> dict:
             "summary": gen.describe(source)["summary"],
             "eager_us": _median_us(lambda: ref(*inputs)),
             "compile_us": _median_us(lambda: compiled(*inputs)),
+            "eager_ieee_us": _ieee_us(ref, inputs),
             "compile_kernels": _compile_kernels(compiled, inputs),
             "candidates": [],
         }
+        torch.backends.cudnn.allow_tf32 = False
+        expected = ref(*inputs)
+        torch.backends.cudnn.allow_tf32 = True
         for k, proposal in enumerate(proposals):
             cand = P.load_module(proposal.source, f"profiled_{k}", folder)
             _, _, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cuda", None)
             row = {"params": proposal.params, "us": _median_us(lambda n=new: n(*inputs))}
+            if isinstance(expected, torch.Tensor):
+                row["max_err"] = _max_err(new(*inputs), expected)
             stages = sorted(
                 int(name[2:].split("_", 1)[0])
                 for name in dir(cand)
@@ -112,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", required=True, help="problem files (KernelBench format)")
     ap.add_argument("--only", help="file names, comma-separated")
     ap.add_argument("--candidates", type=int, default=3)
+    ap.add_argument(
+        "--params", help="a JSON list of parameter sets to time in place of the proposals"
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     names = sorted(p.name for p in Path(args.dir).glob("*.py"))
@@ -122,12 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             try:
                 report[name] = profile_problem(
-                    (Path(args.dir) / name).read_text(), args.candidates, folder
+                    (Path(args.dir) / name).read_text(),
+                    args.candidates,
+                    folder,
+                    json.loads(args.params) if args.params else None,
                 )
             except Exception as exc:  # noqa: BLE001 - one problem's failure is its row
                 report[name] = {"error": f"{type(exc).__name__}: {exc}"}
             print(name, json.dumps(report[name])[:600], flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=1))
+            Path(args.out).write_text(json.dumps(report, indent=1))  # kept if a limit stops it
     return 0
 
 
