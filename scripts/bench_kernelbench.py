@@ -246,6 +246,24 @@ def _best_speedup(nodes: list[dict]) -> float | None:
     return max(found) if found else None
 
 
+def stopped_row(row: dict, why: str) -> dict:
+    """A problem stopped before its campaign ended (its timeout, a crash): "accepted" where a
+    candidate it recorded had passed every gate (that kernel is its result, and the stop is
+    said beside it), else an error saying why."""
+    nodes = row.get("nodes") or []
+    accepted = [n for n in nodes if n.get("status") == "accepted"]
+    if not accepted:
+        return {**row, "result": "error", "error": why}
+    return {
+        **row,
+        "result": "accepted",
+        "stopped": why,
+        "accepted": len(accepted),
+        "evaluated": sum(n.get("status") in ("accepted", "rejected") for n in nodes),
+        "best_speedup": _best_speedup(nodes),
+    }
+
+
 def _child(args) -> int:
     source = problem_source(args, args.one)
     try:
@@ -330,7 +348,7 @@ def _run_child(name: str, args) -> dict:
         )
         if (row or {}).get("phase"):
             why += f" ({row['phase']} at {row['at_s']:.0f}s)"
-        row = {**(row or {}), "result": "error", "error": why, "log_tail": (log or "")[-2000:]}
+        row = {**stopped_row(row or {}, why), "log_tail": (log or "")[-2000:]}
     row["problem"] = name
     row["process_wall_s"] = wall
     return row
@@ -341,6 +359,8 @@ def _print_row(i: int, total: int, row: dict) -> None:
     detail = ""
     if row.get("result") == "accepted":
         detail = f"{row['accepted']}/{row['evaluated']} accepted"
+        if row.get("stopped"):
+            detail += f" ({row['stopped']})"
     elif row.get("result") == "rejected":
         ff = row.get("first_failure") or {}
         detail = f"0/{row['evaluated']} accepted; {ff.get('gate')}: {ff.get('reason', '')}"
@@ -355,7 +375,8 @@ def _print_row(i: int, total: int, row: dict) -> None:
 
 def _result_cell(row: dict) -> str:
     if row["result"] == "accepted":
-        return f"**accepted** ({row['accepted']} of {row['evaluated']} correct)"
+        stop = f"; then {row['stopped']}" if row.get("stopped") else ""
+        return f"**accepted** ({row['accepted']} of {row['evaluated']} correct{stop})"
     if row["result"] == "rejected":
         ff = row.get("first_failure") or {}
         reason = (ff.get("reason") or "").removeprefix(f"{ff.get('gate')}: ")
@@ -380,6 +401,9 @@ def merge(docs: list[dict]) -> dict:
     rows: dict[str, dict] = {}
     for doc in docs:
         rows.update({row["problem"]: row for row in doc["rows"]})
+    for name, row in rows.items():  # parts written before a stopped row kept its kernel
+        if row.get("result") == "error" and row.get("nodes"):
+            rows[name] = stopped_row(row, row.get("error", ""))
 
     parts = [{k: d["meta"].get(k) for k in ("argv", "started_at", "done", "of")} for d in docs]
     meta = {**docs[0]["meta"], "done": len(rows), "of": len(rows), "parts": parts}

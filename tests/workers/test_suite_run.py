@@ -117,3 +117,21 @@ def test_a_run_made_in_parts_merges_into_one_with_every_parts_command():
     bad = dict(merged, meta=dict(merged["meta"], parts=[{"argv": "x"}]))
     with pytest.raises(ValueError, match=r"meta.parts\[0\].argv: expected a list of strings"):
         parse_suite_run(bad)
+
+
+def test_a_problem_stopped_after_an_accepted_kernel_is_accepted_with_the_stop_said():
+    """KernelBench 58 on the GPU: the first candidate passed every gate at 3.76x over compile,
+    then the problem's timeout struck while the others ran; the row said "error" and the
+    kernel was lost from the table."""
+    stopped = _script().stopped_row
+    nodes = [
+        {"id": "n1", "status": "accepted", "fitness": {"speedup": 3.76}},
+        {"id": "n2", "status": "rejected", "fitness": {"speedup": 0.9}},
+        {"id": "n3", "status": "pending"},
+    ]
+    row = stopped({"family": "conv", "nodes": nodes}, "timed out after 240s")
+    assert (row["result"], row["accepted"], row["evaluated"]) == ("accepted", 1, 2)
+    assert row["best_speedup"] == 3.76 and row["stopped"] == "timed out after 240s"
+    failed = stopped({"family": "conv", "nodes": nodes[1:]}, "timed out after 240s")
+    assert failed["result"] == "error" and failed["error"] == "timed out after 240s"
+    assert stopped({}, "exited 1 without a result")["result"] == "error"
