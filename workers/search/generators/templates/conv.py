@@ -5,7 +5,11 @@ Each program computes a BLOCK_M x BLOCK_N tile of one group's output: BLOCK_M ou
 (batch x spatial, flattened) by BLOCK_N of the group's output channels, summing over K = the
 group's input channels x the kernel's window in BLOCK_K slices. A slice's input tile is
 gathered through the input's strides (zero outside the input: the padding is never
-materialised). A transposed convolution runs one stride phase per program (output positions
+materialised). Where a group has 16 input channels or more (``layout``), the input is copied
+channels-last and the weight taps x channels x outputs, and the loop runs the taps outer and a
+tap's channels inner: a slice is contiguous channels, and no index is divided per element;
+else the input is read in place, channels outer and taps inner.
+A transposed convolution runs one stride phase per program (output positions
 modulo the stride) over only the taps whose input position is whole for it (``o + p - k·d``
 divisible by the stride): no zeros are inserted, and no masked tap is loaded. Products run
 on the tensor cores (``tl.dot``; float32 as IEEE or three TF32 products, like the matmul
@@ -127,9 +131,9 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
             else:
                 acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], 1)
     else:
-        # Channels outer, taps inner, the input read in place (NCDHW): a slice's tiles are
-        # loaded K by positions and channels by K, their threads along the positions (the
-        # input's contiguous width) and K (the weight's contiguous taps), then transposed.
+        # Channels outer, taps inner, the input read in place (NCDHW). (Tiles loaded K by
+        # positions and transposed, with the store transposed too, ran 1.5x as long on
+        # KernelBench 55 and 8x on 59 on an H100, session 45; the two were not timed apart.)
         for k0 in range(0, K, BLOCK_K):
             rk = k0 + tl.arange(0, BLOCK_K)
             mask_k = rk < K
@@ -139,31 +143,28 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
             r = r % (nh * nw)
             kh = k0h + (r // nw) * TH
             kw = k0w + (r % nw) * TW
-            if TRANSPOSED:
-                idd = qd[None, :] + (rd + PD - kd[:, None] * DD) // SD
-                ih = qh[None, :] + (rh + PH - kh[:, None] * DH) // SH
-                iw = qw[None, :] + (rw + PW - kw[:, None] * DW) // SW
+            if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
+                idd = qd[:, None] + (rd + PD - kd[None, :] * DD) // SD
+                ih = qh[:, None] + (rh + PH - kh[None, :] * DH) // SH
+                iw = qw[:, None] + (rw + PW - kw[None, :] * DW) // SW
             else:
-                idd = od[None, :] * SD - PD + kd[:, None] * DD
-                ih = oh[None, :] * SH - PH + kh[:, None] * DH
-                iw = ow[None, :] * SW - PW + kw[:, None] * DW
+                idd = od[:, None] * SD - PD + kd[None, :] * DD
+                ih = oh[:, None] * SH - PH + kh[None, :] * DH
+                iw = ow[:, None] * SW - PW + kw[None, :] * DW
             ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            ok = ok & mask_m[None, :] & mask_k[:, None]
-            a_t = tl.load(x_row[None, :] + ci[:, None] * sxc + idd * sxd + ih * sxh + iw * sxw,
-                          mask=ok, other=0.0)
-            w_t = tl.load(w_col[:, None] + ci[None, :] * swi + kd[None, :] * swd
-                          + kh[None, :] * swh + kw[None, :] * sww,
-                          mask=mask_n[:, None] & mask_k[None, :], other=0.0)
+            ok = ok & mask_m[:, None] & mask_k[None, :]
+            a = tl.load(x_row[:, None] + ci[None, :] * sxc + idd * sxd + ih * sxh + iw * sxw,
+                        mask=ok, other=0.0)
+            wt = tl.load(w_col[None, :] + ci[:, None] * swi + kd[:, None] * swd
+                         + kh[:, None] * swh + kw[:, None] * sww,
+                         mask=mask_k[:, None] & mask_n[None, :], other=0.0)
             if DOT:
-                a = tl.trans(a_t)
-                wt = tl.trans(w_t)
                 if UPCAST:
                     a = a.to(tl.float32)
                     wt = wt.to(tl.float32)
                 acc = tl.dot(a, wt, acc, input_precision=PRECISION)
             else:
-                acc += tl.sum(a_t.to(tl.float32)[:, :, None]
-                              * tl.trans(w_t).to(tl.float32)[:, None, :], 0)
+                acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], axis=1)
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
         acc += bias.to(tl.float32)[None, :]
@@ -218,12 +219,9 @@ def _epilogue(plan: Plan) -> tuple[str, str]:
         if not (node.kind == "input" and node.attrs.get("conv_input"))
     ]
     out = em.name(plan.nodes[plan.outputs[0]])
-    # stored channels by positions: the threads along the positions, the output's contiguous
-    # dimension (NCDHW)
-    body.append(
-        f"tl.store(out_ptr + tl.trans(offs), tl.trans({out}.to(out_ptr.dtype.element_ty)), "
-        "mask=tl.trans(mask))"
-    )
+    # (stored transposed, channels by positions, with the tiles loaded so too, KernelBench
+    # 59 took 8x as long on an H100: its K of 27 leaves the store most of the time; session 45)
+    body.append(f"tl.store(out_ptr + offs, {out}.to(out_ptr.dtype.element_ty), mask=mask)")
     ptrs = "".join(f"{ptr}, " for ptr in em.ptr.values() if ptr != "in0_ptr")
     return ptrs, "".join(f"    {line}\n" for line in body if line).rstrip("\n")
 
