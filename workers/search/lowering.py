@@ -867,6 +867,10 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             plan.extra["red_dim"] = red - ndim
             if self.red_span > 1:  # adjacent dimensions, read as one (their layout is)
                 plan.extra["red_span"] = self.red_span
+        if not self.full and self.merge_from is None and not plan.extra.get("red_dims"):
+            views = self._output_views(plan, shapes, red)
+            if views:
+                plan.extra["output_views"] = views
         # (With broadcast inputs, a weight's own node is left unused beside its view.)
         has_vec = bool(plan.inputs("vec")) and not plan.extra.get("bcast")
         if (
@@ -1473,6 +1477,29 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         d = self.pw("sub", x, mean)
         ss = self.reduce("sum", self.pw("mul", d, d))
         return self.pw("div_n", ss, self.const(correction or 0)), mean
+
+    def _output_views(self, plan: Plan, shapes: list, red: int) -> dict:
+        """{output: the row dimension each of its dimensions is} for a per-row value whose
+        rank is neither the rows' (keepdim) nor theirs less the reduced ones: a reduction
+        over dimensions of size 1 after one with keepdim (KernelBench L2 42: a logsumexp over
+        the channels with keepdim, then a sum over the two 1s left) passes its values through
+        and drops those dimensions. The kept dimensions are matched in order by size."""
+        ndim = len(self.row_shape)
+        span = self.red_span if red != ndim - 1 else 1
+        views = {}
+        for j, shape in enumerate(shapes):
+            if plan.extra["output_kinds"][j] != "rowscalar" or len(shape) in (ndim, ndim - span):
+                continue
+            free = [k for k in range(ndim) if not red <= k < red + span]
+            dims = []
+            for size in shape:
+                k = next((k for k in free if int(self.row_shape[k]) == int(size)), None)
+                if k is None:
+                    raise NoTemplate(f"output of shape {list(shape)} is not a row reduction's")
+                free = free[free.index(k) + 1 :]
+                dims.append(k)
+            views[str(j)] = dims
+        return views
 
     def _is_total(self, n: torch.fx.Node, dims) -> bool:
         """Whether this reduction folds a per-row value (one per row) over every row: a 1-d

@@ -223,3 +223,35 @@ def test_a_weight_along_another_dimension_is_a_chain(tmp_path):
         "    def forward(self, x):\n        return torch.softmax(x, dim=1) * self.weight",
     )
     check_chained({"softmax-dim1-weighted": src}, str(tmp_path))
+
+
+def test_a_sum_over_the_ones_a_keepdim_reduction_left_drops_them(tmp_path):
+    """KernelBench L2 42's tail: a log-sum-exp over the channels with keepdim, then a sum over
+    the two dimensions of size 1 left. The chain returned (B, 1, 1) where the reference returns
+    (B, 1), and the gate rejected every candidate on shape."""
+    tail = (
+        _HEAD
+        + """batch_size = 4
+channels = 8
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(channels, 1, 1))
+
+    def forward(self, x):
+        x = torch.mean(x, dim=(2, 3), keepdim=True) + self.bias
+        x = torch.logsumexp(x, dim=1, keepdim=True)
+        return torch.sum(x, dim=(2, 3)) * 10.0
+
+
+def get_inputs():
+    return [torch.rand(batch_size, channels, 6, 5)]
+
+
+def get_init_inputs():
+    return []
+"""
+    )
+    check_chained({"tail": tail}, str(tmp_path), {"tail": [{}, {"batch_size": 3, "channels": 5}]})

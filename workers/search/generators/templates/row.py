@@ -99,6 +99,14 @@ def _vec_load(plan: Plan, cols: str, mask: str) -> str:
     return "tl.load({ptr} + " + at + f", mask={mask}, other=0.0, eviction_policy=EV_V)"
 
 
+def _viewed(out: str, dims: list[int] | None, ref0: str) -> str:
+    """``out`` viewed with the rows' dimensions ``dims`` (the lowering's ``output_views``:
+    dimensions of size 1 a later reduction dropped), else as it is."""
+    if dims is None:
+        return out
+    return f"{out}.view(({''.join(f'{ref0}.shape[{k}], ' for k in dims)}))"
+
+
 def _gathered(plan: Plan) -> tuple[list[int], list[int]] | None:
     """(kept, reduced) dimensions (non-negative) where the reductions run over dimensions apart
     (``red_dims``); None otherwise."""
@@ -828,7 +836,7 @@ def _source_row(plan: Plan, p: dict) -> str:
         f"{(1,) * totals[str(j)][1]}{_fold_scale(plan, totals[str(j)], refs)}"
         + (f", den=out{dens[str(j)]})" if str(j) in dens else ")")
         if str(j) in totals
-        else f"out{j}"
+        else _viewed(f"out{j}", (plan.extra.get("output_views") or {}).get(str(j)), ref0)
         for j in range(len(plan.outputs))
         if str(j) not in state and j not in dens.values()
     )
