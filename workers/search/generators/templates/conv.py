@@ -305,9 +305,10 @@ def _source_conv(plan: Plan, p: dict) -> str:
             else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
                 swg, swo, swi = cout_g * w5.stride(0), w5.stride(0), w5.stride(1)
             if x5.device.type == "cpu":  # Triton's interpreter: it pays per op and program,
-                # not per element; 1024 positions by 64 of K a program there (a GPU runs the
-                # candidate's tiles)
-                block_m = max(block_m, min(1024, triton.next_power_of_2(M)))
+                # not per element. Tiles of at least 256 positions by 64 of K there: tiles a GPU
+                # runs too (the compile gate compiles what the interpreter launched for sm_90;
+                # 1024 positions took it past its limit)
+                block_m = max(block_m, min(256, triton.next_power_of_2(M)))
                 block_k = max(block_k, min(64, triton.next_power_of_2(kslice)))
             # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
