@@ -137,6 +137,9 @@ def bench_one(source: str, args) -> dict:
         workload, row["scaled"] = scaled_workload(source, args.max_elements)
         row["overrides"] = workload["cases"][0]["overrides"]
     unfinished("baseline and first candidates")
+    if args.tolerance:
+        tolerance = json.loads(args.tolerance)
+        workload = {**(workload or {"cases": [{"name": "default"}]}), "tolerance": tolerance}
     if train:  # the module as KernelBench runs it: BatchNorm by batch statistics
         workload = {**(workload or {"cases": [{"name": "default"}]}), "mode": "train"}
     state = campaign_new(
@@ -307,6 +310,7 @@ def _run_child(name: str, args) -> dict:
         str(args.trials),
         "--mode",
         args.mode,
+        *(["--tolerance", args.tolerance] if args.tolerance else []),
         "--out",
         "-",
     ]
@@ -503,6 +507,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall-s", type=float, default=60.0, help="campaign wall budget")
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument(
+        "--tolerance",
+        help="the contract's tolerance as JSON (KernelBench judges float32 at "
+        '\'{"float32": {"atol": 1e-2, "rtol": 1e-2}}\', which admits TF32 products); '
+        "default: the contract's own (1e-4 for float32)",
+    )
+    parser.add_argument(
         "--mode",
         default="eval",
         choices=["eval", "train"],
@@ -563,6 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": args.wall_s,
         "trials": args.trials,
         "mode": args.mode,
+        "tolerance": json.loads(args.tolerance) if args.tolerance else None,
         "timeout_s": args.timeout_s,
         "sandbox": os.environ.get("KERNELEVOLVE_SANDBOX", "(default)"),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

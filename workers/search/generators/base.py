@@ -91,6 +91,25 @@ def split_tf32_allowed(workload: dict | None) -> bool:
     return max(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= SPLIT_TF32_TOLERANCE
 
 
+# One TF32 tensor-core product per pair (Triton's ``tf32``; cuDNN's default for float32
+# convolutions, and cuBLAS's where ``allow_tf32`` is set): each operand rounded to 10 mantissa
+# bits, about 2^-11 of each product off. Offered only where the workload's float32 tolerance
+# admits that (KernelBench judges float32 at atol = rtol = 1e-2; the default 1e-4 does not).
+TF32_TOLERANCE = 1e-3
+
+
+def tf32_allowed(workload: dict | None) -> bool:
+    """Whether a campaign's float32 tolerance admits single TF32 products: both its atol and
+    rtol at least :data:`TF32_TOLERANCE` (never the default's 1e-4, never ``"exact"``)."""
+    tol = (workload or {}).get("tolerance")
+    if tol is None or tol == C.EXACT:
+        return False
+    f32 = tol.get("float32", C.DEFAULT_TOLERANCE["float32"])
+    if f32 == C.EXACT:
+        return False
+    return min(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= TF32_TOLERANCE
+
+
 def training(workload: dict | None) -> bool:
     """Whether a campaign's workload runs the module in training mode (``"mode": "train"``)."""
     return (workload or {}).get("mode") == C.MODE_TRAIN

@@ -25,7 +25,8 @@ Families and their parameters:
 - ``scan``: ``block`` (columns scanned at once), ``rows`` (per program), ``warps``.
 - ``pool``: ``block`` (output elements per program), ``warps``; the window is unrolled.
 - ``conv``: ``block_m`` (output positions), ``block_n`` (a group's output channels),
-  ``block_k`` (input channels x window), ``warps``, ``stages``, ``fp32_dot``: an implicit GEMM
+  ``block_k`` (input channels x window), ``warps``, ``stages``, ``fp32_dot``, ``layout``
+  (channels-last copies or in place): an implicit GEMM
   over any stride, padding, dilation, groups, transposed or not; ``conv+<family>`` a chain a
   convolution leads (its parameters under ``cv_``).
 - ``move``: ``block`` (output elements per program), ``warps``: one op that moves elements
@@ -51,6 +52,7 @@ from workers.search.generators.base import (
     GenerationContext,
     Proposal,
     split_tf32_allowed,
+    tf32_allowed,
     training,
 )
 from workers.search.generators.templates.attention import _source_attention, attention_valid
@@ -126,7 +128,7 @@ SPACES: dict[str, dict[str, list]] = {
         "stages": [2, 3, 4, 5],
         "split_k": [0, 2, 4, 8, 16, 32],
         # float32 operands: IEEE products (CUDA cores) or three TF32 tensor-core products
-        "fp32_dot": ["ieee", "tf32x3"],
+        "fp32_dot": ["ieee", "tf32x3", "tf32"],
         # tf32 products: an operand read MN-major copied K-major first (templates/matmul.py)
         "kmajor": [0, 1],
     },
@@ -137,7 +139,7 @@ SPACES: dict[str, dict[str, list]] = {
         "block_k": [16, 32, 64, 128],
         "warps": [2, 4, 8],
         "stages": [1, 2, 3, 4],
-        "fp32_dot": ["ieee", "tf32x3"],
+        "fp32_dot": ["ieee", "tf32x3", "tf32"],
         # "cl": input and weight copied channels-last, taps outer; "native": read in place,
         # channels outer; "auto": channels-last where a group has 16 input channels or more
         "layout": ["auto", "cl", "native"],
@@ -164,7 +166,7 @@ SPACES: dict[str, dict[str, list]] = {
         "decode_stages": [1, 2, 3, 4],
         "split": [0, 1, 2, 4, 8, 16],
         "causal_align": ["bottom_right", "top_left"],
-        "fp32_dot": ["ieee", "tf32x3"],
+        "fp32_dot": ["ieee", "tf32x3", "tf32"],
     },
 }
 
@@ -416,6 +418,12 @@ class TemplateGenerator:
         out: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
             cands = [dict(DEFAULTS[fam])] + [{**DEFAULTS[fam], **s} for s in SEEDS[fam]]
+            if tf32_allowed(ctx.workload):
+                # A tolerance that admits TF32 (KernelBench's 1e-2): the products as the peers
+                # run them (cuDNN's float32 convolutions), second after the default
+                dots = [k for k in DEFAULTS[fam] if k.endswith("fp32_dot")]
+                if dots:
+                    cands.insert(1, {**DEFAULTS[fam], **{k: "tf32" for k in dots}})
             if ctx.attempt > 1:  # asked again: the fixed seeds were tried, go further out
                 cands = []
             while len(cands) < n * 4:
@@ -464,7 +472,7 @@ class TemplateGenerator:
                 child = self._mutate(fam, base, rng, k=rng.choice([1, 1, 2]), structural=False)
                 out.append((child, EDGE_MUTATION, "mutation"))
         proposals, seen = [], set()
-        split_tf32 = split_tf32_allowed(ctx.workload)
+        split_tf32, tf32 = split_tf32_allowed(ctx.workload), tf32_allowed(ctx.workload)
         parent_keys = {_key(_normal(plan, {**DEFAULTS[fam], **p["params"]})) for p in parents}
         for params, edge, note in out:
             full = _normal(plan, {**DEFAULTS[fam], **params})
@@ -474,6 +482,8 @@ class TemplateGenerator:
             dots = [full.get(f"{pre}fp32_dot") for pre in ("", PREFIX, CONV_PREFIX)]
             if not split_tf32 and "tf32x3" in dots:
                 continue  # the workload's float32 tolerance is tighter than tf32x3 keeps
+            if not tf32 and "tf32" in dots:
+                continue  # ... than one TF32 product keeps
             seen.add(k)
             proposals.append(Proposal(render(plan, full), edge, full, note))
             if len(proposals) >= n:
