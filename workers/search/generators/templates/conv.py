@@ -27,6 +27,20 @@ from workers.search.ir import Plan
 
 _KERNEL = """
 @triton.jit
+def _ke_conv_mac(acc, a, wt, DOT: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+    # acc += a @ wt: on the tensor cores (the interpreter widens 16-bit operands first), or as
+    # broadcast products on the CUDA cores
+    if DOT:
+        if UPCAST:
+            a = a.to(tl.float32)
+            wt = wt.to(tl.float32)
+        acc = tl.dot(a, wt, acc, input_precision=PRECISION)
+    else:
+        acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], axis=1)
+    return acc
+
+
+@triton.jit
 def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
              D, H, W, OD, OH, OW, QD, QH, QW,
              sxb, sxc, sxd, sxh, sxw, swg, swo, swi, swd, swh, sww, sob, soc,
@@ -123,13 +137,7 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
                         mask=ok[:, None] & mask_k[None, :], other=0.0)
             wt = tl.load((w_col + kd * swd + kh * swh + kw * sww)[None, :] + rc[:, None] * swi,
                          mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            if DOT:
-                if UPCAST:
-                    a = a.to(tl.float32)
-                    wt = wt.to(tl.float32)
-                acc = tl.dot(a, wt, acc, input_precision=PRECISION)
-            else:
-                acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], 1)
+            acc = _ke_conv_mac(acc, a, wt, DOT, UPCAST, PRECISION)
     else:
         # Channels outer, taps inner, the input read in place (NCDHW). (Tiles loaded K by
         # positions and transposed, with the store transposed too, ran 1.5x as long on
@@ -158,13 +166,7 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
             wt = tl.load(w_col[None, :] + ci[:, None] * swi + kd[:, None] * swd
                          + kh[:, None] * swh + kw[:, None] * sww,
                          mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            if DOT:
-                if UPCAST:
-                    a = a.to(tl.float32)
-                    wt = wt.to(tl.float32)
-                acc = tl.dot(a, wt, acc, input_precision=PRECISION)
-            else:
-                acc += tl.sum(a.to(tl.float32)[:, :, None] * wt.to(tl.float32)[None, :, :], axis=1)
+            acc = _ke_conv_mac(acc, a, wt, DOT, UPCAST, PRECISION)
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
         acc += bias.to(tl.float32)[None, :]
