@@ -306,12 +306,21 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
             else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
                 swg, swo, swi = cout_g * w5.stride(0), w5.stride(0), w5.stride(1)
-            if x5.device.type == "cpu":  # Triton's interpreter: it pays per op and program,
-                # not per element. Tiles of at least 256 positions by 64 of K there: tiles a GPU
-                # runs too (the compile gate compiles what the interpreter launched for sm_90;
-                # 1024 positions took it past its limit)
-                block_m = max(block_m, min(256, triton.next_power_of_2(M)))
-                block_k = max(block_k, min(64, triton.next_power_of_2(kslice)))
+            steps = (  # programs x loop steps of this launch
+                triton.cdiv(M, block_m) * triton.cdiv(cout_g, block_n) * groups * phases
+                * triton.cdiv(kslice, block_k) * (K // max(kslice, 1))
+            )
+            if x5.device.type == "cpu" and steps > 256:  # Triton's interpreter pays per op
+                # and program, not per element: a large launch there takes tiles of at least
+                # 256 positions by 64 of K, tiles a GPU runs too (the compile gate compiles
+                # what the interpreter launched for sm_90; 1024 positions took it past its
+                # limit). A small one keeps the candidate's, so tests check its tiles.
+                if dot:
+                    block_m = max(block_m, min(256, triton.next_power_of_2(M)))
+                    block_k = max(block_k, min(64, triton.next_power_of_2(kslice)))
+                else:  # the broadcast products' block_m x block_k x block_n held at once
+                    room = 16384 // (block_n * block_k)
+                    block_m = max(block_m, min(256, triton.next_power_of_2(M), room))
             # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
