@@ -80,15 +80,22 @@ def split_tf32_allowed(workload: dict | None) -> bool:
     """Whether a campaign's float32 tolerance leaves room for ``tf32x3`` products: not
     ``"exact"``, and an rtol or atol of at least :data:`SPLIT_TF32_TOLERANCE` (the default
     1e-4 does)."""
+    f32 = _float32_tolerance(workload)
+    return f32 is not None and max(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= (
+        SPLIT_TF32_TOLERANCE
+    )
+
+
+def _float32_tolerance(workload: dict | None) -> dict | None:
+    """The workload's float32 ``{atol, rtol}`` (the contract's default where it sets none);
+    None where float32 outputs must be exact."""
     tol = (workload or {}).get("tolerance")
     if tol is None:
-        return True
+        return dict(C.DEFAULT_TOLERANCE["float32"])
     if tol == C.EXACT:
-        return False
+        return None
     f32 = tol.get("float32", C.DEFAULT_TOLERANCE["float32"])
-    if f32 == C.EXACT:
-        return False
-    return max(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= SPLIT_TF32_TOLERANCE
+    return None if f32 == C.EXACT else f32
 
 
 # One TF32 tensor-core product per pair (Triton's ``tf32``; cuDNN's default for float32
@@ -101,13 +108,8 @@ TF32_TOLERANCE = 1e-3
 def tf32_allowed(workload: dict | None) -> bool:
     """Whether a campaign's float32 tolerance admits single TF32 products: both its atol and
     rtol at least :data:`TF32_TOLERANCE` (never the default's 1e-4, never ``"exact"``)."""
-    tol = (workload or {}).get("tolerance")
-    if tol is None or tol == C.EXACT:
-        return False
-    f32 = tol.get("float32", C.DEFAULT_TOLERANCE["float32"])
-    if f32 == C.EXACT:
-        return False
-    return min(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= TF32_TOLERANCE
+    f32 = _float32_tolerance(workload)
+    return f32 is not None and min(f32.get("rtol", 0.0), f32.get("atol", 0.0)) >= TF32_TOLERANCE
 
 
 def training(workload: dict | None) -> bool:

@@ -9,13 +9,13 @@ materialised). Where a group has 16 input channels or more (``layout``), the inp
 channels-last and the weight taps x channels x outputs, and the loop runs the taps outer and a
 tap's channels inner: a slice is contiguous channels, and no index is divided per element;
 else the input is read in place, channels outer and taps inner.
-A transposed convolution runs one stride phase per program (output positions
-modulo the stride) over only the taps whose input position is whole for it (``o + p - k·d``
-divisible by the stride): no zeros are inserted, and no masked tap is loaded. Products run
-on the tensor cores (``tl.dot``; float32 as IEEE or three TF32 products, like the matmul
-family) where the group has 16 output channels or more, else as broadcast products on the CUDA
-cores (a depthwise convolution). Accumulation is in float32; the bias is added before the
-store. Fewer spatial dimensions are the leading ones of three, of size 1.
+A transposed convolution runs one stride phase per program (output positions modulo the stride)
+over only the taps whose input position is whole for it (``o + p - k·d`` divisible by the
+stride): no zeros are inserted, and no masked tap is loaded. Products run on the tensor cores
+(``tl.dot``; float32 as IEEE, three TF32 products, or one where the workload's tolerance admits
+it, like the matmul family) where the group has 16 output channels or more, else as broadcast
+products on the CUDA cores (a depthwise convolution). Accumulation is in float32; the bias is
+added before the store. Fewer spatial dimensions are the leading ones of three, of size 1.
 """
 
 from __future__ import annotations
@@ -198,6 +198,12 @@ def _ke_geometry(module, traced):
             [0] * (3 - n) + list(output_padding), int(groups))
 
 
+def _ke_steps(M, cout_g, zs, K, kslice, block_m, block_n, block_k):
+    """Programs x loop steps of a launch (what Triton's interpreter pays for)."""
+    programs = triton.cdiv(M, block_m) * triton.cdiv(cout_g, block_n) * zs
+    return programs * triton.cdiv(kslice, block_k) * (K // max(kslice, 1))
+
+
 def _ke_conv_out(size, k, s, p, d, op, transposed):
     """PyTorch's convolution output size along one dimension."""
     if transposed:
@@ -306,22 +312,21 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 swg, swo, swi = cin_g * w5.stride(0), w5.stride(1), w5.stride(0)
             else:  # weight [cout, cin / groups, k...]: a group is cout_g rows of it
                 swg, swo, swi = cout_g * w5.stride(0), w5.stride(0), w5.stride(1)
-            steps = (  # programs x loop steps of this launch
-                triton.cdiv(M, block_m) * triton.cdiv(cout_g, block_n) * groups * phases
-                * triton.cdiv(kslice, block_k) * (K // max(kslice, 1))
-            )
-            if x5.device.type == "cpu" and steps > 256:  # Triton's interpreter pays per op
-                # and program, not per element: a large launch there takes tiles of at least
-                # 256 positions by 64 of K, tiles a GPU runs too (the compile gate compiles
-                # what the interpreter launched for sm_90; 1024 positions took it past its
-                # limit). A small one keeps the candidate's, so tests check its tiles.
+            if x5.device.type == "cpu" and _ke_steps(
+                M, cout_g, groups * phases, K, kslice, block_m, block_n, block_k
+            ) > 256:  # Triton's interpreter pays per op and program, not per element: a large
+                # launch there takes tiles of at least 256 positions by 64 of K, tiles a GPU
+                # runs too (the compile gate compiles what the interpreter launched for sm_90;
+                # 1024 positions took it past its limit). A small one keeps the candidate's,
+                # so tests check its tiles.
                 if dot:
                     block_m = max(block_m, min(256, triton.next_power_of_2(M)))
                     block_k = max(block_k, min(64, triton.next_power_of_2(kslice)))
                 else:  # the broadcast products' block_m x block_k x block_n held at once
                     room = 16384 // (block_n * block_k)
                     block_m = max(block_m, min(256, triton.next_power_of_2(M), room))
-            # float32: IEEE products, or three TF32 ones on the tensor cores ("tf32x3")
+            # float32: IEEE products, three TF32 ones on the tensor cores ("tf32x3"), or one
+            # ("tf32", proposed only where the workload's tolerance admits it)
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
             grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups * phases)
