@@ -254,7 +254,7 @@ def test_padding_modes_other_than_zeros_pad_first(tmp_path):
 
 
 _AOT = r"""
-import json, sys
+import json, re, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -277,13 +277,17 @@ for name, dot, transposed, dtype, precision, taps_outer in (
               TRANSPOSED=transposed, HAS_BIAS=True, DOT=dot, TAPS_OUTER=taps_outer,
               PRECISION=precision,
               UPCAST=False, I64=False, BLOCK_M=64, BLOCK_N=64 if dot else 1,
-              BLOCK_K=32)
+              BLOCK_K=32, VEC_M=4, VEC_X=4, W_FLAT=not (taps_outer or transposed))
     sig = {a: (dtype if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
     sig.update({c: "constexpr" for c in ce})
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
                             target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
     ptx = kernel.asm["ptx"]
-    out[name] = {"mma": ("mma.sync" in ptx) or ("wgmma" in ptx), "cubin": len(kernel.asm["cubin"])}
+    ttgir = kernel.asm["ttgir"]
+    store = re.search(r"tt\.store .*#(blocked\d*)>", ttgir).group(1)
+    layout = re.search(rf"#{store} = (.*)", ttgir).group(1)
+    out[name] = {"mma": ("mma.sync" in ptx) or ("wgmma" in ptx), "cubin": len(kernel.asm["cubin"]),
+                 "store_along_positions": "threadsPerWarp = [32, 1]" in layout}
 print("RESULTS" + json.dumps(out))
 """
 
@@ -297,6 +301,10 @@ def test_the_kernel_compiles_for_sm90_with_tensor_core_products(tmp_path):
     for name in ("dot-bf16-transposed", "dot-tf32x3", "dot-tf32x3-native"):
         assert got[name]["mma"], (name, got)
     assert not got["dot-fp32"]["mma"], "IEEE float32 products stay off the tensor cores"
+    # the output (NCHW) is stored by warps running along its positions, not its channels (32
+    # lines a store); a transposed convolution's phase steps over them and keeps its layout
+    for name in ("dot-fp32", "dot-tf32x3", "dot-tf32x3-native", "depthwise"):
+        assert got[name]["store_along_positions"], (name, got)
 
 
 def test_a_convolution_beside_what_no_kernel_writes_is_refused_saying_what():
