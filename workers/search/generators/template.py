@@ -418,12 +418,20 @@ class TemplateGenerator:
         out: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
             cands = [dict(DEFAULTS[fam])] + [{**DEFAULTS[fam], **s} for s in SEEDS[fam]]
-            if tf32_allowed(ctx.workload):
+            dots = [k for k in DEFAULTS[fam] if k.endswith("fp32_dot")]
+            if dots and tf32_allowed(ctx.workload):
                 # A tolerance that admits TF32 (KernelBench's 1e-2): the products as the peers
-                # run them (cuDNN's float32 convolutions), second after the default
-                dots = [k for k in DEFAULTS[fam] if k.endswith("fp32_dot")]
-                if dots:
-                    cands.insert(1, {**DEFAULTS[fam], **{k: "tf32" for k in dots}})
+                # run them (cuDNN's float32 convolutions). The default's and the seeds' tiles
+                # with one TF32 product go first (IEEE and tf32x3 cost 3x on the tensor cores,
+                # or the CUDA cores), the IEEE default third, in case TF32 misses the tolerance
+                loose, keys = [], set()
+                for c in cands:
+                    c = {**c, **{k: "tf32" for k in dots}}
+                    key = _key(_normal(plan, c))
+                    if key not in keys and _valid(fam, _normal(plan, c), plan):
+                        keys.add(key)
+                        loose.append(c)
+                cands = loose[:2] + cands[:1] + loose[2:] + cands[1:]
             if ctx.attempt > 1:  # asked again: the fixed seeds were tried, go further out
                 cands = []
             while len(cands) < n * 4:
