@@ -52,7 +52,6 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
              TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr,
              TAPS_OUTER: tl.constexpr,
              PRECISION: tl.constexpr, UPCAST: tl.constexpr, I64: tl.constexpr,
-             VEC_M: tl.constexpr, VEC_X: tl.constexpr, W_FLAT: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -152,45 +151,30 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
             r = r % (nh * nw)
             kh = k0h + (r // nw) * TH
             kw = k0w + (r % nw) * TW
-            # an input position: the output position's part plus the tap's
             if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
-                jd, jh, jw = qd, qh, qw
-                td = (rd + PD - kd * DD) // SD
-                th = (rh + PH - kh * DH) // SH
-                tw = (rw + PW - kw * DW) // SW
+                idd = qd[:, None] + (rd + PD - kd[None, :] * DD) // SD
+                ih = qh[:, None] + (rh + PH - kh[None, :] * DH) // SH
+                iw = qw[:, None] + (rw + PW - kw[None, :] * DW) // SW
             else:
-                jd, jh, jw = od * SD - PD, oh * SH - PH, ow * SW - PW
-                td, th, tw = kd * DD, kh * DH, kw * DW
-            idd = jd[:, None] + td[None, :]
-            ih = jh[:, None] + th[None, :]
-            iw = jw[:, None] + tw[None, :]
+                idd = od[:, None] * SD - PD + kd[None, :] * DD
+                ih = oh[:, None] * SH - PH + kh[None, :] * DH
+                iw = ow[:, None] * SW - PW + kw[None, :] * DW
             ok = (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
             ok = ok & mask_m[:, None] & mask_k[None, :]
-            xm = x_row + jd * sxd + jh * sxh + jw * sxw
-            if VEC_X > 1:  # runs of VEC_X positions read contiguous input (the wrapper
-                # checked): said, so that a load's threads run along the positions
-                xm = tl.max_contiguous(xm, VEC_X)
-            a = tl.load(xm[:, None] + (ci * sxc + td * sxd + th * sxh + tw * sxw)[None, :],
+            a = tl.load(x_row[:, None] + ci[None, :] * sxc + idd * sxd + ih * sxh + iw * sxw,
                         mask=ok, other=0.0)
-            if W_FLAT:  # a forward weight in place: K is its flattened (channel, tap)
-                wk = rk
-            else:
-                wk = ci * swi + kd * swd + kh * swh + kw * sww
-            wt = tl.load(w_col[None, :] + wk[:, None], mask=mask_k[:, None] & mask_n[None, :],
-                         other=0.0)
+            wt = tl.load(w_col[None, :] + ci[:, None] * swi + kd[:, None] * swd
+                         + kh[:, None] * swh + kw[:, None] * sww,
+                         mask=mask_k[:, None] & mask_n[None, :], other=0.0)
             acc = _ke_conv_mac(acc, a, wt, DOT, UPCAST, PRECISION)
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * COUT_G + rn, mask=mask_n, other=0.0)
         acc += bias.to(tl.float32)[None, :]
-    om = bi * sob + (od * OH + oh) * OW + ow
-    if VEC_M > 1:  # runs of VEC_M positions are contiguous in the output (the wrapper checked):
-        # said, so that the store's threads run along the positions (a warp along the channels
-        # writes 32 lines, one element each)
-        om = tl.max_contiguous(tl.multiple_of(om, VEC_M), VEC_M)
+    pos = (od * OH + oh) * OW + ow
     cols = (g * COUT_G + rn)[None, :]
     cmask = mask_n[None, :]
     mask = mask_m[:, None] & cmask
-    offs = om[:, None] + cols * soc
+    offs = (bi * sob + pos)[:, None] + cols * soc
 {epilogue}
 """
 
@@ -345,13 +329,6 @@ def _source_conv(plan: Plan, p: dict) -> str:
             # ("tf32", proposed only where the workload's tolerance admits it)
             precision = p.get("fp32_dot", "ieee") if odt == torch.float32 else "tf32"
             bias_arg = bias if bias is not None else out
-            # one phase and an output plane a multiple of 4: aligned runs of 4 positions are
-            # contiguous in the output, and its store goes along them
-            vec_m = 4 if phases == 1 and math.prod(outs) % 4 == 0 and out.is_contiguous() else 1
-            # read in place, unit steps along the width and rows a multiple of 4: aligned runs
-            # of 4 positions read contiguous input (a transposed one's phase steps by one too)
-            unit = x5.stride(4) == 1 and ({transposed} or stride[2] == 1)
-            vec_x = 4 if not cl and unit and qs[2] % 4 == 0 else 1
             grid = (triton.cdiv(M, block_m), triton.cdiv(cout_g, block_n), groups * phases)
             _ke_conv[grid](
                 x5, w5, bias_arg, {args}out, M, cout_g, cin_g, *sizes, *outs, *qs,
@@ -359,8 +336,7 @@ def _source_conv(plan: Plan, p: dict) -> str:
                 *kernel, *stride, *padding, *dilation, *taps, TRANSPOSED={transposed},
                 HAS_BIAS=bias is not None, DOT=dot, TAPS_OUTER=cl, PRECISION=precision,
                 UPCAST=x5.device.type == "cpu",
-                I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1, VEC_M=vec_m,
-                VEC_X=vec_x, W_FLAT=not cl and not {transposed} and w5.is_contiguous(),
+                I64=max(x5.numel(), out.numel(), wt.numel()) >= 2**31 - 1,
                 BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=p["warps"],
                 num_stages=p["stages"])
         out = out.reshape(out.shape[:2] + out.shape[5 - {spatial}:])
