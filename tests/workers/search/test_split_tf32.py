@@ -202,25 +202,28 @@ CONV = (
 def test_single_tf32_products_are_offered_only_where_the_tolerance_admits_them(source):
     """cuDNN runs float32 convolutions on TF32 by default (a KernelBench convolution on an
     H100: 2.5-5x faster than the template's tf32x3, session 45); a workload judged at
-    KernelBench's 1e-2 admits TF32's rounding, and its first two seeds run it (two tilings),
-    the IEEE default third. The default 1e-4 does not: no seed, mutation or alternative of
-    such a workload uses it."""
+    KernelBench's 1e-2 without edge cases admits TF32's rounding, and its first two seeds run
+    it (two tilings), the IEEE default third. With edge cases on, the large-values case rejects
+    TF32 (every KernelBench convolution on an H100, session 46), and the default 1e-4 does not
+    admit it: no seed, mutation or alternative of such a workload uses it."""
     gen = TemplateGenerator()
     dot_key = {LINEAR: "fp32_dot", LINEAR_SOFTMAX: "mm_fp32_dot", CONV: "fp32_dot"}[source]
     loose = {"cases": [{"name": "default"}], "tolerance": KERNELBENCH_TOLERANCE}
-    seeds = gen.propose(GenerationContext(problem_source=source, workload=loose), 3)
+    seeds = gen.propose(
+        GenerationContext(problem_source=source, workload={**loose, "edge_cases": False}), 3
+    )
     assert [p.params[dot_key] for p in seeds] == ["tf32", "tf32", "ieee"]
     assert seeds[0].params != seeds[1].params
-    default = {"cases": [{"name": "default"}]}
-    seeds = gen.propose(GenerationContext(problem_source=source, workload=default), 8)
-    parent = {"id": "n1", "generator": "template", "params": seeds[0].params}
-    others = gen.propose(
-        GenerationContext(
-            problem_source=source, workload=default, parents=[parent], mode=EDGE_ALTERNATIVE
-        ),
-        16,
-    )
-    assert "tf32" not in {p.params[dot_key] for p in seeds + others}
+    for workload in ({"cases": [{"name": "default"}]}, loose):
+        seeds = gen.propose(GenerationContext(problem_source=source, workload=workload), 8)
+        parent = {"id": "n1", "generator": "template", "params": seeds[0].params}
+        others = gen.propose(
+            GenerationContext(
+                problem_source=source, workload=workload, parents=[parent], mode=EDGE_ALTERNATIVE
+            ),
+            16,
+        )
+        assert "tf32" not in {p.params[dot_key] for p in seeds + others}
 
 
 @pytest.mark.timeout(300)
