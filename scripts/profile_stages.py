@@ -7,6 +7,11 @@ the problem and its candidates in this process, not behind the sandbox the gates
 it on problems you trust (a KernelBench copy, your own probes).
 
     python scripts/profile_stages.py --dir .bench/probe --candidates 3 --out stages.json
+    # one problem at sizes of your own, parameter sets of your own, the reference checked on
+    # the CPU too (a candidate wrong on the GPU only: KernelBench 77's tail case, session 46)
+    python scripts/profile_stages.py --dir .bench/kb --only 77_conv_transposed_3D_... \
+        --overrides '{"in_channels": 9, "depth": 9, "height": 9, "width": 9, "batch_size": 2}' \
+        --params '[{}, {"layout": "cl"}, {"stages": 1}, {"block_k": 16}]' --cpu-check --out d.json
 """
 
 from __future__ import annotations
@@ -74,7 +79,9 @@ def _max_err(out, ref) -> float:
     return float((out.double() - ref.double()).abs().max())
 
 
-def profile_problem(source: str, candidates: int, folder: str, params=None) -> dict:
+def profile_problem(
+    source: str, candidates: int, folder: str, params=None, overrides=None, cpu_check=False
+) -> dict:
     import torch
     from bench_kernelbench import scaled_workload
 
@@ -83,7 +90,8 @@ def profile_problem(source: str, candidates: int, folder: str, params=None) -> d
     from workers.search.generators.template import DEFAULTS, TemplateGenerator, render
 
     workload, _ = scaled_workload(source, 4194304)
-    overrides = workload["cases"][0]["overrides"]
+    if overrides is None:  # the bench's scaled sizes, else the sizes asked for
+        overrides = workload["cases"][0]["overrides"]
     gen = TemplateGenerator()
     proposals = gen.propose(GenerationContext(problem_source=source, workload=workload), candidates)
     if params:  # these parameters over the template's defaults, in place of its proposals
@@ -108,6 +116,10 @@ def profile_problem(source: str, candidates: int, folder: str, params=None) -> d
         }
         torch.backends.cudnn.allow_tf32 = False
         expected = ref(*inputs)
+        if cpu_check and isinstance(expected, torch.Tensor):  # is the device's reference right?
+            on_cpu = ref.cpu()(*[t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs])
+            ref.to(expected.device)
+            result["reference_vs_cpu"] = _max_err(expected.cpu(), on_cpu)
         torch.backends.cudnn.allow_tf32 = True
         for k, proposal in enumerate(proposals):
             cand = P.load_module(proposal.source, f"profiled_{k}", folder)
@@ -144,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--params", help="a JSON list of parameter sets to time in place of the proposals"
     )
+    ap.add_argument("--overrides", help="a JSON object of sizes in place of the scaled ones")
+    ap.add_argument(
+        "--cpu-check", action="store_true", help="also the device's reference against the CPU's"
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     names = sorted(p.name for p in Path(args.dir).glob("*.py"))
@@ -158,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                     args.candidates,
                     folder,
                     json.loads(args.params) if args.params else None,
+                    json.loads(args.overrides) if args.overrides else None,
+                    args.cpu_check,
                 )
             except Exception as exc:  # noqa: BLE001 - one problem's failure is its row
                 report[name] = {"error": f"{type(exc).__name__}: {exc}"}
