@@ -426,11 +426,11 @@ class TemplateGenerator:
                 # on the tensor cores, or the CUDA cores), the IEEE default third, in case
                 # TF32 misses the tolerance
                 loose, keys = [], set()
-                for c in cands:
+                for c in cands:  # distinct and valid, as the filter below will judge them
                     c = {**c, **{k: "tf32" for k in dots}}
-                    key = _key(_normal(plan, c))
-                    if key not in keys and _valid(fam, _normal(plan, c), plan):
-                        keys.add(key)
+                    full = _normal(plan, c)
+                    if _key(full) not in keys and _valid(fam, full, plan):
+                        keys.add(_key(full))
                         loose.append(c)
                 cands = loose[:2] + cands[:1] + loose[2:] + cands[1:]
             if ctx.attempt > 1:  # asked again: the fixed seeds were tried, go further out
