@@ -71,7 +71,7 @@ POOLS = {
 def test_each_pooling_gets_a_correct_candidate(tmp_path):
     problems = {name: source for name, (source, _) in POOLS.items()}
     sizes = [{}, {"height": 7, "width": 20, "depth": 5, "channels": 1}, {"kernel_size": 2}]
-    variants = [{}, {"block": 64, "warps": 2}]
+    variants = [{}, {"block": 64, "warps": 2}, {"window": "tile", "block": 64, "warps": 2}]
     results = check_rendered(problems, variants, {n: sizes for n in problems}, str(tmp_path))
     for name, (_, says) in POOLS.items():
         result = results[name]
@@ -88,20 +88,26 @@ from workers.search.generators.template import DEFAULTS, render
 from workers.search.trace import trace_problem
 
 src = sys.argv[1]
-cand = P.load_module(render(trace_problem(src), DEFAULTS["pool"]), "c", sys.argv[2])
 prob = P.load_module(src, "p", sys.argv[2])
 x = torch.randn(2, 3, 11, 13)
 x[0, 0, 4, 4] = float("nan")
 x[1, 2] = float("-inf")
-got, want = cand.ModelNew(3)(x), prob.Model(3)(x)
-same = torch.equal(got.isnan(), want.isnan()) and torch.allclose(got, want, equal_nan=True)
+want = prob.Model(3)(x)
+same = {}
+for window in ("loop", "tile"):
+    params = {**DEFAULTS["pool"], "window": window}
+    cand = P.load_module(render(trace_problem(src), params), "c" + window, sys.argv[2])
+    got = cand.ModelNew(3)(x)
+    same[window] = torch.equal(got.isnan(), want.isnan()) and torch.allclose(
+        got, want, equal_nan=True
+    )
 print("RESULTS" + json.dumps({"same": same}))
 """
 
 
 def test_max_pooling_propagates_nan_and_keeps_minus_infinity_as_torch_does(tmp_path):
     result = run_child(_NAN, POOLS["max2d"][0], str(tmp_path))
-    assert result["same"]
+    assert result["same"] == {"loop": True, "tile": True}
 
 
 def test_what_the_template_does_not_do_is_refused_in_one_line():

@@ -132,7 +132,12 @@ SPACES: dict[str, dict[str, list]] = {
         # tf32 products: an operand read MN-major copied K-major first (templates/matmul.py)
         "kmajor": [0, 1],
     },
-    "pool": {"block": [64, 128, 256, 512, 1024, 2048], "warps": [1, 2, 4, 8]},
+    "pool": {
+        "block": [64, 128, 256, 512, 1024, 2048],
+        "warps": [1, 2, 4, 8],
+        # "loop": one thread an output, walking its window; "tile": a window row a vector
+        "window": ["loop", "tile"],
+    },
     "conv": {
         "block_m": [16, 32, 64, 128, 256],
         "block_n": [16, 32, 64, 128, 256],
@@ -194,7 +199,7 @@ DEFAULTS: dict[str, dict] = {
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
-    "pool": {"block": 256, "warps": 4},
+    "pool": {"block": 256, "warps": 4, "window": "loop"},
     "conv": {
         "block_m": 128,
         "block_n": 64,
@@ -244,7 +249,13 @@ SEEDS: dict[str, list[dict]] = {
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
     "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
-    "pool": [{"block": 1024, "warps": 8}, {"block": 128, "warps": 2}],
+    "pool": [
+        # the window's rows as vectors: few outputs with wide windows, or strides as wide as
+        # the window (a tile is then one contiguous run of the input)
+        {"window": "tile", "block": 1024, "warps": 4},
+        {"block": 1024, "warps": 8},
+        {"block": 128, "warps": 2},
+    ],
     "conv": [
         # float32 products on the tensor cores (cuDNN's float32 convolutions use TF32 only
         # where torch.backends.cudnn.allow_tf32 says so; the correctness gate judges tf32x3)

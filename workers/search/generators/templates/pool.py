@@ -7,7 +7,11 @@ indices fit it: a 64-bit division per coordinate cost these kernels half their s
 compile on the H200); each walks its window (KD x KH x KW, unrolled) reading the input
 where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
 divides by the window's size clipped to the padded input (``count_include_pad``), by the number
-of positions inside the input, or by ``divisor_override``. Fewer spatial dimensions are the
+of positions inside the input, or by ``divisor_override``. ``window`` "tile" reads each window
+row as one vector (the program a BLOCK x KW tile, the row's elements across threads, reduced
+along it): where the stride is the window's width the tile is one contiguous run of the
+input, and few outputs with wide windows (KernelBench 45: 25,600 windows of 11x11) still
+spread over threads; "loop" walks the window element by element (one thread an output). Fewer spatial dimensions are the
 leading ones of three, of size 1. The window's geometry is read from the model's one pooling
 module when it has one (its constructor may take other sizes than the trace's), else as traced.
 """
@@ -69,6 +73,69 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
                     acc += v
                     count += ok.to(tl.float32)
     if not MAX:
+        if DIVISOR > 0:
+            acc = acc / DIVISOR
+        elif INCLUDE_PAD:
+            size = (tl.minimum(d0 + KD, D + PD) - d0) * (tl.minimum(h0 + KH, H + PH) - h0)
+            size = size * (tl.minimum(w0 + KW, W + PW) - w0)
+            acc = acc / size.to(tl.float32)
+        else:
+            acc = acc / count
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _ke_pool_tile(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
+                  KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+                  SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                  PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                  DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+                  MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
+                  BLOCK: tl.constexpr, KWP: tl.constexpr, I32: tl.constexpr):
+    # one window row of each of BLOCK outputs at a time, as a [BLOCK, KWP] tile
+    if I32:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < TOTAL
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    bc = t // OD
+    d0 = od * SD - PD
+    h0 = oh * SH - PH
+    w0 = ow * SW - PW
+    base = bc * D * H * W
+    kw = tl.arange(0, KWP)
+    wk = w0[:, None] + kw[None, :] * DW
+    okw = mask[:, None] & (kw[None, :] < KW) & (wk >= 0) & (wk < W)
+    if MAX:
+        acc = tl.full([BLOCK], float("-inf"), tl.float32)
+        nan = tl.zeros([BLOCK], tl.int32)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+        count = tl.zeros([BLOCK], tl.float32)
+    for i in tl.static_range(KD):
+        di = d0 + i * DD
+        okd = (di >= 0) & (di < D)
+        for j in tl.static_range(KH):
+            hj = h0 + j * DH
+            ok = okw & (okd & (hj >= 0) & (hj < H))[:, None]
+            ptr = x_ptr + (base + (di * H + hj) * W)[:, None] + wk
+            if MAX:
+                v = tl.load(ptr, mask=ok, other=float("-inf")).to(tl.float32)
+                acc = tl.maximum(acc, tl.max(v, axis=1))
+                # NaN wins, as in torch's max pooling
+                nan = tl.maximum(nan, tl.max((v != v).to(tl.int32), axis=1))
+            else:
+                v = tl.load(ptr, mask=ok, other=0.0).to(tl.float32)
+                acc += tl.sum(v, axis=1)
+                count += tl.sum(ok.to(tl.float32), axis=1)
+    if MAX:
+        acc = tl.where(nan > 0, float("nan"), acc)
+    else:
         if DIVISOR > 0:
             acc = acc / DIVISOR
         elif INCLUDE_PAD:
@@ -146,12 +213,19 @@ def _source_pool(plan: Plan, p: dict) -> str:
                           device=xin.device)
         total = out.numel()
         if total:
-            block = max(32, min(p["block"], triton.next_power_of_2(total)))
-            grid = (triton.cdiv(total, block),)
-            _ke_pool[grid](xin, out, total, *sizes, *outs, *kernel, *stride, *padding,
-                           *dilation, MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad,
-                           DIVISOR=divisor, BLOCK=block, I32=max(total, xin.numel()) < 2**31,
-                           num_warps=p["warps"])
+            geometry = (*sizes, *outs, *kernel, *stride, *padding, *dilation)
+            flags = dict(MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad, DIVISOR=divisor,
+                         I32=max(total, xin.numel()) < 2**31, num_warps=p["warps"])
+            if p.get("window") == "tile":
+                # the tile's elements, not its outputs, are the block
+                kwp = triton.next_power_of_2(kernel[2])
+                block = max(1, min(max(p["block"] // kwp, 1), triton.next_power_of_2(total)))
+                grid = (triton.cdiv(total, block),)
+                _ke_pool_tile[grid](xin, out, total, *geometry, BLOCK=block, KWP=kwp, **flags)
+            else:
+                block = max(32, min(p["block"], triton.next_power_of_2(total)))
+                grid = (triton.cdiv(total, block),)
+                _ke_pool[grid](xin, out, total, *geometry, BLOCK=block, **flags)
         return out.reshape(({keep},))
 """
     )
