@@ -119,6 +119,7 @@ def _summary(report) -> str:
         err_s = f" max_abs_err {err:.3g}" if isinstance(err, float) else ""
         skip = f" ({c.skip_reason})" if c.skip_reason else ""
         lines.append(f"  case {c.name:<24} {c.status:<8}{err_s}{extra}{skip}")
+        lines.extend(_peer_misses(c.peer_checks))
     if report.fitness:
         f = report.fitness
         lines.append(
@@ -126,6 +127,15 @@ def _summary(report) -> str:
             f"{f['ci95'][1]:.3f}] worst {f['worst_case']['name']} {f['worst_case']['speedup']:.3f}x"
         )
     return "\n".join(lines)
+
+
+def _peer_misses(checks: dict | None) -> list[str]:
+    """A line for each peer whose output misses the contract on a case."""
+    lines = []
+    for peer, check in (checks or {}).items():
+        if not check.get("passes"):
+            lines.append(f"    {peer} misses the contract here: {check.get('reason')}"[:200])
+    return lines
 
 
 def _run_evaluate(args) -> int:
@@ -219,6 +229,8 @@ def _run_baseline(args) -> int:
         for c in report.cases:
             parts = [f"{k} {t.median_ms:.4g} ms" for k, t in c.timings.items()]
             print(f"  case {c.name:<24} {'; '.join(parts)}")
+            for line in _peer_misses(c.peer_checks):
+                print(line)
     return 0
 
 

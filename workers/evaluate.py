@@ -621,6 +621,7 @@ def _timed(perf: dict, where: str) -> dict:
         "floor_ms": perf.get("floor_ms"),
         "bytes": perf.get("bytes"),
         "flops": perf.get("flops"),
+        "peer_checks": perf.get("peer_checks") or None,
     }
 
 

@@ -293,6 +293,8 @@ class Case:
     trials: int | None = None
     evidence: dict | None = None
     wall_s: float | None = None
+    # {peer: {"passes", "max_abs_err", "reason"}}: each peer's output against the contract
+    peer_checks: dict | None = None
 
     # Fields a case record carries only where they are set (the evaluator writes the same).
     OPTIONAL = (
@@ -306,6 +308,7 @@ class Case:
         "trials",
         "evidence",
         "wall_s",
+        "peer_checks",
     )
 
     @property
@@ -324,6 +327,7 @@ class Case:
         "trials": int,
         "evidence": dict,
         "wall_s": _NUMBER,
+        "peer_checks": dict,
     }
 
     @classmethod
@@ -437,8 +441,9 @@ class BaselineCase:
     floor_ms: float | None = None  # bytes over measured bandwidth, FLOPs over measured rate
     wall_s: float | None = None
     scaled_for_interpreter: dict | None = None  # {"orig": overrides, "used": overrides}
+    peer_checks: dict | None = None  # as Case.peer_checks
 
-    OPTIONAL = ("bytes", "flops", "floor_ms", "wall_s", "scaled_for_interpreter")
+    OPTIONAL = ("bytes", "flops", "floor_ms", "wall_s", "scaled_for_interpreter", "peer_checks")
 
     # What each optional field must be when it is set.
     _KINDS = {
@@ -447,6 +452,7 @@ class BaselineCase:
         "floor_ms": _NUMBER,
         "wall_s": _NUMBER,
         "scaled_for_interpreter": dict,
+        "peer_checks": dict,
     }
 
     @classmethod

@@ -117,9 +117,11 @@ def _fake_gate(monkeypatch, speeds: dict[str, float]):
             "compile": FakeSide("compile", 0.010 * speeds[case["name"]], clock),
             "eager": FakeSide("eager", 0.030, clock),
         }
-        return sides, {"bytes": 0, "flops": 0}, 0
+        return sides, None, {"bytes": 0, "flops": 0}, 0
 
     monkeypatch.setattr(performance, "_case_sides", case_sides)
+    # fake sides compute nothing: test_peer_checks.py checks peers on real models
+    monkeypatch.setattr(performance, "check_peers", lambda job, case, args, ref, sides: {})
     monkeypatch.setattr(performance, "_flush_buffer", lambda: None)
     monkeypatch.setattr(performance, "steady_clocks", lambda flush: {})
     monkeypatch.setattr(performance, "_prepare_incumbent", lambda job, args: None)
@@ -180,7 +182,7 @@ def test_the_best_peer_judges_each_case_and_the_verdict_names_it(monkeypatch):
         sides["eager"] = FakeSide("eager", 0.030, clock)
         for name, ratio in peers[case["name"]].items():
             sides[name] = FakeSide(name, 0.010 * ratio, clock)
-        return sides, {"bytes": 0, "flops": 0}, 0
+        return sides, None, {"bytes": 0, "flops": 0}, 0
 
     job, _ = _fake_gate(monkeypatch, {"small": 1.0, "big": 1.0})
     monkeypatch.setattr(performance, "_case_sides", case_sides)

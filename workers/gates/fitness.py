@@ -28,7 +28,7 @@ def fitness(
 ) -> dict:
     """Returns a gate dict: status, rule, reason, fitness (or None), wall_s."""
     start = time.perf_counter()
-    rows, peers = [], {}
+    rows, peers, misses = [], {}, {}
     for case in perf_cases:
         w = float(weights.get(case["name"], 0.0))
         if w <= 0:
@@ -46,6 +46,9 @@ def fitness(
         rows.append((case["name"], w, case["timing"], base, ratios))
         if base.get("peer"):
             peers[case["name"]] = base["peer"]
+        check = (case.get("peer_checks") or {}).get(base.get("peer") or baseline)
+        if check and not check["passes"]:
+            misses[case["name"]] = {"peer": base.get("peer") or baseline, **check}
     if not rows:
         return {
             "status": C.SKIPPED,
@@ -123,6 +126,17 @@ def fitness(
         )
     if flagged:
         reason += f"; flagged for review: >{C.REVIEW_SPEEDUP:.0f}x on {', '.join(flagged)}"
+    if misses:
+        # Judged against all the same: a faster peer that is less precise still says what
+        # the user's current stack does; the verdict says it is not within the contract.
+        result["peer_misses"] = misses
+        name, miss = next(iter(misses.items()))
+        err = miss.get("max_abs_err")
+        reason += (
+            f"; the judged peer misses the contract on {len(misses)} case(s), first "
+            f"{name}: {miss['peer']}"
+            + (f" max abs err {err:.3g}" if err is not None else f": {miss['reason']}")
+        )
     return {
         "status": status,
         "rule": rule,

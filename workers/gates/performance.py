@@ -21,6 +21,11 @@ after the clocks reach a steady state; each baseline's speedup and its interval 
 per-round ratios, so drift hits both sides alike. A median under the physical floor (the bytes
 that must cross DRAM over the measured copy bandwidth, FLOPs over the measured matrix rate) is
 a measurement fault.
+
+Each peer's output (compile, max-autotune, the incumbent) is checked once per case against the
+reference within the contract's tolerance (``check_peers``): no other gate looks at a peer, and
+a peer that misses the contract (cuDNN's TF32 float32 convolutions under compile, an incumbent
+with a bug) is still timed and judged against, with the miss said beside its time.
 """
 
 from __future__ import annotations
@@ -538,8 +543,8 @@ def _mode(args: dict) -> str:
 
 
 def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool):
-    """The case's sides (candidate first), its work (bytes, flops) and the bytes the floor
-    counts."""
+    """The case's sides (candidate first), the reference model, its work (bytes, flops) and
+    the bytes the floor counts."""
     dtype = P.DTYPES.get(case["dtype"]) if case.get("dtype") else None
     _, ref, cand = P.make_models(
         job.problem, job.candidate if candidate else None, case["overrides"], dtype, seed,
@@ -553,7 +558,65 @@ def _case_sides(job, case, args, seed, flush, mode, *, candidate: bool):
         fn = _reference_fn(job, case, ref, name, seed)
         if fn is not None:
             sides[name] = Side(name, fn, sets, flush, mode, policy)
-    return sides, work, dram_bytes
+    return sides, ref, work, dram_bytes
+
+
+def _peer_model(job, case, name: str, ref):
+    """The eager model a peer computes (a compiled model wraps the one it was first built
+    from, which a later job's seed may have filled with other weights), or None."""
+    if name in (C.BASELINE_COMPILE, C.BASELINE_MAX_AUTOTUNE):
+        overrides = json.dumps(case.get("overrides") or {}, sort_keys=True)
+        key = (job.problem_hash, overrides, case.get("dtype"), name, job.train)
+        entry = job.state.__dict__.get("compiled", {}).get(key)
+        return entry[0] if entry else None
+    return ref if name == C.BASELINE_INCUMBENT else None
+
+
+def _cloned(inputs) -> list:
+    return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def check_peers(job, case: dict, args: dict, ref, sides: dict) -> dict:
+    """{peer: {"passes", "max_abs_err", "reason"}}: each peer's output on the case's first input
+    set against its eager model's (float32 convolutions in IEEE products, as the correctness
+    gate's reference), within the contract's tolerance, compared as the candidate's outputs
+    are. Not done where the contract allows nondeterminism (two calls may then differ)."""
+    from workers.gates.correctness import CaseChecker, CaseFailure, _ieee_convolutions, _tensors
+
+    if not args.get("deterministic", True):
+        return {}
+    checks, inputs = {}, None
+    for name in C.PEERS:
+        side, model = sides.get(name), _peer_model(job, case, name, ref)
+        if side is None or model is None:
+            continue
+        inputs = inputs if inputs is not None else side.sets[0]
+        checker = CaseChecker(job, case, args, 0)
+        try:
+            with torch.no_grad():
+                with _ieee_convolutions():
+                    refs = _tensors(model(*_cloned(inputs)))
+                outs = _tensors(side.fn(*_cloned(inputs)))
+            if len(outs) != len(refs):
+                raise CaseFailure(
+                    C.RULE_MISMATCH, f"{len(outs)} output(s) where the reference has {len(refs)}"
+                )
+            checker.compare(outs, refs, f"{name}, case {case['name']}")
+            checks[name] = {"passes": True, "max_abs_err": checker.max_abs, "reason": None}
+        except CaseFailure as exc:
+            checks[name] = {
+                "passes": False,
+                "max_abs_err": exc.evidence.get("max_abs_err", checker.max_abs),
+                "reason": exc.reason,
+            }
+        except Exception as exc:  # noqa: BLE001 - the peer's own failure, said beside it
+            checks[name] = {
+                "passes": False,
+                "max_abs_err": None,
+                "reason": f"{type(exc).__name__}: {exc}"[:300],
+            }
+        del checker
+    return checks
 
 
 def run(job, args: dict) -> dict:
@@ -569,8 +632,11 @@ def run(job, args: dict) -> dict:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        sides, work, dram_bytes = _case_sides(job, case, args, seed, flush, mode, candidate=True)
+        sides, ref, work, dram_bytes = _case_sides(
+            job, case, args, seed, flush, mode, candidate=True
+        )
         floor_ms = _floor_ms(work, dram_bytes, ceil)
+        peer_checks = check_peers(job, case, args, ref, sides)
         try:
             lock = (job.state.lock_fd, locks, job.state.lock_wait_s)
             timings, paired = time_sides(sides, seed, *lock, **_judged(args))
@@ -590,6 +656,7 @@ def run(job, args: dict) -> dict:
             "timing": timings.pop("candidate"),
             "baselines": timings,
             "paired": paired,
+            "peer_checks": peer_checks,
             **work,
             "floor_ms": floor_ms,
             "wall_s": time.perf_counter() - start,
@@ -689,7 +756,10 @@ def baseline(job, args: dict) -> dict:
         if case["kind"] != C.CASE_WORKLOAD:
             continue
         start = time.perf_counter()
-        sides, work, dram_bytes = _case_sides(job, case, args, seed, flush, mode, candidate=False)
+        sides, ref, work, dram_bytes = _case_sides(
+            job, case, args, seed, flush, mode, candidate=False
+        )
+        peer_checks = check_peers(job, case, args, ref, sides)
         timings, _ = time_sides(sides, seed, job.state.lock_fd, locks, job.state.lock_wait_s)
         if args.get("baseline") == C.BASELINE_BEST:
             judge_best(timings)
@@ -700,6 +770,7 @@ def baseline(job, args: dict) -> dict:
                 "overrides": case["overrides"],
                 "dtype": case["dtype"],
                 "timings": timings,
+                "peer_checks": peer_checks or None,
                 **work,
                 "floor_ms": _floor_ms(work, dram_bytes, ceil),
                 "wall_s": time.perf_counter() - start,

@@ -128,6 +128,16 @@ def _timing_columns(case: dict | None, baseline: str) -> dict:
         "paired_ci": paired.get("ci95"),
         # Judged against the best peer per case: which peer that was on this case.
         "judged_peer": paired.get("peer"),
+        # Peers whose output misses the contract on this case (still timed and judged).
+        "peer_misses": [
+            {
+                "peer": peer,
+                "reason": check.get("reason") or "",
+                "max_abs_err": check.get("max_abs_err"),
+            }
+            for peer, check in ((case or {}).get("peer_checks") or {}).items()
+            if not check.get("passes")
+        ],
     }
 
 

@@ -78,6 +78,30 @@ def test_a_search_against_the_best_peer_names_each_cases_peer(client, users):
     assert runs == {"candidate", "eager", "compile", "max-autotune", "incumbent"}
 
 
+def test_the_candidate_page_says_where_a_peer_misses_the_contract(client, users):
+    """A peer's output is checked against the contract beside its timing (a TF32 convolution
+    under compile, an incumbent with a bug): the case's row on the candidate page says which
+    peer missed it and by how much, with the gate's reason on hover."""
+    summary = json.loads((DEMO / "h200-best-rms_norm.json").read_text())
+    best = next(n for n in summary["nodes"] if n["id"] == summary["best"]["id"])
+    case = next(c for c in best["report"]["cases"] if c["name"] == "t8192_h8192_bf16")
+    case["peer_checks"] = {
+        "compile": {"passes": True, "max_abs_err": 0.0078, "reason": None},
+        "incumbent": {
+            "passes": False,
+            "max_abs_err": 0.25,
+            "reason": "output 0: 812 of 67108864 elements outside atol=0.01 rtol=0.01",
+        },
+    }
+    campaign = campaign_import(summary=summary)
+    client.force_login(users["engineer"])
+    html = client.get(f"/campaigns/{campaign.pk}/nodes/{campaign.best_node.key}/").content.decode()
+    assert html.count('class="peer-miss"') == 1
+    assert "incumbent misses the contract here (max abs err 0.25)" in html
+    assert 'title="output 0: 812 of 67108864 elements outside atol=0.01 rtol=0.01"' in html
+    assert "compile misses" not in html
+
+
 def test_a_search_that_reused_its_start_says_so_and_why_most_acceptances_were_not_rechecked(
     client, users
 ):

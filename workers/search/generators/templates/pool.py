@@ -11,9 +11,10 @@ of positions inside the input, or by ``divisor_override``. ``window`` "tile" rea
 row as one vector (the program a BLOCK x KW tile, the row's elements across threads, reduced
 along it): where the stride is the window's width the tile is one contiguous run of the
 input, and few outputs with wide windows (KernelBench 45: 25,600 windows of 11x11) still
-spread over threads; "loop" walks the window element by element (one thread an output). Fewer spatial dimensions are the
-leading ones of three, of size 1. The window's geometry is read from the model's one pooling
-module when it has one (its constructor may take other sizes than the trace's), else as traced.
+spread over threads; "loop" walks the window element by element (one thread an output). Fewer
+spatial dimensions are the leading ones of three, of size 1. The window's geometry is read from
+the model's one pooling module when it has one (its constructor may take other sizes than the
+trace's), else as traced.
 """
 
 from __future__ import annotations
