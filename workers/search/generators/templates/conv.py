@@ -89,6 +89,13 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
         nw = KW
     taps = nd * nh * nw
     K = CIN_G * taps
+    # Divisors never zero: a phase with no tap (K = 0) runs no step, but a pipelined loop
+    # computes its first steps' indices before the bound is checked, and an integer division
+    # by zero there is undefined behaviour that LLVM may build on (KernelBench 77's phases
+    # without taps came out wrong on an H100 with 3 stages and right with 1, session 47).
+    taps1 = tl.maximum(taps, 1)
+    nhw1 = tl.maximum(nh * nw, 1)
+    nw1 = tl.maximum(nw, 1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     if I64:
         rm = rm.to(tl.int64)
@@ -117,13 +124,14 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
         # tap's BLOCK_K channels, read along the channels (contiguous), its positions computed
         # once per tap and no division per element.
         chunks = tl.cdiv(CIN_G, BLOCK_K)
+        chunks1 = tl.maximum(chunks, 1)
         for kk in range(0, taps * chunks):
-            tap = kk // chunks
-            rc = (kk % chunks) * BLOCK_K + tl.arange(0, BLOCK_K)
+            tap = kk // chunks1
+            rc = (kk % chunks1) * BLOCK_K + tl.arange(0, BLOCK_K)
             mask_k = rc < CIN_G
-            kd = k0d + (tap // (nh * nw)) * TD
-            kh = k0h + ((tap // nw) % nh) * TH
-            kw = k0w + (tap % nw) * TW
+            kd = k0d + (tap // nhw1) * TD
+            kh = k0h + ((tap // nw1) % tl.maximum(nh, 1)) * TH
+            kw = k0w + (tap % nw1) * TW
             if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
                 idd = qd + (rd + PD - kd * DD) // SD
                 ih = qh + (rh + PH - kh * DH) // SH
@@ -145,12 +153,12 @@ def _ke_conv(in0_ptr, w_ptr, b_ptr, {epilogue_ptrs}out_ptr, M, COUT_G, CIN_G,
         for k0 in range(0, K, BLOCK_K):
             rk = k0 + tl.arange(0, BLOCK_K)
             mask_k = rk < K
-            ci = rk // taps
-            r = rk % taps
-            kd = k0d + (r // (nh * nw)) * TD
-            r = r % (nh * nw)
-            kh = k0h + (r // nw) * TH
-            kw = k0w + (r % nw) * TW
+            ci = rk // taps1
+            r = rk % taps1
+            kd = k0d + (r // nhw1) * TD
+            r = r % nhw1
+            kh = k0h + (r // nw1) * TH
+            kw = k0w + (r % nw1) * TW
             if TRANSPOSED:  # whole for this phase: o + p - k * d is a multiple of the stride
                 idd = qd[:, None] + (rd + PD - kd[None, :] * DD) // SD
                 ih = qh[:, None] + (rh + PH - kh[None, :] * DH) // SH
