@@ -134,3 +134,25 @@ def test_the_verdict_says_when_its_judged_peer_misses_the_contract():
     )
     clean = fitness([_perf_case("b", 1.0, 1.0, {})], {"b": 1}, "compile")
     assert "peer_misses" not in clean["fitness"] and "misses" not in clean["reason"]
+
+
+def test_a_peer_is_checked_once_for_every_candidate_of_the_campaign():
+    """Throughput (issue 11): the peers and the inputs are the same for the next candidate, so
+    the check is not paid again; another seed or tolerance is checked anew."""
+    calls = []
+
+    def counted(model):
+        def run(x):
+            calls.append(1)
+            return model(x)
+
+        return run
+
+    job, case, model, sides = _case_job({C.BASELINE_COMPILE: counted})
+    first = performance.check_peers(job, case, {}, model, sides, seed=3)
+    again = performance.check_peers(job, case, {}, model, sides, seed=3)
+    assert first == again and first[C.BASELINE_COMPILE]["passes"] and len(calls) == 1
+    performance.check_peers(job, case, {}, model, sides, seed=4)
+    loose = {"tolerance": {"float32": {"atol": 1e-2, "rtol": 1e-2}}}
+    performance.check_peers(job, case, loose, model, sides, seed=4)
+    assert len(calls) == 3

@@ -121,7 +121,7 @@ def _fake_gate(monkeypatch, speeds: dict[str, float]):
 
     monkeypatch.setattr(performance, "_case_sides", case_sides)
     # fake sides compute nothing: test_peer_checks.py checks peers on real models
-    monkeypatch.setattr(performance, "check_peers", lambda job, case, args, ref, sides: {})
+    monkeypatch.setattr(performance, "check_peers", lambda job, case, args, ref, sides, seed=0: {})
     monkeypatch.setattr(performance, "_flush_buffer", lambda: None)
     monkeypatch.setattr(performance, "steady_clocks", lambda flush: {})
     monkeypatch.setattr(performance, "_prepare_incumbent", lambda job, args: None)

@@ -576,19 +576,37 @@ def _cloned(inputs) -> list:
     return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
-def check_peers(job, case: dict, args: dict, ref, sides: dict) -> dict:
+def _peer_check_key(job, case: dict, args: dict, name: str, seed: int) -> tuple:
+    """What a peer's check depends on: the peer (the incumbent by its source), the case, the
+    inputs' seed and the tolerance. The candidate does not enter it."""
+    source = args.get("incumbent_source") if name == C.BASELINE_INCUMBENT else None
+    return (
+        getattr(job, "problem_hash", None), json.dumps(case.get("overrides") or {}, sort_keys=True),
+        case.get("dtype"), name, getattr(job, "train", False), seed,
+        json.dumps(args.get("tolerance"), sort_keys=True), hash(source),
+    )  # fmt: skip
+
+
+def check_peers(job, case: dict, args: dict, ref, sides: dict, seed: int = 0) -> dict:
     """{peer: {"passes", "max_abs_err", "reason"}}: each peer's output on the case's first input
     set against its eager model's (float32 convolutions in IEEE products, as the correctness
     gate's reference), within the contract's tolerance, compared as the candidate's outputs
-    are. Not done where the contract allows nondeterminism (two calls may then differ)."""
+    are. Kept for the child's life: the next candidate of the campaign meets the same peers on
+    the same inputs. Not done where the contract allows nondeterminism (two calls may then
+    differ)."""
     from workers.gates.correctness import CaseChecker, CaseFailure, _ieee_convolutions, _tensors
 
     if not args.get("deterministic", True):
         return {}
+    known = job.state.__dict__.setdefault("peer_checks", {})
     checks, inputs = {}, None
     for name in C.PEERS:
         side, model = sides.get(name), _peer_model(job, case, name, ref)
         if side is None or model is None:
+            continue
+        key = _peer_check_key(job, case, args, name, seed)
+        if key in known:
+            checks[name] = dict(known[key])
             continue
         inputs = inputs if inputs is not None else side.sets[0]
         checker = CaseChecker(job, case, args, 0)
@@ -616,6 +634,7 @@ def check_peers(job, case: dict, args: dict, ref, sides: dict) -> dict:
                 "reason": f"{type(exc).__name__}: {exc}"[:300],
             }
         del checker
+        known[key] = dict(checks[name])
     return checks
 
 
@@ -636,7 +655,7 @@ def run(job, args: dict) -> dict:
             job, case, args, seed, flush, mode, candidate=True
         )
         floor_ms = _floor_ms(work, dram_bytes, ceil)
-        peer_checks = check_peers(job, case, args, ref, sides)
+        peer_checks = check_peers(job, case, args, ref, sides, seed)
         try:
             lock = (job.state.lock_fd, locks, job.state.lock_wait_s)
             timings, paired = time_sides(sides, seed, *lock, **_judged(args))
@@ -759,7 +778,7 @@ def baseline(job, args: dict) -> dict:
         sides, ref, work, dram_bytes = _case_sides(
             job, case, args, seed, flush, mode, candidate=False
         )
-        peer_checks = check_peers(job, case, args, ref, sides)
+        peer_checks = check_peers(job, case, args, ref, sides, seed)
         timings, _ = time_sides(sides, seed, job.state.lock_fd, locks, job.state.lock_wait_s)
         if args.get("baseline") == C.BASELINE_BEST:
             judge_best(timings)
