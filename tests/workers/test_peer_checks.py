@@ -156,3 +156,23 @@ def test_a_peer_is_checked_once_for_every_candidate_of_the_campaign():
     loose = {"tolerance": {"float32": {"atol": 1e-2, "rtol": 1e-2}}}
     performance.check_peers(job, case, loose, model, sides, seed=4)
     assert len(calls) == 3
+
+
+def test_a_verdict_over_compile_says_where_eager_is_faster_still():
+    """KernelBench 84 and 85 on an H100 (session 47): compile's depthwise convolutions take 2-5x
+    eager's time, so a kernel 2x faster than compile is accepted and still slower than eager.
+    Eager is not a peer (issue 11), but the verdict says so."""
+
+    def case(name, eager_ratio):
+        out = _perf_case(name, 1.0, 2.0, {})
+        out["paired"] = {"eager": {"speedup": eager_ratio}}
+        return out
+
+    out = fitness([case("a", 0.42), case("b", 1.5)], {"a": 1, "b": 1}, "compile")
+    assert out["status"] == C.PASSED
+    assert out["fitness"]["behind_eager"] == {"a": 0.42}
+    assert (
+        "slower than eager on 1 case(s), worst a 0.420x (eager is shown, not judged)"
+        in (out["reason"])
+    )
+    assert "eager" not in fitness([case("b", 1.5)], {"b": 1}, "compile")["reason"]

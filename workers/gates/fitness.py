@@ -28,7 +28,7 @@ def fitness(
 ) -> dict:
     """Returns a gate dict: status, rule, reason, fitness (or None), wall_s."""
     start = time.perf_counter()
-    rows, peers, misses = [], {}, {}
+    rows, peers, misses, behind_eager = [], {}, {}, {}
     for case in perf_cases:
         w = float(weights.get(case["name"], 0.0))
         if w <= 0:
@@ -46,6 +46,9 @@ def fitness(
         rows.append((case["name"], w, case["timing"], base, ratios))
         if base.get("peer"):
             peers[case["name"]] = base["peer"]
+        eager = ((case.get("paired") or {}).get(C.BASELINE_EAGER) or {}).get("speedup")
+        if baseline != C.BASELINE_EAGER and eager is not None and eager < 1 - regression_tolerance:
+            behind_eager[case["name"]] = float(eager)
         check = (case.get("peer_checks") or {}).get(base.get("peer") or baseline)
         if check and not check["passes"]:
             misses[case["name"]] = {"peer": base.get("peer") or baseline, **check}
@@ -126,6 +129,16 @@ def fitness(
         )
     if flagged:
         reason += f"; flagged for review: >{C.REVIEW_SPEEDUP:.0f}x on {', '.join(flagged)}"
+    if behind_eager:
+        # Eager is timed beside every verdict but is not a peer: where the judged peer is
+        # slower than eager (compile on some depthwise convolutions), beating it can still
+        # leave the kernel behind what the user gets without compiling.
+        result["behind_eager"] = behind_eager
+        name, ratio = min(behind_eager.items(), key=lambda item: item[1])
+        reason += (
+            f"; slower than eager on {len(behind_eager)} case(s), worst {name} {ratio:.3f}x "
+            "(eager is shown, not judged)"
+        )
     if misses:
         # Judged against all the same: a faster peer that is less precise still says what
         # the user's current stack does; the verdict says it is not within the contract.
