@@ -277,6 +277,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         self.chunk: tuple | None = None
         self.tables: set = set()  # inputs read only as a gather's table (see _find_gathers)
         self.indices: set = set()  # and their integer indices
+        self.prefix_gathers: set = set()  # lookups of arange(T): a table's first rows
         # Values of 1-d inputs alone, built ({(fx node, per row): node}), and inputs read one
         # value per row where torch broadcasts them against a value per row ({input: its
         # per-row node}): see lowering_per_row.
@@ -517,7 +518,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             # a parameter the forward never reads says nothing of the rows (a forward argument
             # is the shape the caller gives, read or not)
             and (p.users or not ref.startswith("self"))
-        ] + [n for n in calls if n.target in _GATHERS]
+        ] + [n for n in calls if n.target in _GATHERS and n not in self.prefix_gathers]
         tensors = [p for p in placeholders if p.meta["val"].ndim]
         if float_inputs:
             self.row_shape = _row_shape(float_inputs, shapes, calls)
@@ -717,7 +718,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             # Weights read by each element's coordinates in the rows' shape (a group norm's
             # weight per channel): every weight vector becomes a broadcast input.
             self._vecs_as_bcast(used)
-            plan.extra["chunk"] = list(self.chunk[:2])
+            j, g, shape, fixed = self.chunk
+            plan.extra["chunk"] = [j, g, shape[-1], fixed]
         if self.full and any(i in used for i in self.vec_pos):
             # A weight along the last dimension (a hinge loss's targets against every row):
             # element i of the flattened tensor reads weight i mod its length.
@@ -914,9 +916,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             if self.red_set is not None:
                 where = f"dimensions {list(self.red_set)} of {ndim} (gathered)"
             if self.chunk is not None:
-                j, g, shape = self.chunk
+                j, g, shape, fixed = self.chunk
                 where = (
                     f"groups of {shape[-1]} contiguous elements ({g} groups along dimension {j})"
+                    if fixed == "count"
+                    else f"groups of {shape[-1]} contiguous elements (as traced, {g} of them)"
                 )
             plan.summary = (
                 f"row-wise over {where}: reductions [{', '.join(ops)}], "
@@ -1176,6 +1180,14 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if t in _LOSSES:
             self.env[n] = self._loss(n)
             return
+        if t in _GATHERS and n in self.prefix_gathers:
+            table, _ = self._gather_args(n)
+            if not self._prefix(n, table, 0, 0, 1):
+                raise NoTemplate(
+                    f"the first rows of {table.name} (a lookup of arange) where the rows do not "
+                    "run along them"
+                )
+            return
         if t in _GATHERS:
             self.env[n] = self._gather(n)
             return
@@ -1222,6 +1234,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 self.env[n] = self.pw("sub", shifted, self.pw("log", s))
             return
         if t == aten.arange.default:
+            if n.users and all(u in self.prefix_gathers for u in n.users):
+                self.env[n] = self.const(0.0)  # only a lookup's rows 0..T-1 (_prefix)
+                return
             self.env[n] = self._column_index(n)
             return
         if t == aten.scalar_tensor.default:  # a number made a 0-d tensor (an eps)
@@ -1376,11 +1391,16 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         """The tables (2-d float inputs) and indices (integer inputs) of the graph's gathers:
         ``F.embedding(idx, table)``, ``table[idx]``, ``table.index_select(0, idx)``, each an
         input of the forward used only that way."""
-        self.tables, self.indices = set(), set()
+        self.tables, self.indices, self.prefix_gathers = set(), set(), set()
         for n in calls:
             if n.target not in _GATHERS:
                 continue
             table, idx = self._gather_args(n)
+            if _counts_from_zero(idx) and table.op == "placeholder":
+                # ``pos(arange(T))``: a table's first T rows, read as ``pos[:T]`` (a GPT's
+                # position embedding; _prefix), not gathered
+                self.prefix_gathers.add(n)
+                continue
             for x, what in ((table, "table"), (idx, "index")):
                 if x.op != "placeholder":
                     raise NoTemplate(f"a gather whose {what} is computed ({x.name}), not an input")
@@ -1634,6 +1654,9 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         input node records which of its dimensions each of the view's is (``vdims``)."""
         node = self.nodes[src]
         ref, old, vdims = node.attrs["ref"], tuple(node.attrs["vshape"]), node.attrs["vdims"]
+        # vdims placed against the rows carry a 1 (None) for each leading dimension the view
+        # lacks: the view's own are the last len(old) (``pos[:T][None]``)
+        vdims = list(vdims)[len(vdims) - len(old) :]
         new = tuple(n.meta["val"].shape)
         if n.target == aten.expand.default:
             lead = len(new) - len(old)
@@ -1697,19 +1720,24 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             return moved.build(list(range(nd)))
         return moved
 
-    def _prefix(self, n: torch.fx.Node) -> bool:
+    def _prefix(self, n: torch.fx.Node, src=None, dim=None, start=None, step=None) -> bool:
         """``pos[: x.shape[1]]``: the first rows of an input along one of its own dimensions
         (other than the last), as long as the rows' dimension it meets. Read through its
         strides at the rows' coordinates, which stay below that length, it reads the prefix:
-        the wrapper narrows it to the rows' size there (``prefix``: the input's dimensions)."""
-        src, a = n.args[0], n.args
+        the wrapper narrows it to the rows' size there (``prefix``: the input's dimensions).
+        ``n`` a slice, or (``src``, ``dim``, ``start``, ``step`` given) another op that takes
+        the same rows (an embedding of ``arange(T)``)."""
+        if src is None:
+            a = n.args
+            src = a[0]
+            dim = a[1] if len(a) > 1 else 0
+            start, step = (a[2] if len(a) > 2 else 0), (a[4] if len(a) > 4 else 1)
         held = self.env.get(src)
         node = self.nodes[held] if isinstance(held, int) else None
         if node is None or node.kind != "input" or node.attrs.get("vshape") is None:
             return False
         ndim = len(src.meta["val"].shape)
-        dim = (a[1] if len(a) > 1 else 0) % max(ndim, 1)
-        start, step = (a[2] if len(a) > 2 else 0), (a[4] if len(a) > 4 else 1)
+        dim = dim % max(ndim, 1)
         own = node.attrs["vdims"][len(node.attrs["vdims"]) - ndim :][dim]
         if dim == ndim - 1 or start not in (0, None) or step != 1 or own is None:
             return False
@@ -2199,18 +2227,33 @@ def _order_kept(shape, dims) -> bool:
     return moved == sorted(moved)
 
 
+def _counts_from_zero(idx) -> bool:
+    """Whether ``idx`` is ``torch.arange(T)``: 0, 1, ..., T - 1."""
+    if not isinstance(idx, torch.fx.Node) or idx.target != aten.arange.default:
+        return False
+    return len(idx.args) == 1 and not idx.meta["val"].is_floating_point()
+
+
 def _groups_of(shape: tuple, row_shape: tuple) -> tuple | None:
-    """(j, g, shape) when ``shape`` is ``row_shape[:j] + (g, n)`` with ``g`` dividing
-    ``row_shape[j]``: the rows' elements in groups of ``n`` contiguous ones (a group norm's
-    ``x.reshape(batch, groups, -1)``); else None."""
+    """(j, g, shape, fixed) when ``shape`` is ``row_shape[:j] + (g, n)``: the rows' elements in
+    groups of ``n`` contiguous ones; else None. ``fixed`` says which of the two stays when the
+    sizes change: "count" where ``g`` divides ``row_shape[j]`` (a group norm's
+    ``x.reshape(batch, groups, -1)``: so many groups of a channel dimension), "size" where the
+    groups are runs of ``n`` dividing the trailing dimensions (group-wise quantisation's
+    ``x.view(-1, 128)``: so many elements a group, however many rows). A guess the correctness
+    gate checks at the workload's other sizes."""
     shape, row_shape = tuple(shape), tuple(row_shape)
     j = len(shape) - 2
     if j < 0 or j >= len(row_shape) or shape[:j] != row_shape[:j]:
         return None
     g, n = shape[j], shape[j + 1]
-    if g < 1 or row_shape[j] % g or g * n != math.prod(row_shape[j:]):
+    if g < 1 or n < 1 or g * n != math.prod(row_shape[j:]):
         return None
-    return (j, g, shape)
+    if row_shape[j] % g == 0:
+        return (j, g, shape, "count")
+    if math.prod(row_shape[j + 1 :]) % n == 0 or n % math.prod(row_shape[j + 1 :]) == 0:
+        return (j, g, shape, "size")
+    return None
 
 
 def _cat_of(nodes: list[IRNode], i: int) -> str:

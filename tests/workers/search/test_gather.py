@@ -1,10 +1,10 @@
 """Rows of a table picked by integer indices (issue 11, "generality"): an embedding lookup,
 ``table[idx]``, ``index_select``, alone, scaled, with a position table per token added and
 layer-normed (a transformer's input embedding), the first rows of a longer position table
-(``pos[: idx.shape[1]]``). Each gets a candidate that reads each table row
-where its index points (no copy of the table) and computes the reference on the interpreter at
-the traced sizes and at others; ``table[idx]`` counts a negative index from the end as torch
-does."""
+(``pos[: idx.shape[1]]``, or the table looked up at ``arange(T)``). Each gets a candidate that
+reads each table row where its index points (no copy of the table) and computes the reference
+on the interpreter at the traced sizes and at others; ``table[idx]`` counts a negative index
+from the end as torch does."""
 
 from __future__ import annotations
 
@@ -54,6 +54,24 @@ GATHERS = {
     "positions-prefix": (
         _problem(
             "F.embedding(idx, table) + pos[: idx.shape[1]]",
+            TOKENS + ", torch.randn(t + 5, d)",
+            "idx, table, pos",
+        ),
+        "elementwise",
+    ),
+    # GPT-2's input: the position table looked up at arange(T), its first T rows (session 47)
+    "positions-by-arange": (
+        _problem(
+            "F.embedding(idx, table) + F.embedding(torch.arange(idx.shape[1]), pos)[None]",
+            TOKENS + ", torch.randn(t + 5, d)",
+            "idx, table, pos",
+        ),
+        "elementwise",
+    ),
+    # the prefix given a leading 1 before it is added (its dimensions were misplaced)
+    "positions-prefix-unsqueezed": (
+        _problem(
+            "F.embedding(idx, table) + pos[: idx.shape[1]][None]",
             TOKENS + ", torch.randn(t + 5, d)",
             "idx, table, pos",
         ),

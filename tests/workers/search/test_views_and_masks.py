@@ -230,6 +230,41 @@ def test_a_norm_reads_each_channels_weight_inside_its_rows(source, sizes, says, 
         assert not isinstance(err, str) and err < 1e-4, result["errs"]
 
 
+GROUP_QUANT = (
+    HEADER
+    + """rows = 6
+cols = 64
+group = 16
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        g = x.view(-1, group)
+        scale = g.abs().amax(dim=-1, keepdim=True).clamp(min=1e-8) / 127.0
+        q = torch.clamp(torch.round(g / scale), -127, 127)
+        return (q * scale).view_as(x)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+"""
+    + FOOTER
+)
+
+
+def test_group_wise_quantisation_reads_groups_of_a_fixed_size_at_every_size(tmp_path):
+    """Symmetric int8 quantisation with one scale per run of 16 values (``x.view(-1, 16)``,
+    then viewed back): rows are the groups, so many elements each whatever the tensor's size.
+    The reference is met at the traced sizes, with more rows, and with wider rows."""
+    sizes = [{}, {"rows": 11}, {"cols": 256}, {"rows": 1, "cols": 16}]
+    result = check_rendered({"q": GROUP_QUANT}, ROW_VARIANTS, {"q": sizes}, str(tmp_path))["q"]
+    assert result["family"] == "row", result
+    assert "groups of 16 contiguous elements (as traced, 24 of them)" in result["summary"]
+    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
 TRIPLET = (
     HEADER
     + """batch_size = 37

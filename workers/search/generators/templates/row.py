@@ -881,7 +881,10 @@ def _source_row(plan: Plan, p: dict) -> str:
                 inner += f"        {below}{j} = math.prod({sh}[k] for k in {group[j + 1 :]})\n"
                 inner += f"        {stride}{j} = math.prod({sh}[{d + 1}:])\n"
     chunk = plan.extra.get("chunk")
-    if chunk:  # groups of contiguous elements: g per row of the leading dimensions
+    if chunk and chunk[3:] == ["size"]:  # groups of so many contiguous elements
+        row_len = f"{chunk[2]}"
+        groups = f"({ref0}.numel() // {chunk[2]})"
+    elif chunk:  # groups of contiguous elements: g per row of the leading dimensions
         groups = f"math.prod({ref0}.shape[:{chunk[0]}]) * _ke_groups(self, {chunk[1]})"
         row_len = f"{ref0}.numel() // max(1, {groups})"
     if full:
