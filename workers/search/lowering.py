@@ -688,11 +688,24 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 n.op = "col"
                 n.attrs.pop("dim", None)
             _categorise(plan)  # a row's index within its matrix (constant along it) is not
-        if strided and per_row and len(per_row) == sum(n.id in used for n in plan.inputs("bcast")):
+        # Broadcast inputs that vary along the reduced dimension too (a token mask [B, S, 1]
+        # of a masked mean over S): expanded and moved as the others, read along the row
+        # through their stride there.
+        along_red = [
+            n
+            for n in plan.inputs("bcast")
+            if n.id in used
+            and len(n.attrs["bshape"]) == ndim
+            and int(n.attrs["bshape"][red]) != 1
+            and int(n.attrs["bshape"][-1]) == 1
+            and not n.attrs.get("gather")
+        ]
+        moving = per_row + along_red
+        if strided and moving and len(moving) == sum(n.id in used for n in plan.inputs("bcast")):
             # The rows' shape with the reduced dimension moved last: the broadcast inputs are
-            # expanded to it and read per row (their column stride 0).
+            # expanded to it and read per row (their column stride 0), or along it.
             plan.extra["bcast_moved"] = red - ndim
-            for n in per_row:
+            for n in moving:
                 b = list(n.attrs["bshape"])
                 n.attrs["bshape_in"] = b
                 n.attrs["bshape"] = b[:red] + b[red + 1 :] + [b[red]]
@@ -1533,7 +1546,22 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         elif not isinstance(src, int) or _cat_of(self.nodes, src) != "rowscalar" or self.full:
             return False
         dims = [dims] if isinstance(dims, int) else list(dims or [])
-        every = not dims or sorted(d % max(len(shape), 1) for d in dims) == list(range(len(shape)))
+        ndim = len(shape)
+        if (
+            ndim == len(self.row_shape)
+            and len(dims) == 1
+            and dims[0] % max(ndim, 1) == self.red_dim
+            and self.red_dim is not None
+            and self.red_dim < ndim - 1
+            and shape[-1] == 1
+            and _broadcasts(shape, self.row_shape)
+        ):
+            # A value one per last-dimension row ([B, S, 1], a token mask) summed over the
+            # middle dimension the rows already run along (a masked mean's
+            # ``(x * m).sum(1) / m.sum(1)``): its elements vary along those rows, each row's
+            # own reduction of it (as broadcast), not a fold over rows.
+            return False
+        every = not dims or sorted(d % max(ndim, 1) for d in dims) == list(range(ndim))
         if not every or math.prod(shape) * self._n() != math.prod(self.row_shape):
             raise NoTemplate(
                 f"{n.target} reduces a per-row value over part of the rows; templates fold it "

@@ -265,6 +265,42 @@ def test_group_wise_quantisation_reads_groups_of_a_fixed_size_at_every_size(tmp_
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
+MASKED_MEAN = (
+    HEADER
+    + """batch_size = 3
+seq = 20
+hidden = 24
+
+
+class Model(nn.Module):
+    def forward(self, x, mask):
+        m = mask.unsqueeze(-1).to(x.dtype)
+        return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+
+def get_inputs():
+    mask = torch.rand(batch_size, seq) > 0.3
+    mask[0] = False  # a sequence with no token kept: 0, not NaN
+    return [torch.randn(batch_size, seq, hidden), mask]
+"""
+    + FOOTER
+)
+
+
+def test_a_masked_mean_over_tokens_reads_the_mask_along_each_row(tmp_path):
+    """Sentence-embedding pooling, ``(x * m).sum(1) / m.sum(1)`` with a token mask [B, S, 1]:
+    the rows run over the tokens (a middle dimension), the mask varies along them and is the
+    same for every hidden unit. Refused before ("reduces a per-row value over part of the
+    rows"); now each row sums its own mask, at the traced sizes and at others."""
+    sizes = [{}, {"seq": 37, "hidden": 5}, {"batch_size": 1, "seq": 1}]
+    result = check_rendered({"m": MASKED_MEAN}, ROW_VARIANTS, {"m": sizes}, str(tmp_path))["m"]
+    assert result["family"] == "row", result
+    assert "row-wise over dimension 1 of 3: reductions [sum, sum]" in result["summary"]
+    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
 TRIPLET = (
     HEADER
     + """batch_size = 37
