@@ -287,15 +287,58 @@ def get_inputs():
 )
 
 
-def test_a_masked_mean_over_tokens_reads_the_mask_along_each_row(tmp_path):
-    """Sentence-embedding pooling, ``(x * m).sum(1) / m.sum(1)`` with a token mask [B, S, 1]:
-    the rows run over the tokens (a middle dimension), the mask varies along them and is the
-    same for every hidden unit. Refused before ("reduces a per-row value over part of the
-    rows"); now each row sums its own mask, at the traced sizes and at others."""
-    sizes = [{}, {"seq": 37, "hidden": 5}, {"batch_size": 1, "seq": 1}]
-    result = check_rendered({"m": MASKED_MEAN}, ROW_VARIANTS, {"m": sizes}, str(tmp_path))["m"]
+CHANNEL_SOFTMAX_BIAS = (
+    HEADER
+    + """batch_size = 2
+channels = 6
+height = 5
+width = 7
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(channels, 1, 1))
+
+    def forward(self, x):
+        return torch.sigmoid((torch.softmax(x, dim=1) + self.bias) * 2.0)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width)]
+"""
+    + FOOTER
+)
+
+
+@pytest.mark.parametrize(
+    "source, sizes, says",
+    [
+        (
+            MASKED_MEAN,
+            [{}, {"seq": 37, "hidden": 5}, {"batch_size": 1, "seq": 1}],
+            "row-wise over dimension 1 of 3: reductions [sum, sum]",
+        ),
+        (
+            CHANNEL_SOFTMAX_BIAS,
+            [{}, {"height": 1, "width": 9}],
+            "row-wise over dimension 1 of 4: reductions [max, sum]",
+        ),
+    ],
+    ids=["masked-mean", "channel-softmax-then-bias"],
+)
+def test_an_input_that_varies_along_a_middle_reduction_is_read_along_each_row(
+    source, sizes, says, tmp_path
+):
+    """Sentence-embedding pooling, ``(x * m).sum(1) / m.sum(1)`` with a token mask [B, S, 1],
+    and a softmax over the channels followed by a bias per channel [C, 1, 1] (KernelBench level
+    2's 91 after its convolution): the rows run over a middle dimension, and the input varies
+    along it, the same for every element of the last. The first was refused ("reduces a
+    per-row value over part of the rows"), the second took a kernel more; each row now reads
+    its own elements of it, at the traced sizes and at others (a fully masked sequence: 0)."""
+    result = check_rendered({"m": source}, ROW_VARIANTS, {"m": sizes}, str(tmp_path))["m"]
     assert result["family"] == "row", result
-    assert "row-wise over dimension 1 of 3: reductions [sum, sum]" in result["summary"]
+    assert says in result["summary"], result["summary"]
     assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
     for err in result["errs"]:
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
