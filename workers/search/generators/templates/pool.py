@@ -26,6 +26,43 @@ from workers.search.ir import Plan
 
 _KERNEL = """
 @triton.jit
+def _ke_pool_start(TOTAL, D, H, W, OD, OH, OW, SD: tl.constexpr, SH: tl.constexpr,
+                   SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                   BLOCK: tl.constexpr, I32: tl.constexpr):
+    # The program's BLOCK outputs: their flat offsets, mask, the window's first input
+    # position along each dimension and the offset of their (batch, channel) plane.
+    # I32: every index fits 32 bits, and the six divisions per output element run in them
+    if I32:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    bc = t // OD
+    return offs, offs < TOTAL, od * SD - PD, oh * SH - PH, ow * SW - PW, bc * D * H * W
+
+
+@triton.jit
+def _ke_pool_average(acc, count, d0, h0, w0, D, H, W, KD: tl.constexpr, KH: tl.constexpr,
+                     KW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                     INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr):
+    # The window's sum over its divisor: divisor_override, the window clipped to the padded
+    # input, or the positions inside the input.
+    if DIVISOR > 0:
+        out = acc / DIVISOR
+    elif INCLUDE_PAD:
+        size = (tl.minimum(d0 + KD, D + PD) - d0) * (tl.minimum(h0 + KH, H + PH) - h0)
+        size = size * (tl.minimum(w0 + KW, W + PW) - w0)
+        out = acc / size.to(tl.float32)
+    else:
+        out = acc / count
+    return out
+
+
+@triton.jit
 def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
              KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
              SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
@@ -33,22 +70,8 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
              DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
              MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
              BLOCK: tl.constexpr, I32: tl.constexpr):
-    # I32: every index fits 32 bits, and the six divisions per output element run in them
-    if I32:
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    else:
-        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < TOTAL
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    bc = t // OD
-    d0 = od * SD - PD
-    h0 = oh * SH - PH
-    w0 = ow * SW - PW
-    base = bc * D * H * W
+    offs, mask, d0, h0, w0, base = _ke_pool_start(TOTAL, D, H, W, OD, OH, OW, SD, SH, SW,
+                                                  PD, PH, PW, BLOCK, I32)
     if MAX:
         acc = tl.full([BLOCK], float("-inf"), tl.float32)
     else:
@@ -74,14 +97,8 @@ def _ke_pool(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
                     acc += v
                     count += ok.to(tl.float32)
     if not MAX:
-        if DIVISOR > 0:
-            acc = acc / DIVISOR
-        elif INCLUDE_PAD:
-            size = (tl.minimum(d0 + KD, D + PD) - d0) * (tl.minimum(h0 + KH, H + PH) - h0)
-            size = size * (tl.minimum(w0 + KW, W + PW) - w0)
-            acc = acc / size.to(tl.float32)
-        else:
-            acc = acc / count
+        acc = _ke_pool_average(acc, count, d0, h0, w0, D, H, W, KD, KH, KW, PD, PH, PW,
+                               INCLUDE_PAD, DIVISOR)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -94,21 +111,8 @@ def _ke_pool_tile(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
                   MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
                   BLOCK: tl.constexpr, KWP: tl.constexpr, I32: tl.constexpr):
     # one window row of each of BLOCK outputs at a time, as a [BLOCK, KWP] tile
-    if I32:
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    else:
-        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < TOTAL
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    bc = t // OD
-    d0 = od * SD - PD
-    h0 = oh * SH - PH
-    w0 = ow * SW - PW
-    base = bc * D * H * W
+    offs, mask, d0, h0, w0, base = _ke_pool_start(TOTAL, D, H, W, OD, OH, OW, SD, SH, SW,
+                                                  PD, PH, PW, BLOCK, I32)
     kw = tl.arange(0, KWP)
     wk = w0[:, None] + kw[None, :] * DW
     okw = mask[:, None] & (kw[None, :] < KW) & (wk >= 0) & (wk < W)
@@ -137,14 +141,8 @@ def _ke_pool_tile(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
     if MAX:
         acc = tl.where(nan > 0, float("nan"), acc)
     else:
-        if DIVISOR > 0:
-            acc = acc / DIVISOR
-        elif INCLUDE_PAD:
-            size = (tl.minimum(d0 + KD, D + PD) - d0) * (tl.minimum(h0 + KH, H + PH) - h0)
-            size = size * (tl.minimum(w0 + KW, W + PW) - w0)
-            acc = acc / size.to(tl.float32)
-        else:
-            acc = acc / count
+        acc = _ke_pool_average(acc, count, d0, h0, w0, D, H, W, KD, KH, KW, PD, PH, PW,
+                               INCLUDE_PAD, DIVISOR)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 """
 
