@@ -466,9 +466,14 @@ def _compiled(state, key: tuple, model, mode: str | None):
     return cache[key][1]
 
 
-def _reference_fn(job, case, model, name: str, seed: int):
+def _peer_key(job, case, name: str) -> tuple:
+    """A peer of a case, as the child keeps what it made for it (its compiled model)."""
     overrides = json.dumps(case.get("overrides") or {}, sort_keys=True)
-    key = (job.problem_hash, overrides, case.get("dtype"), name, job.train)
+    return (job.problem_hash, overrides, case.get("dtype"), name, job.train)
+
+
+def _reference_fn(job, case, model, name: str, seed: int):
+    key = _peer_key(job, case, name)
     if name == C.BASELINE_EAGER:
         return model
     if name == C.BASELINE_COMPILE:
@@ -565,9 +570,7 @@ def _peer_model(job, case, name: str, ref):
     """The eager model a peer computes (a compiled model wraps the one it was first built
     from, which a later job's seed may have filled with other weights), or None."""
     if name in (C.BASELINE_COMPILE, C.BASELINE_MAX_AUTOTUNE):
-        overrides = json.dumps(case.get("overrides") or {}, sort_keys=True)
-        key = (job.problem_hash, overrides, case.get("dtype"), name, job.train)
-        entry = job.state.__dict__.get("compiled", {}).get(key)
+        entry = job.state.__dict__.get("compiled", {}).get(_peer_key(job, case, name))
         return entry[0] if entry else None
     return ref if name == C.BASELINE_INCUMBENT else None
 
@@ -580,11 +583,8 @@ def _peer_check_key(job, case: dict, args: dict, name: str, seed: int) -> tuple:
     """What a peer's check depends on: the peer (the incumbent by its source), the case, the
     inputs' seed and the tolerance. The candidate does not enter it."""
     source = args.get("incumbent_source") if name == C.BASELINE_INCUMBENT else None
-    return (
-        getattr(job, "problem_hash", None), json.dumps(case.get("overrides") or {}, sort_keys=True),
-        case.get("dtype"), name, getattr(job, "train", False), seed,
-        json.dumps(args.get("tolerance"), sort_keys=True), hash(source),
-    )  # fmt: skip
+    tolerance = json.dumps(args.get("tolerance"), sort_keys=True)
+    return (*_peer_key(job, case, name), seed, tolerance, hash(source))
 
 
 def check_peers(job, case: dict, args: dict, ref, sides: dict, seed: int = 0) -> dict:
@@ -599,7 +599,7 @@ def check_peers(job, case: dict, args: dict, ref, sides: dict, seed: int = 0) ->
     if not args.get("deterministic", True):
         return {}
     known = job.state.__dict__.setdefault("peer_checks", {})
-    checks, inputs = {}, None
+    checks = {}
     for name in C.PEERS:
         side, model = sides.get(name), _peer_model(job, case, name, ref)
         if side is None or model is None:
@@ -608,7 +608,7 @@ def check_peers(job, case: dict, args: dict, ref, sides: dict, seed: int = 0) ->
         if key in known:
             checks[name] = dict(known[key])
             continue
-        inputs = inputs if inputs is not None else side.sets[0]
+        inputs = side.sets[0]  # every side's sets are the case's
         checker = CaseChecker(job, case, args, 0)
         try:
             with torch.no_grad():

@@ -218,7 +218,7 @@ def _source_pool(plan: Plan, p: dict) -> str:
             if p.get("window") == "tile":
                 # the tile's elements, not its outputs, are the block
                 kwp = triton.next_power_of_2(kernel[2])
-                block = max(1, min(max(p["block"] // kwp, 1), triton.next_power_of_2(total)))
+                block = min(max(p["block"] // kwp, 1), triton.next_power_of_2(total))
                 grid = (triton.cdiv(total, block),)
                 _ke_pool_tile[grid](xin, out, total, *geometry, BLOCK=block, KWP=kwp, **flags)
             else:
