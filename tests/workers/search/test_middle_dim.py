@@ -157,6 +157,7 @@ problems, folder = json.loads(sys.argv[1]), sys.argv[2]
 table = {"42,20,float32": [0, 1, 8, 1, 2, 3, 1], "21,20,float32": [1, 2, 32, 1, 1, 0, 0]}
 # The last: one pass over two chunks (16 + 4 lanes for rows of 20) along strided rows.
 variants = [{}, {"strategy": "looped", "block_n": 4}, {"max_rows": 4, "tile": 64},
+            {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
             {"table": table}, {"table": {"21,20,float32": [2, 2, 16, 1, 1, 0, 1]}}]
 out = {}
 for name, src in problems.items():
@@ -193,6 +194,22 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
     assert got["family"] == "row" and got["red_dim"] is not None and got["red_dim"] < -1
     for err in got["errs"]:
         assert isinstance(err, float) and err < 1e-5, got
+
+
+def test_the_first_seed_of_a_middle_dimension_holds_64_rows_a_tile():
+    """Its loads are as wide as the tile's rows: the search starts from the launch the tuner
+    chose on the H200 (KernelBench 47, 48), and a last-dimension reduction does not."""
+    from workers.search.generators.base import GenerationContext
+    from workers.search.generators.template import TemplateGenerator
+
+    def first(src):
+        return TemplateGenerator().propose(GenerationContext(src, platform="interpret"), 3)[0]
+
+    middle = first(PROBLEMS["mean_dim1"])
+    assert (middle.params["max_rows"], middle.params["tile"], middle.params["stages"]) == (
+        64, 8192, 1)  # fmt: skip
+    last = first(PROBLEMS["mean_dim1"].replace("dim=1", "dim=-1"))
+    assert last.params["max_rows"] == 16
 
 
 def test_the_summary_says_which_dimension():

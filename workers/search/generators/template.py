@@ -101,6 +101,7 @@ __all__ = [
     "row_neighbour",
     "row_policy",
     "row_shape",
+    "shape_seeds",
 ]
 
 # The values each parameter may take, in order (mutation moves to a neighbour).
@@ -114,7 +115,7 @@ SPACES: dict[str, dict[str, list]] = {
         "strategy": ["auto", "one_pass", "looped"],
         "max_one_pass": [2048, 4096, 8192, 16384, 32768, 65536],
         "tile": [512, 1024, 2048, 4096, 8192, 16384, 32768],
-        "max_rows": [1, 2, 4, 8, 16, 32],
+        "max_rows": [1, 2, 4, 8, 16, 32, 64],
         "block_n": [256, 512, 1024, 2048, 4096, 8192],
         "vec": [1, 2, 4, 8, 16, 32],
         "stages": [1, 2, 3, 4],
@@ -248,7 +249,14 @@ SEEDS: dict[str, list[dict]] = {
         {"block_m": 16, "block_n": 64, "block_k": 128, "warps": 4, "stages": 4, "group_m": 1},
     ],
     "cross_entropy": [{"strategy": "two_pass", "block_v": 2048}, {"block_v": 8192, "vec": 16}],
-    "scan": [{"block": 4096, "warps": 8}, {"block": 256, "rows": 4, "warps": 2}],
+    "scan": [
+        {"block": 4096, "warps": 8},
+        # several whole rows a program (the block is cut to the row): Inductor's scans tune
+        # their rows per program; one row of 2048 a program ran at 0.93-0.95x of compile on
+        # an H100 (KernelBench 89, 90, 93, session 43)
+        {"block": 8192, "rows": 4, "warps": 8},
+        {"block": 256, "rows": 4, "warps": 2},
+    ],
     "pool": [
         # the window's rows as vectors: few outputs with wide windows, or strides as wide as
         # the window (a tile is then one contiguous run of the input)
@@ -375,6 +383,21 @@ def _valid(family: str, p: dict, plan: Plan | None = None) -> bool:
     return True
 
 
+def shape_seeds(plan: Plan) -> list[dict]:
+    """Seeds the plan's shape calls for, tried before the family's fixed ones.
+
+    Rows along a middle dimension (a sum over dim 1 of [B, R, D]): a tile's rows are adjacent
+    in memory and its columns a row of D apart, so the load is as wide as the tile has rows.
+    The fixed seeds hold 16 rows (64-byte runs); 64 rows a tile, 8 warps and one stage is
+    what the per-case tuner chose on the H200 for KernelBench 47 and 48 (accepted at 1.012x
+    over compile, where the fixed seeds stayed at 0.89-0.97x; docs/benchmarks.md, session 34).
+    """
+    last = plan.stages[-1] if plan.stages else plan
+    if rest_family(plan.family) == "row" and last.extra.get("red_dim", -1) != -1:
+        return [{"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1}]
+    return []
+
+
 def rest_family(family: str) -> str:
     """The second stage's family of a staged one (``matmul+row`` -> ``row``)."""
     return family.split("+", 1)[-1]
@@ -429,6 +452,7 @@ class TemplateGenerator:
         out: list[tuple[dict, str, str]] = []
         if ctx.mode == EDGE_SEED or not parents:
             cands = [dict(DEFAULTS[fam])] + [{**DEFAULTS[fam], **s} for s in SEEDS[fam]]
+            cands = [{**DEFAULTS[fam], **s} for s in shape_seeds(plan)] + cands
             dots = [k for k in DEFAULTS[fam] if k.endswith("fp32_dot")]
             if dots and tf32_allowed(ctx.workload):
                 # A tolerance that admits TF32 (KernelBench's 1e-2) and no edge cases: the
