@@ -1110,6 +1110,13 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 # ``arange(C).view(1, C, 1, 1)``: each element's coordinate along dimension d
                 self.env[n] = self.new("pw", op="coord", attrs={"whole": True, "dim": big[0]})
                 return
+            if _coords_only(self.nodes, src) and _lead_ones_dropped(shape) == _lead_ones_dropped(
+                a[0].meta["val"].shape
+            ):
+                # Index arithmetic cast or given leading 1s (ALiBi's ``(j - i).float()`` of two
+                # aranges): the same values at the same coordinates, computed in the kernel.
+                self.env[n] = src
+                return
             if self.nodes[src].op == "col" and shape and math.prod(shape) == shape[-1]:
                 self.env[n] = src  # the column index viewed or cast: each column's own still
                 return
@@ -2282,6 +2289,26 @@ def _groups_of(shape: tuple, row_shape: tuple) -> tuple | None:
     if math.prod(row_shape[j + 1 :]) % n == 0 or n % math.prod(row_shape[j + 1 :]) == 0:
         return (j, g, shape, "size")
     return None
+
+
+def _coords_only(nodes: list[IRNode], i: int) -> bool:
+    """Whether value ``i`` is computed from element coordinates and constants alone (an
+    ``arange`` along the row or the rows, and arithmetic on it): no input is read."""
+    n = nodes[i]
+    if n.kind == "const":
+        return True
+    if n.kind != "pw":
+        return False
+    if n.op in ("col", "col_lt", "mrow", "coord"):
+        return True
+    return bool(n.args) and all(_coords_only(nodes, a) for a in n.args if isinstance(a, int))
+
+
+def _lead_ones_dropped(shape) -> tuple:
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def _cat_of(nodes: list[IRNode], i: int) -> str:

@@ -265,6 +265,40 @@ def test_group_wise_quantisation_reads_groups_of_a_fixed_size_at_every_size(tmp_
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
+DISTANCE_BIAS = (
+    HEADER
+    + """batch_size = 2
+heads = 3
+tokens = 12
+
+
+class Model(nn.Module):
+    def forward(self, scores):
+        t = scores.shape[-1]
+        pos = torch.arange(t, device=scores.device)
+        distance = (pos[None, :] - pos[:, None]).abs().to(scores.dtype)
+        return torch.softmax(scores - 0.25 * distance, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, heads, tokens, tokens)]
+"""
+    + FOOTER
+)
+
+
+def test_a_bias_computed_from_two_aranges_is_index_arithmetic_in_the_kernel(tmp_path):
+    """A penalty by distance between query and key (``(j - i).abs()`` of two aranges, cast to
+    the scores' dtype) was refused ("changes the row layout"): it is the elements' own
+    coordinates, the same at every batch and head. Met at the traced sizes and others."""
+    sizes = [{}, {"tokens": 37}, {"batch_size": 1, "heads": 1, "tokens": 1}]
+    result = check_rendered({"d": DISTANCE_BIAS}, ROW_VARIANTS, {"d": sizes}, str(tmp_path))["d"]
+    assert result["family"] == "row", result
+    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
 MASKED_MEAN = (
     HEADER
     + """batch_size = 3
