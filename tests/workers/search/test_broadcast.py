@@ -218,7 +218,7 @@ from workers.search.trace import trace_problem
 
 plan = trace_problem(sys.argv[1])
 fn = P.load_module(render(plan, DEFAULTS["elementwise"]), "rows", sys.argv[2])._ke_broadcast
-ce = {"ROWS": 4, "BLOCK": 256}
+ce = {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}
 sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
 sig.update({c: "constexpr" for c in ce})
 ttgir = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),

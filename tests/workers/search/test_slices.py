@@ -270,7 +270,7 @@ out = {}
 for i, src in enumerate(json.loads(sys.argv[1])):
     fn = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), f"m{i}", sys.argv[2])
     fn = fn._ke_broadcast
-    ce = {"ROWS": 4, "BLOCK": 256}
+    ce = {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
     sig.update({c: "constexpr" for c in ce})
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),

@@ -187,7 +187,7 @@ out = {}
 for name, (src, ints) in json.loads(sys.argv[1]).items():
     fn = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), name, sys.argv[2])
     fn = fn._ke_broadcast
-    ce = {"ROWS": 4, "BLOCK": 256}
+    ce = {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}
     sig = {a: ("*i64" if a in ints else "*fp32") if a.endswith("_ptr") else "i32"
            for a in fn.arg_names if a not in ce}
     sig.update({c: "constexpr" for c in ce})

@@ -156,6 +156,8 @@ SPACES: dict[str, dict[str, list]] = {
         "rows": [1, 2, 4, 8, 16],
         "warps": [1, 2, 4, 8, 16],
         "segments": [0, 1, 2, 4, 8, 16],
+        # 1: the row length a compile-time constant (a kernel per length, as compile's)
+        "static": [0, 1],
     },
     "cross_entropy": {
         "strategy": ["online", "two_pass"],
@@ -199,7 +201,13 @@ DEFAULTS: dict[str, dict] = {
         "kmajor": 0,
     },
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
-    "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0},  # 0: by the row count
+    "scan": {
+        "block": 1024,
+        "rows": 1,
+        "warps": 4,
+        "segments": 0,
+        "static": 1,
+    },  # segments 0: by the row count
     "pool": {"block": 256, "warps": 4, "window": "loop"},
     "conv": {
         "block_m": 128,

@@ -102,15 +102,26 @@ def _scan_kernel(plan: Plan) -> str:
     op, reverse = scan.op, bool(scan.attrs["reverse"])
     ident = _IDENTITY[op]
     body = [
+        # NC > 0: the row length is a compile-time constant (Inductor's static-shape kernels:
+        # the block loop's trip count and the column masks are known); I32: every offset fits
+        # 32 bits, so index arithmetic runs in them (both ran at 0.92-0.95x of compile on an
+        # H100 without: KernelBench 89, 90, 93)
+        "if NC > 0:",
+        "    N = NC",
         "pid = tl.program_id(0)",
         "seg = tl.program_id(1)",
-        "rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]",
+        "rows = (pid * ROWS + tl.arange(0, ROWS))[:, None]",
+        "if not I32:",
+        "    rows = rows.to(tl.int64)",
         "rmask = rows < M",
         "lane = tl.arange(0, BLOCK)[None, :]",
         f"carry = tl.full([ROWS, 1], {ident}, tl.float32)",
         "blocks = tl.cdiv(N, BLOCK)",
         "b0 = seg * PER",
         "b1 = tl.minimum(b0 + PER, blocks)",
+        "if PHASE == 0:  # the whole row: a trip count known where N is",
+        "    b0 = 0",
+        "    b1 = blocks",
         "if PHASE == 2:  # the totals of the segments before this one, in order",
         "    sidx = tl.arange(0, SP)[None, :]",
         "    before = sidx > seg" if reverse else "    before = sidx < seg",
@@ -156,7 +167,7 @@ def _scan_kernel(plan: Plan) -> str:
     return _kernel(
         "_ke_scan",
         plan,
-        ["ROWS", "BLOCK", "PHASE", "SP"],
+        ["ROWS", "BLOCK", "PHASE", "SP", "NC", "I32"],
         body,
         ["M", "N", "K", "part_ptr", "S", "PER"],
     )
@@ -215,6 +226,8 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + "        for phase in ((1, 2) if segs > 1 else (0,)):\n"
         + f"            _ke_scan[(tiles, segs)]({', '.join(args)}, M, N, K, part, segs, per,\n"
         + "                                    ROWS=rows, BLOCK=block, PHASE=phase,\n"
+        + f"                                    NC=N if {p.get('static', 1)} else 0,\n"
+        + f"                                    I32={ref0}.numel() < 2**31,\n"
         + "                                    SP=max(triton.next_power_of_2(segs),\n"
         + f"                                           {32 * p['warps']} // rows),\n"
         + f"                                    num_warps={p['warps']})\n"
