@@ -389,9 +389,11 @@ def shape_seeds(plan: Plan) -> list[dict]:
     over compile, where the fixed seeds stayed at 0.89-0.97x; docs/benchmarks.md, session 34).
     On an H100 the same launch measured 0.94x, no better than the fixed seeds (session 48):
     a starting point, which the per-case tuner refines on the chip in hand.
+
+    A chain of kernels gets none: its product takes most of the time, and its first seeds
+    measure the product's two precisions on the same tiles.
     """
-    last = plan.stages[-1] if plan.stages else plan
-    if rest_family(plan.family) == "row" and last.extra.get("red_dim", -1) != -1:
+    if plan.family == "row" and not plan.stages and plan.extra.get("red_dim", -1) != -1:
         return [{"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1}]
     return []
 
