@@ -1110,8 +1110,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 # ``arange(C).view(1, C, 1, 1)``: each element's coordinate along dimension d
                 self.env[n] = self.new("pw", op="coord", attrs={"whole": True, "dim": big[0]})
                 return
-            if _coords_only(self.nodes, src) and _lead_ones_dropped(shape) == _lead_ones_dropped(
-                a[0].meta["val"].shape
+            if _coords_only(self.nodes, src) and _strip_ones(shape) == _strip_ones(
+                tuple(a[0].meta["val"].shape)
             ):
                 # Index arithmetic cast or given leading 1s (ALiBi's ``(j - i).float()`` of two
                 # aranges): the same values at the same coordinates, computed in the kernel.
@@ -2302,13 +2302,6 @@ def _coords_only(nodes: list[IRNode], i: int) -> bool:
     if n.op in ("col", "col_lt", "mrow", "coord"):
         return True
     return bool(n.args) and all(_coords_only(nodes, a) for a in n.args if isinstance(a, int))
-
-
-def _lead_ones_dropped(shape) -> tuple:
-    shape = tuple(shape)
-    while shape and shape[0] == 1:
-        shape = shape[1:]
-    return shape
 
 
 def _cat_of(nodes: list[IRNode], i: int) -> str:

@@ -98,6 +98,17 @@ ROW_VARIANTS = [
 ]
 
 
+def _row_kernels_meet_the_reference(source: str, sizes: list, folder) -> dict:
+    """``source``'s row candidate with each of ROW_VARIANTS at every size in ``sizes``, on the
+    interpreter: each within 1e-5 of the reference. The result, for what else a test reads."""
+    result = check_rendered({"p": source}, ROW_VARIANTS, {"p": sizes}, str(folder))["p"]
+    assert result["family"] == "row", result
+    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+    return result
+
+
 @pytest.mark.parametrize(
     "source, variants, sizes, family, says",
     [
@@ -257,12 +268,8 @@ def test_group_wise_quantisation_reads_groups_of_a_fixed_size_at_every_size(tmp_
     then viewed back): rows are the groups, so many elements each whatever the tensor's size.
     The reference is met at the traced sizes, with more rows, and with wider rows."""
     sizes = [{}, {"rows": 11}, {"cols": 256}, {"rows": 1, "cols": 16}]
-    result = check_rendered({"q": GROUP_QUANT}, ROW_VARIANTS, {"q": sizes}, str(tmp_path))["q"]
-    assert result["family"] == "row", result
+    result = _row_kernels_meet_the_reference(GROUP_QUANT, sizes, tmp_path)
     assert "groups of 16 contiguous elements (as traced, 24 of them)" in result["summary"]
-    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
-    for err in result["errs"]:
-        assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
 DISTANCE_BIAS = (
@@ -292,11 +299,7 @@ def test_a_bias_computed_from_two_aranges_is_index_arithmetic_in_the_kernel(tmp_
     the scores' dtype) was refused ("changes the row layout"): it is the elements' own
     coordinates, the same at every batch and head. Met at the traced sizes and others."""
     sizes = [{}, {"tokens": 37}, {"batch_size": 1, "heads": 1, "tokens": 1}]
-    result = check_rendered({"d": DISTANCE_BIAS}, ROW_VARIANTS, {"d": sizes}, str(tmp_path))["d"]
-    assert result["family"] == "row", result
-    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
-    for err in result["errs"]:
-        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+    _row_kernels_meet_the_reference(DISTANCE_BIAS, sizes, tmp_path)
 
 
 MASKED_MEAN = (
@@ -370,12 +373,8 @@ def test_an_input_that_varies_along_a_middle_reduction_is_read_along_each_row(
     along it, the same for every element of the last. The first was refused ("reduces a
     per-row value over part of the rows"), the second took a kernel more; each row now reads
     its own elements of it, at the traced sizes and at others (a fully masked sequence: 0)."""
-    result = check_rendered({"m": source}, ROW_VARIANTS, {"m": sizes}, str(tmp_path))["m"]
-    assert result["family"] == "row", result
+    result = _row_kernels_meet_the_reference(source, sizes, tmp_path)
     assert says in result["summary"], result["summary"]
-    assert len(result["errs"]) == len(sizes) * len(ROW_VARIANTS)
-    for err in result["errs"]:
-        assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
 TRIPLET = (

@@ -226,7 +226,7 @@ def _source_scan(plan: Plan, p: dict) -> str:
         + "        for phase in ((1, 2) if segs > 1 else (0,)):\n"
         + f"            _ke_scan[(tiles, segs)]({', '.join(args)}, M, N, K, part, segs, per,\n"
         + "                                    ROWS=rows, BLOCK=block, PHASE=phase,\n"
-        + f"                                    NC=N if {p.get('static', 1)} else 0,\n"
+        + f"                                    NC={'N' if p.get('static', 1) else 0},\n"
         + f"                                    I32={ref0}.numel() < 2**31,\n"
         + "                                    SP=max(triton.next_power_of_2(segs),\n"
         + f"                                           {32 * p['warps']} // rows),\n"
