@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.workers.search.child import check_chained, check_rendered, run_child
+from workers.search.generators.template import row_policy
 from workers.search.trace import trace_problem
 
 _HEAD = "import torch\nimport torch.nn as nn\n\n\n"
@@ -158,6 +159,7 @@ table = {"42,20,float32": [0, 1, 8, 1, 2, 3, 1], "21,20,float32": [1, 2, 32, 1, 
 # The last: one pass over two chunks (16 + 4 lanes for rows of 20) along strided rows.
 variants = [{}, {"strategy": "looped", "block_n": 4}, {"max_rows": 4, "tile": 64},
             {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
+            {"strategy": "looped", "block_n": 64, "max_rows": 64, "tile": 4096, "stages": 1},
             {"table": table}, {"table": {"21,20,float32": [2, 2, 16, 1, 1, 0, 1]}}]
 out = {}
 for name, src in problems.items():
@@ -196,19 +198,23 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
         assert isinstance(err, float) and err < 1e-5, got
 
 
-def test_the_first_seed_of_a_middle_dimension_holds_64_rows_a_tile():
-    """Its loads are as wide as the tile's rows: the search starts from the launch the tuner
-    chose on the H200 (KernelBench 47, 48), and a last-dimension reduction does not."""
+def test_the_first_seeds_of_a_middle_dimension_hold_64_rows_a_tile():
+    """Their loads are as wide as the tile's rows: the search starts from Inductor's launch on
+    the H100 (the looped kernel, 64 rows by 64 columns, 16 warps) and the one pass the tuner
+    chose on the H200 (KernelBench 47, 48); a last-dimension reduction does not."""
     from workers.search.generators.base import GenerationContext
     from workers.search.generators.template import TemplateGenerator
 
     def first(src):
-        return TemplateGenerator().propose(GenerationContext(src, platform="interpret"), 3)[0]
+        return TemplateGenerator().propose(GenerationContext(src, platform="interpret"), 3)[:2]
 
-    middle = first(PROBLEMS["mean_dim1"])
-    assert (middle.params["max_rows"], middle.params["tile"], middle.params["stages"]) == (
-        64, 8192, 1)  # fmt: skip
-    last = first(PROBLEMS["mean_dim1"].replace("dim=1", "dim=-1"))
+    looped, one_pass = first(PROBLEMS["mean_dim1"])
+    m, n = 128 * 255, 128  # KernelBench 47's rows at the bench's sizes
+    assert row_policy(looped.params, m, n, strided=True)[:5] == [0, 64, 64, 16, 1]
+    assert row_policy(one_pass.params, m, n, strided=True)[:5] == [1, 64, 128, 8, 1]
+    # Along the last dimension a looped kernel keeps one row a program.
+    assert row_policy(looped.params, m, n)[:3] == [0, 1, 64]
+    last = first(PROBLEMS["mean_dim1"].replace("dim=1", "dim=-1"))[0]
     assert last.params["max_rows"] == 16
 
 

@@ -77,7 +77,7 @@ def _module(plan, params, path):
 def test_the_policy_cuts_few_long_rows_only_and_matches_its_python_twin(tmp_path):
     params = DEFAULTS["row"]
     shapes = [(1, 1 << 22), (16, 1 << 18), (4096, 4096), (64, 8192), (1, 100), (200, 1 << 16)]
-    for name in ("mse", "softmax", "argmax-rows"):
+    for name in ("mse", "softmax", "argmax-rows", "sum-middle"):
         plan = trace_problem(CASES[name])
         for strategy in ("auto", "looped"):
             p = {**params, "strategy": strategy}

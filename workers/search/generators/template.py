@@ -116,7 +116,7 @@ SPACES: dict[str, dict[str, list]] = {
         "max_one_pass": [2048, 4096, 8192, 16384, 32768, 65536],
         "tile": [512, 1024, 2048, 4096, 8192, 16384, 32768],
         "max_rows": [1, 2, 4, 8, 16, 32, 64],
-        "block_n": [256, 512, 1024, 2048, 4096, 8192],
+        "block_n": [64, 128, 256, 512, 1024, 2048, 4096, 8192],
         "vec": [1, 2, 4, 8, 16, 32],
         "stages": [1, 2, 3, 4],
     },
@@ -138,6 +138,8 @@ SPACES: dict[str, dict[str, list]] = {
         "warps": [1, 2, 4, 8],
         # "loop": one thread an output, walking its window; "tile": a window row a vector
         "window": ["loop", "tile"],
+        # 1: the sizes compile-time constants (a kernel per shape, as compile's)
+        "static": [0, 1],
     },
     "conv": {
         "block_m": [16, 32, 64, 128, 256],
@@ -203,7 +205,7 @@ DEFAULTS: dict[str, dict] = {
     "cross_entropy": {"strategy": "online", "block_v": 4096, "vec": 8},
     # segments 0: by the row count; static 1: the row length a constant (as compile's kernels)
     "scan": {"block": 1024, "rows": 1, "warps": 4, "segments": 0, "static": 1},
-    "pool": {"block": 256, "warps": 4, "window": "loop"},
+    "pool": {"block": 256, "warps": 4, "window": "loop", "static": 1},
     "conv": {
         "block_m": 128,
         "block_n": 64,
@@ -388,13 +390,18 @@ def shape_seeds(plan: Plan) -> list[dict]:
     what the per-case tuner chose on the H200 for KernelBench 47 and 48 (accepted at 1.012x
     over compile, where the fixed seeds stayed at 0.89-0.97x; docs/benchmarks.md, session 34).
     On an H100 the same launch measured 0.94x, no better than the fixed seeds (session 48):
-    a starting point, which the per-case tuner refines on the chip in hand.
+    a starting point, which the per-case tuner refines on the chip in hand. Before it, the
+    launch Inductor's autotuner kept there on the H100: the looped kernel over 64 rows by 64
+    columns, 16 warps, one stage (a middle-dimension plan's looped kernel takes ``max_rows``).
 
     A chain of kernels gets none: its product takes most of the time, and its first seeds
     measure the product's two precisions on the same tiles.
     """
     if plan.family == "row" and not plan.stages and plan.extra.get("red_dim", -1) != -1:
-        return [{"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1}]
+        return [
+            {"strategy": "looped", "block_n": 64, "max_rows": 64, "tile": 4096, "stages": 1},
+            {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
+        ]
     return []
 
 

@@ -182,8 +182,18 @@ def _ke_out(size, k, s, p, d, ceil):
 '''
 
 
+# ``static`` 1: the sizes compile-time constants (a kernel per shape, as compile's static-shape
+# kernels): the six divisions per output that find its coordinates become multiplications.
+_SIZES = "x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,"
+_STATIC_SIZES = (
+    "x_ptr, out_ptr, TOTAL: tl.constexpr, D: tl.constexpr, H: tl.constexpr, W: tl.constexpr,\n"
+    "             OD: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,"
+)
+
+
 def _source_pool(plan: Plan, p: dict) -> str:
     e = plan.extra
+    kernels = _KERNEL.replace(_SIZES, _STATIC_SIZES) if p.get("static", 1) else _KERNEL
     x, spatial = e["x"], int(e["spatial"])
     view = ", ".join("1" if i is None else f"{x}.shape[{i}]" for i in e["vdims"])
     keep = ", ".join(f"out.shape[{i}]" for i in e["keep"])
@@ -193,7 +203,7 @@ def _source_pool(plan: Plan, p: dict) -> str:
     )  # fmt: skip
     return (
         _header(plan, p)
-        + _KERNEL
+        + kernels
         + _HELPERS
         + f"\n\n_PARAMS = {json.dumps(p, sort_keys=True)}\n_TRACED = {traced!r}\n"
         + _forward_head(plan)

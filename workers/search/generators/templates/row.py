@@ -77,7 +77,7 @@ def _row_index(plan: Plan, roff: str) -> list[str]:
         "inner = (tile % per_outer) * ROWS + tl.arange(0, ROWS)[:, None]",
         "rows = outer * K + inner",
         "rmask = (inner < K) & (rows < M)",
-        "roff = outer.to(tl.int64) * N * K + inner",
+        "roff = _ke_flat(outer.to(tl.int64) * N * K + inner, I32)",
     ]
 
 
@@ -514,6 +514,13 @@ def _row_looped(plan: Plan) -> str:
     return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(plan, lines), sizes)
 
 
+# The looped kernel's rows a program where rows lie along a middle dimension: adjacent rows are
+# adjacent in memory, so a tile of many rows and few columns reads whole runs (Inductor's
+# reduction over dim 1 of [128, 128, 255] on an H100: 64 rows x 64 columns, 16 warps, one
+# stage, docs/benchmarks.md session 48); along the last dimension one row a program.
+_LOOPED_ROWS = 'max(1, min(p["max_rows"], p["tile"] // block_n, {m}))'
+
+
 def _segmentable(plan: Plan) -> bool:
     """Whether a row can be cut into segments whose partial results combine (every reduction
     but argmax / argmin, whose partial would need an index beside its value)."""
@@ -903,6 +910,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     segmentable = _segmentable(plan)
     _, slots, levels = _segment_slots(plan)
     has_tile = "tile" in plan.extra["output_kinds"]
+    looped_rows = _LOOPED_ROWS.format(m=_pow2("M")) if _strided(plan) else "1"
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
@@ -966,7 +974,7 @@ def _ke_policy(M, N):
         rows = max(1, min(p["max_rows"], p["tile"] // block_n, {_pow2("M")}))
     else:
         block_n = min(p["block_n"], full)
-        rows = 1
+        rows = {looped_rows}
     warps = max(1, min(16, {_pow2("max(1, rows * block_n // (32 * p['vec']))")}))
     return one_pass, rows, block_n, warps, p["stages"], 0, 0
 
@@ -1049,10 +1057,16 @@ class ModelNew(nn.Module):
 
 
 def row_policy(
-    p: dict, m: int, n: int, segmentable: bool = False, has_tile: bool = True
+    p: dict,
+    m: int,
+    n: int,
+    segmentable: bool = False,
+    has_tile: bool = True,
+    strided: bool = False,
 ) -> list[int]:
     """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer);
-    ``segmentable`` / ``has_tile``: the graph's (see ``_SEGMENTS``)."""
+    ``segmentable`` / ``has_tile``: the graph's (see ``_SEGMENTS``); ``strided``: its rows lie
+    along a middle dimension (``_LOOPED_ROWS``)."""
     full = _np2(max(n, 1))
     if p["strategy"] == "one_pass" and full > ONE_PASS_NUMEL:
         p = {**p, "strategy": "auto"}
@@ -1068,7 +1082,7 @@ def row_policy(
         rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
     else:
         block_n = min(p["block_n"], full)
-        rows = 1
+        rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m))) if strided else 1
     warps = max(1, min(16, _np2(max(1, rows * block_n // (32 * p["vec"])))))
     return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
 
@@ -1118,10 +1132,10 @@ def row_launch_ok(cfg: list[int], m: int, n: int) -> bool:
             and (1 <= per_thread <= 64)
         )
     return (
-        256 <= block <= full
-        and rows in (1, 2)
-        and rows * block <= 2048
-        and 1 <= block // (32 * warps) <= 32
+        64 <= block <= full
+        and rows <= max(2, _np2(m))
+        and rows * block <= 8192
+        and 1 <= rows * block // (32 * warps) <= 32
     )
 
 
@@ -1160,14 +1174,15 @@ def row_neighbour(cfg: list[int], m: int, n: int, rng: random.Random) -> list[in
     return list(cfg)
 
 
-def row_shape(plan: Plan) -> tuple[bool, bool]:
-    """(whether its rows can be cut into segments, whether it writes a value per element):
-    what the launch policy needs to know of a graph besides its rows' shape."""
-    return _segmentable(plan), "tile" in plan.extra["output_kinds"]
+def row_shape(plan: Plan) -> tuple[bool, bool, bool]:
+    """(whether its rows can be cut into segments, whether it writes a value per element,
+    whether its rows lie along a middle dimension): what the launch policy needs to know of a
+    graph besides its rows' shape."""
+    return _segmentable(plan), "tile" in plan.extra["output_kinds"], _strided(plan)
 
 
 def row_config(
-    p: dict, m: int, n: int, dtype: str, shape: tuple[bool, bool] = (False, True)
+    p: dict, m: int, n: int, dtype: str, shape: tuple[bool, ...] = (False, True)
 ) -> list[int]:
     """The launch configuration a row candidate with parameters ``p`` uses for M x N rows
     (``shape``: the graph's ``row_shape``)."""
