@@ -71,7 +71,8 @@ POOLS = {
 def test_each_pooling_gets_a_correct_candidate(tmp_path):
     problems = {name: source for name, (source, _) in POOLS.items()}
     sizes = [{}, {"height": 7, "width": 20, "depth": 5, "channels": 1}, {"kernel_size": 2}]
-    variants = [{}, {"block": 64, "warps": 2}, {"window": "tile", "block": 64, "warps": 2}]
+    # static 1 (the default): a kernel per shape, its sizes constants; 0: sizes at run time
+    variants = [{}, {"block": 64, "warps": 2, "static": 0}, {"window": "tile", "block": 64}]
     results = check_rendered(problems, variants, {n: sizes for n in problems}, str(tmp_path))
     for name, (_, says) in POOLS.items():
         result = results[name]

@@ -4,7 +4,8 @@
 Every program computes BLOCK output elements (of the flattened output: batch and channel rows
 times the spatial positions; their coordinates in 32-bit arithmetic wherever the tensors'
 indices fit it: a 64-bit division per coordinate cost these kernels half their speed against
-compile on the H200); each walks its window (KD x KH x KW, unrolled) reading the input
+compile on the H200; with ``static`` 1, the default, every size a compile-time constant, as
+in compile's kernels); each walks its window (KD x KH x KW, unrolled) reading the input
 where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
 divides by the window's size clipped to the padded input (``count_include_pad``), by the number
 of positions inside the input, or by ``divisor_override``. ``window`` "tile" reads each window
