@@ -159,7 +159,8 @@ table = {"42,20,float32": [0, 1, 8, 1, 2, 3, 1], "21,20,float32": [1, 2, 32, 1, 
 # The last: one pass over two chunks (16 + 4 lanes for rows of 20) along strided rows.
 variants = [{}, {"strategy": "looped", "block_n": 4}, {"max_rows": 4, "tile": 64},
             {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
-            {"strategy": "looped", "block_n": 64, "max_rows": 64, "tile": 4096, "stages": 1},
+            {"max_rows": 32, "tile": 4096, "vec": 16, "stages": 1, "static": 1},
+            {"strategy": "looped", "block_n": 4, "max_rows": 64, "tile": 64, "static": 1},
             {"table": table}, {"table": {"21,20,float32": [2, 2, 16, 1, 1, 0, 1]}}]
 out = {}
 for name, src in problems.items():
@@ -198,24 +199,28 @@ def test_a_reduction_over_a_middle_dimension_is_a_correct_row_candidate(name, re
         assert isinstance(err, float) and err < 1e-5, got
 
 
-def test_the_first_seeds_of_a_middle_dimension_hold_64_rows_a_tile():
-    """Their loads are as wide as the tile's rows: the search starts from Inductor's launch on
-    the H100 (the looped kernel, 64 rows by 64 columns, 16 warps) and the one pass the tuner
-    chose on the H200 (KernelBench 47, 48); a last-dimension reduction does not."""
+def test_the_first_seeds_of_a_middle_dimension_are_wide_tiles_specialised_to_the_shape():
+    """Their loads are as wide as the tile's rows (32 or 64, where the fixed seeds hold 16),
+    and the first two compile each shape's sizes in (N, M and K constants): on an H100 those
+    launches were at compile's time on KernelBench 47 and the same with run-time sizes 2%
+    behind. A last-dimension reduction gets none of them."""
     from workers.search.generators.base import GenerationContext
     from workers.search.generators.template import TemplateGenerator
 
     def first(src):
-        return TemplateGenerator().propose(GenerationContext(src, platform="interpret"), 3)[:2]
+        return TemplateGenerator().propose(GenerationContext(src, platform="interpret"), 3)
 
-    looped, one_pass = first(PROBLEMS["mean_dim1"])
+    seeds = first(PROBLEMS["mean_dim1"])
     m, n = 128 * 255, 128  # KernelBench 47's rows at the bench's sizes
-    assert row_policy(looped.params, m, n, strided=True)[:5] == [0, 64, 64, 16, 1]
-    assert row_policy(one_pass.params, m, n, strided=True)[:5] == [1, 64, 128, 8, 1]
-    # Along the last dimension a looped kernel keeps one row a program.
-    assert row_policy(looped.params, m, n)[:3] == [0, 1, 64]
+    launches = [row_policy(s.params, m, n, strided=True)[:5] for s in seeds]
+    assert launches == [[1, 32, 128, 8, 1], [1, 64, 128, 16, 1], [1, 64, 128, 8, 1]]
+    assert [s.params["static"] for s in seeds] == [1, 1, 0]
+    # A looped kernel there takes as many rows; along the last dimension it keeps one.
+    looped = {**seeds[0].params, "strategy": "looped", "block_n": 64}
+    assert row_policy(looped, m, n, strided=True)[:2] == [0, 32]
+    assert row_policy(looped, m, n)[:2] == [0, 1]
     last = first(PROBLEMS["mean_dim1"].replace("dim=1", "dim=-1"))[0]
-    assert last.params["max_rows"] == 16
+    assert last.params["max_rows"] == 16 and last.params["static"] == 0
 
 
 def test_the_summary_says_which_dimension():

@@ -119,6 +119,9 @@ SPACES: dict[str, dict[str, list]] = {
         "block_n": [64, 128, 256, 512, 1024, 2048, 4096, 8192],
         "vec": [1, 2, 4, 8, 16, 32],
         "stages": [1, 2, 3, 4],
+        # 1: the policy's launches specialised to each shape (its sizes compile-time constants,
+        # a kernel per shape, as compile's); a tuned table says so per shape
+        "static": [0, 1],
     },
     "matmul": {
         "block_m": [16, 32, 64, 128, 256],
@@ -190,6 +193,7 @@ DEFAULTS: dict[str, dict] = {
         "block_n": 2048,
         "vec": 8,
         "stages": 2,
+        "static": 0,
     },
     "matmul": {
         "block_m": 128,
@@ -386,20 +390,23 @@ def shape_seeds(plan: Plan) -> list[dict]:
 
     Rows along a middle dimension (a sum over dim 1 of [B, R, D]): a tile's rows are adjacent
     in memory and its columns a row of D apart, so the load is as wide as the tile has rows.
-    The fixed seeds hold 16 rows (64-byte runs); 64 rows a tile, 8 warps and one stage is
-    what the per-case tuner chose on the H200 for KernelBench 47 and 48 (accepted at 1.012x
-    over compile, where the fixed seeds stayed at 0.89-0.97x; docs/benchmarks.md, session 34).
-    On an H100 the same launch measured 0.94x, no better than the fixed seeds (session 48):
-    a starting point, which the per-case tuner refines on the chip in hand. Before it, the
-    launch Inductor's autotuner kept there on the H100: the looped kernel over 64 rows by 64
-    columns, 16 warps, one stage (a middle-dimension plan's looped kernel takes ``max_rows``).
+    The fixed seeds hold 16 rows (64-byte runs). On an H100 (KernelBench 47, [128, 128, 255],
+    docs/benchmarks.md, session 49), launches timed against compile in one process:
+    - one pass of 32 rows, 8 warps, specialised to the shape (N, M and K constants): 1.003x;
+      of 64 rows, 16 warps: 0.997x; the same launches with the sizes at run time 0.98x;
+    - the fixed policy's launch: 0.942x; 64 rows, 8 warps, one stage with run-time sizes
+      (what the per-case tuner chose on the H200, accepted there at 1.012x in session 34):
+      0.955x through every gate;
+    - Inductor's own launch (the looped kernel, 64 rows by 64 columns, 16 warps, one stage):
+      0.992x specialised, 0.848x with run-time sizes; so it is not seeded.
 
     A chain of kernels gets none: its product takes most of the time, and its first seeds
     measure the product's two precisions on the same tiles.
     """
     if plan.family == "row" and not plan.stages and plan.extra.get("red_dim", -1) != -1:
         return [
-            {"strategy": "looped", "block_n": 64, "max_rows": 64, "tile": 4096, "stages": 1},
+            {"max_rows": 32, "tile": 4096, "vec": 16, "stages": 1, "static": 1},
+            {"max_rows": 64, "tile": 8192, "vec": 16, "stages": 1, "static": 1},
             {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
         ]
     return []

@@ -33,6 +33,14 @@ from workers.search.trace import NoTemplate, Plan
 
 
 _ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC", "I32"]
+
+
+def _row_constexprs(plan: Plan) -> list[str]:
+    """The row kernels' constexprs: with ``KC`` (K, the size after the reduced dimension, a
+    constant in a launch specialised to its shape) where rows lie along a middle dimension."""
+    return _ROW_CONSTEXPRS + (["KC"] if _strided(plan) else [])
+
+
 # Triton's largest tile (TRITON_MAX_TENSOR_NUMEL): a "one_pass" candidate on a longer row (a
 # whole-tensor loss of 4M elements) cannot compile, and takes the policy of "auto" there.
 ONE_PASS_NUMEL = 1 << 20
@@ -53,8 +61,11 @@ def _row_tiles(plan: Plan, body: list[str]) -> list[str]:
     (``PROGRAMS`` > 0, a persistent launch of that many programs) a loop over tiles.
 
     ``NC`` > 0: the launch is specialised to its shape (N = NC, M = MC are compile-time
-    constants, as in Inductor's static-shape kernels: constant trip counts and offsets)."""
-    out = ["if NC > 0:", "    N = NC", "    M = MC"]
+    constants, as in Inductor's static-shape kernels: constant trip counts and offsets; and
+    K = KC where rows lie along a middle dimension: on an H100, KernelBench 47's one pass of
+    32 rows went from 0.98x to 1.00x of compile with K a constant too, docs/benchmarks.md,
+    session 49)."""
+    out = ["if NC > 0:", "    N = NC", "    M = MC"] + (["    K = KC"] if _strided(plan) else [])
     out += ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
     out += ["    " + line for line in body]
     out += ["else:", f"    for tile in range(pid, {_tiles(plan)}, PROGRAMS):"]
@@ -214,7 +225,7 @@ def _row_one_pass(plan: Plan) -> str:
             if s:
                 lines.append(s)
     lines += _row_stores(plan, em, f"roff + {coff}", "mask")
-    return _kernel("_ke_row_one_pass", plan, _ROW_CONSTEXPRS, _row_tiles(plan, lines), sizes)
+    return _kernel("_ke_row_one_pass", plan, _row_constexprs(plan), _row_tiles(plan, lines), sizes)
 
 
 class _ChunkEmitter(_Emitter):
@@ -289,7 +300,7 @@ def _row_split(plan: Plan) -> str:
     lines += _row_stores(plan, em, f"roff + {coff}", "mask")
     lines += _row_stores(plan, eb, f"roff + {coff.replace('cols', 'colsb')}", "maskb", ("tile",))
     body = _row_tiles(plan, lines)
-    return _kernel("_ke_row_split", plan, _ROW_CONSTEXPRS + ["BLOCK_B"], body, sizes)
+    return _kernel("_ke_row_split", plan, _row_constexprs(plan) + ["BLOCK_B"], body, sizes)
 
 
 def _row_stores(
@@ -511,7 +522,9 @@ def _row_looped(plan: Plan) -> str:
             done.add(i)
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
     helper = _WELFORD_COMBINE if pairs else ""
-    return helper + _kernel("_ke_row_looped", plan, _ROW_CONSTEXPRS, _row_tiles(plan, lines), sizes)
+    return helper + _kernel(
+        "_ke_row_looped", plan, _row_constexprs(plan), _row_tiles(plan, lines), sizes
+    )
 
 
 # The looped kernel's rows a program where rows lie along a middle dimension: adjacent rows are
@@ -911,6 +924,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     _, slots, levels = _segment_slots(plan)
     has_tile = "tile" in plan.extra["output_kinds"]
     looped_rows = _LOOPED_ROWS.format(m=_pow2("M")) if _strided(plan) else "1"
+    kc, kc_line = (" KC=kc,", "        kc = K if const else 0\n") if _strided(plan) else ("", "")
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
@@ -929,7 +943,8 @@ _PARAMS = {json.dumps({k: v for k, v in p.items() if k != "table"}, sort_keys=Tr
 # Launch configurations tuned per shape ("M,N,dtype" -> [one_pass (0: looped, 1: one pass,
 # 2: one pass over two chunks, BLOCK_N + the rest), ROWS, BLOCK_N, warps, stages, programs
 # (0: one per tile; else a persistent launch), eviction hints (0/1), shape constants (0/1: M
-# and N compiled into the kernel)]); any other shape takes the policy in _PARAMS.
+# and N, and K along a middle dimension, compiled into the kernel)]); any other shape takes the
+# policy in _PARAMS (its "static" says whether the policy's launches are compiled per shape).
 _TABLE = {_table_literal(p.get("table"))}
 _CONFIGS = {{}}
 # Rows cut into segments (one_pass 3): whether this graph can be, its partials' slots per row
@@ -944,7 +959,8 @@ def _ke_config(M, N, dtype):
     hit = _CONFIGS.get(key)
     if hit is None:
         tuned = _TABLE.get(f"{{M}},{{N}},{{str(dtype).removeprefix('torch.')}}")
-        hit = (tuple(tuned) + (0, 0, 0))[:8] if tuned else _ke_policy(M, N) + (0,)
+        static = _PARAMS.get("static", 0)
+        hit = (tuple(tuned) + (0, 0, 0))[:8] if tuned else _ke_policy(M, N) + (static,)
         _CONFIGS[key] = hit
     return hit
 
@@ -1020,7 +1036,7 @@ class ModelNew(nn.Module):
         grid = (min(tiles, programs) if programs else tiles,)
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
-        i32 = M * N < 2**31  # flat indices (by coordinates) in 32 bits
+{kc_line}        i32 = M * N < 2**31  # flat indices (by coordinates) in 32 bits
         if one_pass == 3:  # rows in segments: a launch per reduction level, then the outputs
             seg = triton.cdiv(triton.cdiv(N, programs), block_n) * block_n
             segs = triton.cdiv(N, seg)
@@ -1041,15 +1057,15 @@ class ModelNew(nn.Module):
         elif one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
                                 BLOCK_B=triton.next_power_of_2(max(1, N - block_n)),
-                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32,
+                                PROGRAMS=programs, EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,{kc} I32=i32,
                                 num_warps=warps, num_stages=stages)
         elif one_pass:
             _ke_row_one_pass[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32, num_warps=warps,
+                                   EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,{kc} I32=i32, num_warps=warps,
                                    num_stages=stages)
         else:
             _ke_row_looped[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc, I32=i32, num_warps=warps,
+                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,{kc} I32=i32, num_warps=warps,
                                  num_stages=stages)
         return {ret}
 """
