@@ -7,7 +7,8 @@ bench (``bench_kernelbench.py``) gives the verdicts. Each variant is a JSON obje
 ``patch`` (pairs of [old, new] source text, each of which must occur). Every variant is
 checked against the problem's reference first (a wrong one is reported, not timed). Timing:
 a CUDA graph of 4 x 8 calls over 8 input sets (rotated, so most reads miss the L2), 60
-rounds, the order shuffled each round; the median per call.
+rounds, the order shuffled each round; the median per call. It runs the problem and the
+variants in this process, not behind the sandbox the gates use: use it on problems you trust.
 
     python scripts/launch_grid.py --problem P.py --shapes '[[128,128,255]]' --init '[1]' \\
         --variants V.json --out grid.json [--candidate C.py]
@@ -16,25 +17,15 @@ rounds, the order shuffled each round; the median per call.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
 import random
 import statistics
 import sys
 import tempfile
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the compute core (workers)
 SETS, CALLS, ROUNDS = 8, 4, 60
-
-
-def _load(source: str, name: str, folder: str):
-    path = os.path.join(folder, f"{name}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _source(variant: dict, problem: str, candidate: str | None) -> str:
@@ -72,6 +63,8 @@ def _graph(torch, fn, sets):
 def main(argv=None) -> int:
     import torch
 
+    from workers.contract.problem import load_module
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problem", required=True)
     ap.add_argument("--shapes", required=True, help="JSON list of input shapes (torch.rand)")
@@ -87,12 +80,12 @@ def main(argv=None) -> int:
     init = json.loads(args.init)
     folder = tempfile.mkdtemp(prefix="launch-grid-")
     sets = [[torch.rand(*s, device="cuda") for s in json.loads(args.shapes)] for _ in range(SETS)]
-    ref = _load(problem, "grid_reference", folder).Model(*init).cuda()
+    ref = load_module(problem, "grid_reference", folder).Model(*init).cuda()
     want = ref(*sets[0])
     fns = {"eager": ref, "compile": torch.compile(ref)}
     faults = {}
     for i, v in enumerate(variants):
-        module = _load(_source(v, problem, args.candidate), f"grid_variant_{i}", folder)
+        module = load_module(_source(v, problem, args.candidate), f"grid_variant_{i}", folder)
         if hasattr(module, "_TABLE"):
             module._TABLE = dict(v.get("table", {}))
             module._CONFIGS.clear()
