@@ -527,13 +527,6 @@ def _row_looped(plan: Plan) -> str:
     )
 
 
-# The looped kernel's rows a program where rows lie along a middle dimension: adjacent rows are
-# adjacent in memory, so a tile of many rows and few columns reads whole runs (Inductor's
-# reduction over dim 1 of [128, 128, 255] on an H100: 64 rows x 64 columns, 16 warps, one
-# stage, docs/benchmarks.md session 48); along the last dimension one row a program.
-_LOOPED_ROWS = 'max(1, min(p["max_rows"], p["tile"] // block_n, {m}))'
-
-
 def _segmentable(plan: Plan) -> bool:
     """Whether a row can be cut into segments whose partial results combine (every reduction
     but argmax / argmin, whose partial would need an index beside its value)."""
@@ -923,7 +916,7 @@ def _source_row(plan: Plan, p: dict) -> str:
     segmentable = _segmentable(plan)
     _, slots, levels = _segment_slots(plan)
     has_tile = "tile" in plan.extra["output_kinds"]
-    looped_rows = _LOOPED_ROWS.format(m=_pow2("M")) if _strided(plan) else "1"
+    strided = _strided(plan)
     kc, kc_line = (" KC=kc,", "        kc = K if const else 0\n") if _strided(plan) else ("", "")
     return (
         _header(plan, p)
@@ -985,12 +978,10 @@ def _ke_policy(M, N):
     if segs:
         warps = max(1, min(16, {_pow2("max(1, p['block_n'] // (32 * p['vec']))")}))
         return 3, 1, p["block_n"], warps, p["stages"], segs, 0
-    if one_pass:
-        block_n = full
-        rows = max(1, min(p["max_rows"], p["tile"] // block_n, {_pow2("M")}))
-    else:
-        block_n = min(p["block_n"], full)
-        rows = {looped_rows}
+    block_n = full if one_pass else min(p["block_n"], full)
+    rows = max(1, min(p["max_rows"], p["tile"] // block_n, {_pow2("M")}))
+    if not one_pass and not {strided}:  # a looped kernel: along the last dimension, one row
+        rows = 1
     warps = max(1, min(16, {_pow2("max(1, rows * block_n // (32 * p['vec']))")}))
     return one_pass, rows, block_n, warps, p["stages"], 0, 0
 
@@ -1082,7 +1073,8 @@ def row_policy(
 ) -> list[int]:
     """The row candidate's ``_ke_policy`` in Python (tests hold the two to the same answer);
     ``segmentable`` / ``has_tile``: the graph's (see ``_SEGMENTS``); ``strided``: its rows lie
-    along a middle dimension (``_LOOPED_ROWS``)."""
+    along a middle dimension, where adjacent rows are adjacent in memory and a looped kernel
+    takes as many rows a program as one pass does (Inductor's launch for KernelBench 47)."""
     full = _np2(max(n, 1))
     if p["strategy"] == "one_pass" and full > ONE_PASS_NUMEL:
         p = {**p, "strategy": "auto"}
@@ -1093,12 +1085,10 @@ def row_policy(
     if segs:
         warps = max(1, min(16, _np2(max(1, p["block_n"] // (32 * p["vec"])))))
         return [3, 1, p["block_n"], warps, p["stages"], segs, 0]
-    if one_pass:
-        block_n = full
-        rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
-    else:
-        block_n = min(p["block_n"], full)
-        rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m))) if strided else 1
+    block_n = full if one_pass else min(p["block_n"], full)
+    rows = max(1, min(p["max_rows"], p["tile"] // block_n, _np2(m)))
+    if not one_pass and not strided:  # a looped kernel: along the last dimension, one row
+        rows = 1
     warps = max(1, min(16, _np2(max(1, rows * block_n // (32 * p["vec"])))))
     return [int(one_pass), rows, block_n, warps, p["stages"], 0, 0]
 
