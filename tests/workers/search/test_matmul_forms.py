@@ -7,8 +7,11 @@ in one line."""
 from __future__ import annotations
 
 import pytest
+import torch
+import triton
 
 from tests.workers.search.child import check_rendered, compile_matmul_sm90
+from workers.search.generators.templates.matmul import _SPLIT_POLICY
 from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\nb = 2\nm = 20\nk = 17\nn = 30\n\n\n"
@@ -154,15 +157,38 @@ def test_a_long_k_is_cut_into_ranges_whose_partials_add_in_order(tmp_path):
     """A 256 x 256 output over K = 65536 was 4 tiles on a 132-SM device (0.036x of compile):
     K is cut into ranges, each program sums one, and a second launch adds the fp32 partials in
     a fixed order before the epilogue (bias, activation). Forced here (split_k), and the
-    automatic choice on the CPU (no split: 132 SMs assumed, too few blocks of K)."""
+    automatic choice on the CPU (132 SMs assumed): none for 5 blocks of K, two ranges for 19."""
     sizes = {name: [{"k": 300}, {"b": 3, "m": 33, "k": 129, "n": 19}] for name in SPLIT_K}
-    variants = [{"split_k": 4, "block_k": 16}, {"split_k": 32, "block_k": 16}, {}]
+    variants = [{"split_k": 4, "block_k": 16}, {"split_k": 32, "block_k": 16}, {}, {"block_k": 16}]
     results = check_rendered(SPLIT_K, variants, sizes, str(tmp_path))
     for name, result in results.items():
         assert result["family"] == "matmul", (name, result)
-        assert len(result["errs"]) == 6
+        assert len(result["errs"]) == 8
         for err in result["errs"]:
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+
+
+def _split_policy() -> dict:
+    scope = {"torch": torch, "triton": triton}
+    exec(_SPLIT_POLICY, scope)
+    return scope
+
+
+def test_a_small_output_over_a_long_k_is_cut_into_smaller_tiles_first():
+    """KernelBench 6 at the bench's size (256 x 256 over K = 16384) on an H100 was 0.22x of
+    compile: 128 x 128 tiles cut 64 ways wrote 16 MB of partials that 4 programs read back.
+    On 132 SMs the policy now takes 64 x 64 tiles (4 warps), about one program per SM, and
+    the partials are added by programs of about 1024 outputs each."""
+    policy, cpu = _split_policy(), torch.device("cpu")
+    split, bm, bn, warps = policy["_ke_split"]({}, 256, 256, 16384, 1, 128, 128, 64, 8, cpu)
+    assert (bm, bn, warps) == (64, 64, 4)
+    assert split * 16 <= 132 and split >= 8  # 16 tiles, ranges of 32 blocks of K
+    rbm, rbn = policy["_ke_reduce_tile"](256, 256)
+    assert rbm * rbn == 1024 and (256 // rbm) * (256 // rbn) >= 64
+    # a large output is left whole; a forced split keeps the searched tile
+    assert policy["_ke_split"]({}, 4096, 4096, 4096, 1, 128, 128, 64, 8, cpu) == (1, 128, 128, 8)
+    forced = policy["_ke_split"]({"split_k": 4}, 256, 256, 16384, 1, 128, 128, 64, 8, cpu)
+    assert forced == (4, 128, 128, 8)
 
 
 def test_the_split_k_launches_compile_for_sm90(tmp_path):
