@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 
 from workers.search.generators.base import (
@@ -139,8 +140,9 @@ SPACES: dict[str, dict[str, list]] = {
     "pool": {
         "block": [64, 128, 256, 512, 1024, 2048],
         "warps": [1, 2, 4, 8],
-        # "loop": one thread an output, walking its window; "tile": a window row a vector
-        "window": ["loop", "tile"],
+        # "loop": one thread an output, walking its window; "tile": a window row a vector;
+        # "flat": the whole window a vector
+        "window": ["loop", "tile", "flat"],
         # 1: the sizes compile-time constants (a kernel per shape, as compile's)
         "static": [0, 1],
     },
@@ -408,6 +410,11 @@ def shape_seeds(plan: Plan) -> list[dict]:
     A chain of kernels gets none: its product takes most of the time, and its first seeds
     measure the product's two precisions on the same tiles.
     """
+    if plan.family == "pool" and math.prod(plan.extra["kernel"]) > 32:
+        # A wide window (KernelBench 45: 11 x 11 at stride 11, 25,600 outputs): the loop's
+        # thread walks 121 elements and the tile's rows are 11 wide; compile's kernel reads
+        # a window as one vector of 128.
+        return [{"window": "flat", "block": 1024, "warps": 4}]
     if plan.family != "row" or plan.stages:
         return []
     if plan.extra.get("red_dim", -1) != -1:

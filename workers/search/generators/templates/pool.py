@@ -8,10 +8,12 @@ compile on the H200; with ``static`` 1, the default, every size a compile-time c
 in compile's kernels); each walks its window (KD x KH x KW, unrolled) reading the input
 where the window is inside it, with -inf (max) or 0 (average) outside, in fp32. An average
 divides by the window's size clipped to the padded input (``count_include_pad``), by the number
-of positions inside the input, or by ``divisor_override``. ``window`` "tile" reads each window
-row as one vector (the program a BLOCK x KW tile, the row's elements across threads, reduced
-along it): where the stride is the window's width the tile is one contiguous run of the
-input, and few outputs with wide windows (KernelBench 45: 25,600 windows of 11x11) still
+of positions inside the input, or by ``divisor_override``. ``window`` "flat" reads each whole
+window as one vector (the program a BLOCK x KD*KH*KW tile, reduced along it, as compile's
+reduction kernel for a pool; a window over 4096 elements takes "tile"); "tile" reads each
+window row as one vector (the program a BLOCK x KW tile, the row's elements across threads,
+reduced along it): where the stride is the window's width the tile is one contiguous run of
+the input, and few outputs with wide windows (KernelBench 45: 25,600 windows of 11x11) still
 spread over threads; "loop" walks the window element by element (one thread an output). Fewer
 spatial dimensions are the leading ones of three, of size 1. The window's geometry is read from
 the model's one pooling module when it has one (its constructor may take other sizes than the
@@ -145,6 +147,36 @@ def _ke_pool_tile(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
         acc = _ke_pool_average(acc, count, d0, h0, w0, D, H, W, KD, KH, KW, PD, PH, PW,
                                INCLUDE_PAD, DIVISOR)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _ke_pool_flat(x_ptr, out_ptr, TOTAL, D, H, W, OD, OH, OW,
+                  KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+                  SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                  PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                  DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+                  MAX: tl.constexpr, INCLUDE_PAD: tl.constexpr, DIVISOR: tl.constexpr,
+                  BLOCK: tl.constexpr, KP: tl.constexpr, I32: tl.constexpr):
+    # the whole window of each of BLOCK outputs as one [BLOCK, KP] tile, reduced along it
+    offs, mask, d0, h0, w0, base = _ke_pool_start(TOTAL, D, H, W, OD, OH, OW, SD, SH, SW,
+                                                  PD, PH, PW, BLOCK, I32)
+    r = tl.arange(0, KP)
+    di = d0[:, None] + (r // (KH * KW) * DD)[None, :]
+    hj = h0[:, None] + (r // KW % KH * DH)[None, :]
+    wk = w0[:, None] + (r % KW * DW)[None, :]
+    ok = mask[:, None] & (r < KD * KH * KW)[None, :] & (di >= 0) & (di < D)
+    ok = ok & (hj >= 0) & (hj < H) & (wk >= 0) & (wk < W)
+    ptr = x_ptr + base[:, None] + (di * H + hj) * W + wk
+    if MAX:
+        v = tl.load(ptr, mask=ok, other=float("-inf")).to(tl.float32)
+        # NaN wins, as in torch's max pooling
+        nan = tl.max((v != v).to(tl.int32), axis=1)
+        acc = tl.where(nan > 0, float("nan"), tl.max(v, axis=1))
+    else:
+        v = tl.load(ptr, mask=ok, other=0.0).to(tl.float32)
+        acc = _ke_pool_average(tl.sum(v, axis=1), tl.sum(ok.to(tl.float32), axis=1), d0, h0,
+                               w0, D, H, W, KD, KH, KW, PD, PH, PW, INCLUDE_PAD, DIVISOR)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 """
 
 _HELPERS = '''
@@ -226,7 +258,14 @@ def _source_pool(plan: Plan, p: dict) -> str:
             geometry = (*sizes, *outs, *kernel, *stride, *padding, *dilation)
             flags = dict(MAX={e["op"] == "max"}, INCLUDE_PAD=include_pad, DIVISOR=divisor,
                          I32=max(total, xin.numel()) < 2**31, num_warps=p["warps"])
-            if p.get("window") == "tile":
+            window = math.prod(kernel)
+            if p.get("window") == "flat" and window <= 4096:
+                # the window's elements, not its outputs, are the block
+                kp = triton.next_power_of_2(window)
+                block = min(max(p["block"] // kp, 1), triton.next_power_of_2(total))
+                grid = (triton.cdiv(total, block),)
+                _ke_pool_flat[grid](xin, out, total, *geometry, BLOCK=block, KP=kp, **flags)
+            elif p.get("window") in ("tile", "flat"):
                 # the tile's elements, not its outputs, are the block
                 kwp = triton.next_power_of_2(kernel[2])
                 block = min(max(p["block"] // kwp, 1), triton.next_power_of_2(total))
