@@ -117,18 +117,23 @@ from workers.search.trace import trace_problem
 module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["matmul"]), "mm", sys.argv[2])
 out = {}
 tile = {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8}
-dot = {"BLOCK_K": 32, "PRECISION": sys.argv[3], "UPCAST": False}
-for name, fn, ce in (
+presplit = sys.argv[3] == "tf32x3_split"  # the loop's products are then TF32 ones
+dot = {"BLOCK_K": 32, "PRECISION": "tf32" if presplit else sys.argv[3], "UPCAST": False,
+       "PRESPLIT": presplit}
+launches = [
     ("split", module._ke_matmul, {**tile, **dot, "SPLIT": True}),
     ("whole", module._ke_matmul, {**tile, **dot, "SPLIT": False}),
     ("reduce", module._ke_matmul_reduce, tile),
-):
+]
+if presplit:
+    launches.append(("parts", module._ke_tf32_parts, {"BR": 64, "BC": 64}))
+for name, fn, ce in launches:
     sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
     sig.update({c: "constexpr" for c in ce})
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
                             target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
     ptx = kernel.asm["ptx"]
-    out[name] = {"length": len(ptx), "loads": ptx.count("ld.global")}
+    out[name] = {"length": len(ptx), "loads": ptx.count("ld.global"), "mma": ptx.count("mma.")}
 print("RESULTS" + json.dumps(out))
 """
 

@@ -62,12 +62,15 @@ FORMS = {
 def test_each_product_gets_a_correct_candidate(tmp_path):
     problems = {name: source for name, (source, _) in FORMS.items()}
     sizes = {name: [{}, {"b": 3, "m": 33, "k": 40, "n": 19}] for name in problems}
-    variants = [{}, {"block_m": 16, "block_n": 16, "block_k": 16}]
+    # tf32x3_split: each operand split into TF32 high parts and remainders first (the
+    # interpreter's TF32 products are exact: the parts must add up to the operand)
+    small = {"block_m": 16, "block_n": 16, "block_k": 16}
+    variants = [{}, small, {**small, "fp32_dot": "tf32x3_split"}]
     results = check_rendered(problems, variants, sizes, str(tmp_path))
     for name, (_, says) in FORMS.items():
         result = results[name]
         assert result["family"] == "matmul" and says in result["summary"], (name, result)
-        assert len(result["errs"]) == 4
+        assert len(result["errs"]) == 6
         for err in result["errs"]:
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
 
@@ -197,6 +200,15 @@ def test_the_split_k_launches_compile_for_sm90(tmp_path):
     got = compile_matmul_sm90(SPLIT_K["long-k-epilogue"], str(tmp_path))
     assert set(got) == {"split", "whole", "reduce"}
     assert all(v["length"] > 1000 for v in got.values()), got
+
+
+def test_the_split_operands_launches_compile_for_sm90(tmp_path):
+    """Operands split before the product: the splitting pass and the loop of three TF32
+    products (tensor-core instructions) compile for sm_90, split-K or not."""
+    got = compile_matmul_sm90(SPLIT_K["long-k-epilogue"], str(tmp_path), "tf32x3_split")
+    assert set(got) == {"split", "whole", "reduce", "parts"}
+    assert got["whole"]["mma"] > 0 and got["split"]["mma"] > 0, got
+    assert got["parts"]["loads"] >= 1 and got["parts"]["mma"] == 0
 
 
 def test_a_batched_dot_written_with_unsqueeze_is_a_row_reduction(tmp_path):

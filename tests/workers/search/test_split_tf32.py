@@ -141,7 +141,8 @@ class _Launches:
 
 def _launch(source: str, a, b) -> tuple:
     """The arguments the candidate's product is launched with on ``a @ b``: operands ``a3``,
-    ``b3``, ... then stride_am, stride_ak, stride_bk, stride_bn (``[9:13]``)."""
+    ``b3``, their TF32 remainders (``tf32x3_split``; else the operands again), ... then
+    stride_am, stride_ak, stride_bk, stride_bn (``[11:15]``)."""
     namespace: dict = {}
     exec(compile(source, "candidate.py", "exec"), namespace)  # our own generated code
     spy = namespace["_ke_matmul"] = _Launches()
@@ -151,7 +152,7 @@ def _launch(source: str, a, b) -> tuple:
 
 
 def _strides(source: str, a, b) -> tuple:
-    return _launch(source, a, b)[9:13]
+    return _launch(source, a, b)[11:15]
 
 
 @pytest.mark.timeout(300)

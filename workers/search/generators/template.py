@@ -133,7 +133,8 @@ SPACES: dict[str, dict[str, list]] = {
         "stages": [2, 3, 4, 5],
         "split_k": [0, 2, 4, 8, 16, 32],
         # float32 operands: IEEE products (CUDA cores) or three TF32 tensor-core products
-        "fp32_dot": ["ieee", "tf32x3", "tf32"],
+        # (the operands split in the loop, or once before it: "tf32x3_split")
+        "fp32_dot": ["ieee", "tf32x3", "tf32", "tf32x3_split"],
         # tf32 products: an operand read MN-major copied K-major first (templates/matmul.py)
         "kmajor": [0, 1],
     },
@@ -255,6 +256,9 @@ SEEDS: dict[str, list[dict]] = {
         # ... with operands copied K-major where they are not (row-major B, ``x @ W``): the
         # same as the one above where both are K-major already (nn.Linear; _normal folds it)
         {"fp32_dot": "tf32x3", "kmajor": 1},
+        # ... with each operand split once, before the product, into TF32 high parts and
+        # remainders (K-major buffers): the loop's three products read them as loaded
+        {"fp32_dot": "tf32x3_split"},
         {"block_m": 64, "block_n": 128, "block_k": 32, "warps": 4, "stages": 4},
         {"block_m": 128, "block_n": 256, "block_k": 64, "warps": 8, "stages": 3},
         {"block_m": 16, "block_n": 64, "block_k": 128, "warps": 4, "stages": 4, "group_m": 1},
@@ -346,8 +350,12 @@ def _normal(plan: Plan, full: dict) -> dict:
     )
     key = PREFIX + "kmajor" if plan.stages else "kmajor"
     dot = full.get(PREFIX + "fp32_dot" if plan.stages else "fp32_dot")
-    if full.get(key) and (dot == "ieee" or all(_reads_kmajor(s) for s in products)):
-        full = {**full, key: 0}  # nothing to copy: IEEE products, or both read K-major already
+    if full.get(key) and (
+        dot in ("ieee", "tf32x3_split") or all(_reads_kmajor(s) for s in products)
+    ):
+        # nothing to copy: IEEE products, split operands (written K-major), or both read
+        # K-major already
+        full = {**full, key: 0}
     return full
 
 
@@ -558,7 +566,7 @@ class TemplateGenerator:
             if k in seen or (edge != EDGE_SEED and k in parent_keys) or not _valid(fam, full, plan):
                 continue
             dots = [full.get(f"{pre}fp32_dot") for pre in ("", PREFIX, CONV_PREFIX)]
-            if not split_tf32 and "tf32x3" in dots:
+            if not split_tf32 and ("tf32x3" in dots or "tf32x3_split" in dots):
                 continue  # the workload's float32 tolerance is tighter than tf32x3 keeps
             if not tf32 and "tf32" in dots:
                 continue  # ... than one TF32 product keeps

@@ -4,7 +4,9 @@ tiles to fill the device (a 256 x 256 output over K = 65536 had 4 programs: 0.03
 compile on the H200). Float32 products are IEEE on the CUDA cores, or (``fp32_dot``
 "tf32x3") each operand split into a TF32 high part and a TF32 remainder, three tensor-core
 products summed: cuBLAS's IEEE SGEMM is about 2.3x the CUDA-core template at KernelBench L2's
-sizes on the H200."""
+sizes on the H200. "tf32x3_split" splits each operand once, before the product, into two
+K-major buffers (a pass over each operand), so the loop's three TF32 products read their
+operands as loaded instead of splitting tiles in registers every step."""
 
 from __future__ import annotations
 
@@ -59,25 +61,42 @@ def _matmul_kernel(plan: Plan) -> str:
         "pid_k = tl.program_id(2)",
         "a_ptr += pid_b * stride_ab",
         "b_ptr += pid_b * stride_bb",
+        "al_ptr += pid_b * stride_ab",
+        "bl_ptr += pid_b * stride_bb",
         "out0_ptr += pid_b * M * N",
         *_TILE,
         "rk = tl.arange(0, BLOCK_K)",
         "kb0 = pid_k * KB_PER",
         "kb1 = tl.minimum(kb0 + KB_PER, tl.cdiv(K, BLOCK_K))",
         # 64-bit: a transposed operand's K stride is M, and a late range starts far in
-        "a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am "
+        "a_offs = rm[:, None].to(tl.int64) * stride_am "
         "+ (kb0 * BLOCK_K + rk[None, :]).to(tl.int64) * stride_ak",
-        "b_ptrs = b_ptr + (kb0 * BLOCK_K + rk[:, None]).to(tl.int64) * stride_bk + rn[None, :] "
-        "* stride_bn",
+        "b_offs = (kb0 * BLOCK_K + rk[:, None]).to(tl.int64) * stride_bk + rn[None, :] * stride_bn",
+        "a_ptrs = a_ptr + a_offs",
+        "b_ptrs = b_ptr + b_offs",
+        # PRESPLIT: the operands' TF32 remainders, laid out as the high parts are
+        "al_ptrs = al_ptr + a_offs",
+        "bl_ptrs = bl_ptr + b_offs",
         "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
         "for kb in range(kb0, kb1):",
         "    kk = kb * BLOCK_K + rk",
-        "    a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)",
-        "    b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)",
+        "    amask = (rm[:, None] < M) & (kk[None, :] < K)",
+        "    bmask = (kk[:, None] < K) & (rn[None, :] < N)",
+        "    a = tl.load(a_ptrs, mask=amask, other=0.0)",
+        "    b = tl.load(b_ptrs, mask=bmask, other=0.0)",
         "    if UPCAST:",
         "        a = a.to(tl.float32)",
         "        b = b.to(tl.float32)",
-        "    acc = tl.dot(a, b, acc, input_precision=PRECISION)",
+        "    if PRESPLIT:",
+        "        al = tl.load(al_ptrs, mask=amask, other=0.0)",
+        "        bl = tl.load(bl_ptrs, mask=bmask, other=0.0)",
+        "        acc = tl.dot(a, bl, acc, input_precision='tf32')",
+        "        acc = tl.dot(al, b, acc, input_precision='tf32')",
+        "        acc = tl.dot(a, b, acc, input_precision='tf32')",
+        "        al_ptrs += BLOCK_K * stride_ak",
+        "        bl_ptrs += BLOCK_K * stride_bk",
+        "    else:",
+        "        acc = tl.dot(a, b, acc, input_precision=PRECISION)",
         "    a_ptrs += BLOCK_K * stride_ak",
         "    b_ptrs += BLOCK_K * stride_bk",
         *_TILE_MASKS,
@@ -87,14 +106,23 @@ def _matmul_kernel(plan: Plan) -> str:
         "else:",
         *["    " + x for x in _epilogue(plan)],
     ]
-    ins = ["a_ptr", "b_ptr", *_vec_ptrs(plan)]
+    ins = ["a_ptr", "b_ptr", "al_ptr", "bl_ptr", *_vec_ptrs(plan)]
     sig = ", ".join(
         ins
         + ["out0_ptr", "part_ptr", "M", "N", "K", "BT", "KB_PER"]
         + ["stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_ab", "stride_bb"]
         + [
             f"{c}: tl.constexpr"
-            for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION", "UPCAST", "SPLIT")
+            for c in (
+                "BLOCK_M",
+                "BLOCK_N",
+                "BLOCK_K",
+                "GROUP_M",
+                "PRECISION",
+                "UPCAST",
+                "SPLIT",
+                "PRESPLIT",
+            )  # fmt: skip
         ]
     )
     return f"@triton.jit\ndef _ke_matmul({sig}):\n" + "".join(f"    {x}\n" for x in body)
@@ -162,6 +190,41 @@ def _ke_split(p, M, N, K, BT, block_m, block_n, block_k, warps, device):
         warps = min(warps, 4)
         tiles = triton.cdiv(M, block_m) * triton.cdiv(N, block_n) * BT
     return max(1, min(kblocks // 8, sms // tiles)), block_m, block_n, warps
+
+
+@triton.jit
+def _ke_tf32_parts(x_ptr, hi_ptr, lo_ptr, R, C, sxb, sxr, sxc, syb, syr,
+                   BR: tl.constexpr, BC: tl.constexpr):
+    # x = hi + lo exactly: hi is x with the 13 mantissa bits TF32 drops cleared, lo the rest
+    # (an inf's remainder 0, not inf - inf); written with C contiguous.
+    b = tl.program_id(2).to(tl.int64)
+    r = (tl.program_id(0) * BR + tl.arange(0, BR))[:, None]
+    c = (tl.program_id(1) * BC + tl.arange(0, BC))[None, :]
+    m = (r < R) & (c < C)
+    x = tl.load(x_ptr + b * sxb + r.to(tl.int64) * sxr + c * sxc, mask=m, other=0.0)
+    hi = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    lo = tl.where(x == hi, 0.0, x - hi)
+    at = b * syb + r.to(tl.int64) * syr + c
+    tl.store(hi_ptr + at, hi, mask=m)
+    tl.store(lo_ptr + at, lo, mask=m)
+
+
+def _ke_presplit(t, k_dim):
+    """(hi, lo): a 3-d float32 operand (K its dimension ``k_dim``) as its TF32 high parts and
+    remainders, K contiguous in both (rows 64-byte aligned): the product's three TF32 dots then
+    read their operands as loaded, straight from shared memory, where Triton's "tf32x3" splits
+    them in registers inside the loop (KernelBench 8, 2051 x 1480 over 1474, on an H100: 0.83x
+    of cuBLAS's IEEE SGEMM)."""
+    other = 3 - k_dim
+    bt, rows, k = t.shape[0], t.shape[other], t.shape[k_dim]
+    width = (k + 15) // 16 * 16
+    hi = torch.empty((bt, rows, width), dtype=torch.float32, device=t.device)
+    lo = torch.empty_like(hi)
+    grid = (triton.cdiv(rows, 64), triton.cdiv(k, 64), bt)
+    _ke_tf32_parts[grid](t, hi, lo, rows, k, t.stride(0), t.stride(other), t.stride(k_dim),
+                         hi.stride(0), hi.stride(1), BR=64, BC=64, num_warps=4)
+    hi, lo = hi[:, :, :k], lo[:, :, :k]
+    return (hi, lo) if k_dim == 2 else (hi.transpose(1, 2), lo.transpose(1, 2))
 
 
 def _ke_reduce_tile(M, N):
@@ -237,7 +300,15 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         # H200 (467 vs 418 us at 2048^2). ``kmajor`` copies such an operand K-major first
         # (one pass over it; A where it is read transposed, ``x.T @ W``), and one whose rows
         # are not 64-byte aligned (K = 1474) into rows that are.
-        if p.get("kmajor") and odt == torch.float32 and precision != "ieee":
+        presplit, stages = precision == "tf32x3_split", p["stages"]
+        al3, bl3 = a3, b3  # the remainders, where the operands are split before the product
+        if presplit:
+            a3, al3 = _ke_presplit(a3, 2)
+            b3, bl3 = _ke_presplit(b3, 1)
+            precision = "tf32"
+            # four tiles a stage where the others load two
+            block_k, stages = min(block_k, 32), min(p["stages"], 3)
+        elif p.get("kmajor") and odt == torch.float32 and precision != "ieee":
             a3 = _ke_kmajor(a3, 2) if M > 1 else a3
             b3 = _ke_kmajor(b3, 1) if N > 1 else b3
         # One matrix shared by every batch: its batch stride is 0.
@@ -251,10 +322,11 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         if split > 1:
             part = torch.empty((split, BT, M, N), dtype=torch.float32, device=a3.device)
         _ke_matmul[(tiles, BT, split)](
-            a3, b3, {vec_args}out, part, M, N, K, BT, kb_per, a3.stride(1), a3.stride(2),
+            a3, b3, al3, bl3, {vec_args}out, part, M, N, K, BT, kb_per, a3.stride(1), a3.stride(2),
             b3.stride(1), b3.stride(2), a3.stride(0), stride_bb, BLOCK_M=block_m,
             BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=p["group_m"], PRECISION=precision,
-            UPCAST=upcast, SPLIT=split > 1, num_warps=warps, num_stages=p["stages"])
+            UPCAST=upcast, SPLIT=split > 1, PRESPLIT=presplit, num_warps=warps,
+            num_stages=stages)
         if split > 1:
             rbm, rbn = _ke_reduce_tile(M, N)
             rtiles = triton.cdiv(M, rbm) * triton.cdiv(N, rbn)
