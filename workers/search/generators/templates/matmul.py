@@ -50,6 +50,11 @@ def _vec_ptrs(plan: Plan) -> list[str]:
     return [f"in{i}_ptr" for i in range(len(plan.inputs()) - 1)]
 
 
+_MATMUL_CONSTEXPRS = (
+    "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION", "UPCAST", "SPLIT", "PRESPLIT",
+)  # fmt: skip
+
+
 def _matmul_kernel(plan: Plan) -> str:
     """The tiled product. ``SPLIT``: this program sums only its KB_PER blocks of K (program
     axis 2) and stores the fp32 partial for ``_ke_matmul_reduce``, which adds the partials in
@@ -111,19 +116,7 @@ def _matmul_kernel(plan: Plan) -> str:
         ins
         + ["out0_ptr", "part_ptr", "M", "N", "K", "BT", "KB_PER"]
         + ["stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_ab", "stride_bb"]
-        + [
-            f"{c}: tl.constexpr"
-            for c in (
-                "BLOCK_M",
-                "BLOCK_N",
-                "BLOCK_K",
-                "GROUP_M",
-                "PRECISION",
-                "UPCAST",
-                "SPLIT",
-                "PRESPLIT",
-            )  # fmt: skip
-        ]
+        + [f"{c}: tl.constexpr" for c in _MATMUL_CONSTEXPRS]
     )
     return f"@triton.jit\ndef _ke_matmul({sig}):\n" + "".join(f"    {x}\n" for x in body)
 
