@@ -410,10 +410,13 @@ def shape_seeds(plan: Plan) -> list[dict]:
     - Inductor's own launch (the looped kernel, 64 rows by 64 columns, 16 warps, one stage):
       0.992x specialised, 0.848x with run-time sizes; so it is not seeded.
 
-    A reduction over the whole tensor (a loss: one row of millions, cut into segments) starts
+    A reduction over the whole tensor to one value (a loss: one row of millions, cut into
+    segments; not a norm that then divides every element by it) starts
     specialised to its shape: on an H100 (KernelBench 100, hinge, [2048, 2048], session 49),
     a constant length for a broadcast input was worth 1-3%, and 512 segments of 8192 (8
     warps) 0.979x of compile against the default's 1024 of 4096, 0.940x.
+
+    A pooling window of more than 32 elements starts as one vector per window ("flat").
 
     A chain of kernels gets none: its product takes most of the time, and its first seeds
     measure the product's two precisions on the same tiles.
@@ -431,7 +434,7 @@ def shape_seeds(plan: Plan) -> list[dict]:
             {"max_rows": 64, "tile": 8192, "vec": 16, "stages": 1, "static": 1},
             {"max_rows": 64, "tile": 8192, "vec": 32, "stages": 1},
         ]
-    if plan.extra.get("full"):
+    if plan.extra.get("full") and "tile" not in plan.extra.get("output_kinds", ["tile"]):
         return [
             {"block_n": 4096, "vec": 16, "seg_programs": 512, "static": 1},
             {"static": 1},
