@@ -165,9 +165,10 @@ def test_an_mlp_is_a_chain_of_fused_products_read_through_its_layers(tmp_path):
     assert kernels == [
         "_s0_ke_matmul",
         "_s0_ke_matmul_reduce",
+        "_s0_ke_tf32_parts",
         "_s2_ke_matmul",
         "_s2_ke_matmul_reduce",
-    ]
+    ]  # the operand splitter is the same text in both: written once
     assert "_s0_ke_matmul[(" in source.split("class _s1_ModelNew")[1].split("class _s2_")[0]
     sizes = [{}, {"batch_size": 3, "input_size": 17}]
     got = check_rendered(
