@@ -144,3 +144,39 @@ def test_a_wide_window_starts_as_one_vector_per_window():
         GenerationContext(POOLS["max2d"][0], platform="interpret"), 1
     )
     assert narrow[0].params["window"] == "loop"
+
+
+_AOT = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from workers.contract import problem as P
+from workers.search.generators.template import render
+from workers.search.trace import trace_problem
+
+out = {}
+for static in (1, 0):
+    params = {"window": "flat", "static": static}
+    module = P.load_module(render(trace_problem(sys.argv[1]), params), f"c{static}", sys.argv[2])
+    fn = module._ke_pool_flat
+    # an 11 x 11 window at stride 11 over 64 x 64 planes (KernelBench 45's, scaled)
+    ce = dict(KD=1, KH=11, KW=11, SD=1, SH=11, SW=11, PD=0, PH=0, PW=0, DD=1, DH=1, DW=1,
+              MAX=False, INCLUDE_PAD=True, DIVISOR=0, BLOCK=8, KP=128, I32=True)
+    if static:
+        ce.update(TOTAL=25600, D=1, H=64, W=64, OD=1, OH=5, OW=5)
+    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
+    sig.update({c: "constexpr" for c in ce})
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+    out[static] = len(kernel.asm["ptx"])
+print("RESULTS" + json.dumps(out))
+"""
+
+
+def test_the_whole_window_kernel_compiles_for_sm90(tmp_path):
+    """The interpreter runs Python; the GPU compiler must take the [outputs, window] tile and
+    its reduction, with the sizes constant and at run time."""
+    wide = _problem("nn.AvgPool2d(kernel_size, stride=kernel_size)", D2)
+    got = run_child(_AOT, wide, str(tmp_path), interpret=False)
+    assert set(got) == {"1", "0"} and all(n > 1000 for n in got.values()), got
