@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-import triton
 
 from tests.workers.search.child import check_rendered, compile_matmul_sm90
-from workers.search.generators.templates.matmul import _SPLIT_POLICY
+from workers.contract.problem import load_module
+from workers.search.generators.template import render
 from workers.search.trace import NoTemplate, trace_problem
 
 HEADER = "import torch\nimport torch.nn as nn\n\nb = 2\nm = 20\nk = 17\nn = 30\n\n\n"
@@ -171,18 +171,18 @@ def test_a_long_k_is_cut_into_ranges_whose_partials_add_in_order(tmp_path):
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
 
 
-def _split_policy() -> dict:
-    scope = {"torch": torch, "triton": triton}
-    exec(_SPLIT_POLICY, scope)
-    return scope
+def _split_policy(folder: str) -> dict:
+    """The split-K policy's functions, from a rendered candidate loaded as a module."""
+    module = load_module(render(trace_problem(SPLIT_K["long-k"]), {}), "policy", folder)
+    return {name: getattr(module, name) for name in ("_ke_split", "_ke_reduce_tile")}
 
 
-def test_a_small_output_over_a_long_k_is_cut_into_smaller_tiles_first():
+def test_a_small_output_over_a_long_k_is_cut_into_smaller_tiles_first(tmp_path):
     """KernelBench 6 at the bench's size (256 x 256 over K = 16384) on an H100 was 0.22x of
     compile: 128 x 128 tiles cut 64 ways wrote 16 MB of partials that 4 programs read back.
     On 132 SMs the policy now takes 64 x 64 tiles (4 warps), about one program per SM, and
     the partials are added by programs of about 1024 outputs each."""
-    policy, cpu = _split_policy(), torch.device("cpu")
+    policy, cpu = _split_policy(str(tmp_path)), torch.device("cpu")
     split, bm, bn, warps = policy["_ke_split"]({}, 256, 256, 16384, 1, 128, 128, 64, 8, cpu)
     assert (bm, bn, warps) == (64, 64, 4)
     assert split * 16 <= 132 and split >= 8  # 16 tiles, ranges of 32 blocks of K
