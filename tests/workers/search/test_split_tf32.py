@@ -237,3 +237,24 @@ def test_a_tf32_candidate_passes_a_loose_contract_and_compiles_to_wgmma(evaluato
     assert report.verdict == C.ACCEPTED, report.reason
     (art,) = report.gate(C.GATE_COMPILE).evidence["artifacts"]
     assert art["constexprs"]["PRECISION"] == "tf32" and "warp_group_dot" in art["ir"]["ttgir"]
+
+
+@pytest.mark.timeout(300)
+def test_operands_split_before_the_product_pass_every_gate_edge_cases_included(evaluator):
+    """``tf32x3_split``: the operands' TF32 high parts and remainders are written first and the
+    loop reads them as loaded. Its first run on KernelBench 17 (``A @ B.T``) on the interpreter
+    put a NaN where the reference has inf: an inf's remainder is 0, and inf x 0 is NaN in the
+    remainders' terms. They are dropped where NaN (as Triton's tf32x3 does); every gate, the
+    edge cases (inf, NaN, large values) among them, passes, and the split pass is a launch of
+    its own in the compile gate's evidence."""
+    # B of whole numbers: exact in TF32, so every remainder of B is 0 (on KernelBench 17 about
+    # one value in 2^13 of torch.rand's is)
+    src = MATMUL.replace("torch.matmul(a, b)", "torch.matmul(a, b.T)").replace(
+        "torch.rand(96, 48)", "torch.randint(1, 4, (48, 96)).float()"
+    )
+    report = evaluator.evaluate(
+        EvaluationRequest(src, render(trace_problem(src), {"fp32_dot": "tf32x3_split"}))
+    )
+    assert report.verdict == C.ACCEPTED, report.reason
+    kernels = {a["kernel"] for a in report.gate(C.GATE_COMPILE).evidence["artifacts"]}
+    assert {"_ke_matmul", "_ke_tf32_parts"} <= kernels, kernels
