@@ -411,10 +411,10 @@ def shape_seeds(plan: Plan) -> list[dict]:
       0.992x specialised, 0.848x with run-time sizes; so it is not seeded.
 
     A reduction over the whole tensor to one value (a loss: one row of millions, cut into
-    segments; not a norm that then divides every element by it) starts
-    specialised to its shape: on an H100 (KernelBench 100, hinge, [2048, 2048], session 49),
-    a constant length for a broadcast input was worth 1-3%, and 512 segments of 8192 (8
-    warps) 0.979x of compile against the default's 1024 of 4096, 0.940x.
+    segments; not a norm that then divides every element by it) starts specialised to its
+    shape: on an H100 (KernelBench 100, hinge, [2048, 2048], session 49), a constant length
+    for a broadcast input was worth 1-3%, and 512 segments of 8192 (8 warps) 0.979x of
+    compile against the default's 1024 of 4096, 0.940x.
 
     A pooling window of more than 32 elements starts as one vector per window ("flat").
 
