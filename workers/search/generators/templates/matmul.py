@@ -157,11 +157,17 @@ def _ke_kmajor(t, k_dim):
     other = 3 - k_dim
     if t.stride(k_dim) == 1 and t.stride(other) % 16 == 0:
         return t
-    bt, k = t.shape[0], t.shape[k_dim]
-    width = (k + 15) // 16 * 16
-    buf = torch.empty((bt, t.shape[other], width), dtype=t.dtype, device=t.device)[:, :, :k]
+    buf = _ke_kmajor_buffer(t, k_dim, t.dtype)
     buf.copy_(t if k_dim == 2 else t.transpose(1, 2))
     return buf if k_dim == 2 else buf.transpose(1, 2)
+
+
+def _ke_kmajor_buffer(t, k_dim, dtype):
+    """An empty [batch, rows, K] buffer for ``t`` (K its dimension ``k_dim``), K contiguous
+    and each row 64-byte aligned: a view of a wider buffer whose padding is never read."""
+    bt, rows, k = t.shape[0], t.shape[3 - k_dim], t.shape[k_dim]
+    width = (k + 15) // 16 * 16
+    return torch.empty((bt, rows, width), dtype=dtype, device=t.device)[:, :, :k]
 
 
 def _ke_split(p, M, N, K, BT, block_m, block_n, block_k, warps, device):
@@ -214,15 +220,11 @@ def _ke_presplit(t, k_dim):
     read their operands as loaded, straight from shared memory, where Triton's "tf32x3" splits
     them in registers inside the loop (KernelBench 8, 2051 x 1480 over 1474, on an H100: 0.83x
     of cuBLAS's IEEE SGEMM)."""
-    other = 3 - k_dim
-    bt, rows, k = t.shape[0], t.shape[other], t.shape[k_dim]
-    width = (k + 15) // 16 * 16
-    hi = torch.empty((bt, rows, width), dtype=torch.float32, device=t.device)
-    lo = torch.empty_like(hi)
+    hi, lo = (_ke_kmajor_buffer(t, k_dim, torch.float32) for _ in range(2))
+    bt, rows, k = hi.shape
     grid = (triton.cdiv(rows, 64), triton.cdiv(k, 64), bt)
-    _ke_tf32_parts[grid](t, hi, lo, rows, k, t.stride(0), t.stride(other), t.stride(k_dim),
+    _ke_tf32_parts[grid](t, hi, lo, rows, k, t.stride(0), t.stride(3 - k_dim), t.stride(k_dim),
                          hi.stride(0), hi.stride(1), BR=64, BC=64, num_warps=4)
-    hi, lo = hi[:, :, :k], lo[:, :, :k]
     return (hi, lo) if k_dim == 2 else (hi.transpose(1, 2), lo.transpose(1, 2))
 
 

@@ -32,18 +32,26 @@ from workers.search.trace import NoTemplate, Plan
 # --------------------------------------------------------------------------------- row kernels
 
 
-_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "NC", "MC", "I32"]
+_ROW_CONSTEXPRS = ["ROWS", "BLOCK_N", "PROGRAMS", "EV_T", "EV_V", "I32"]
 
 
 def _row_constexprs(plan: Plan) -> list[str]:
-    """The row kernels' constexprs: with ``KC`` (K, the size after the reduced dimension, a
-    constant in a launch specialised to its shape) where rows lie along a middle dimension,
-    and ``VC`` (VL, a weight's length over the whole tensor) where there is one."""
-    return _ROW_CONSTEXPRS + (["KC"] if _strided(plan) else []) + _vc(plan)
+    """The row kernels' constexprs, the shape's constants among them (``_size_constants``)."""
+    return _ROW_CONSTEXPRS + [c for c, _ in _size_constants(plan)]
 
 
-def _vc(plan: Plan) -> list[str]:
-    return ["VC"] if plan.extra.get("vec_mod") else []
+def _size_constants(plan: Plan, extra: tuple = ()) -> list[tuple[str, str]]:
+    """(constexpr, the size it stands for) of a launch specialised to its shape (``NC`` > 0):
+    N and M; ``extra``'s; K (the size after the reduced dimension) where rows lie along a
+    middle dimension; VL (a weight's length over the whole tensor) where there is one."""
+    out = [("NC", "N"), ("MC", "M"), *extra]
+    out += [("KC", "K")] if _strided(plan) else []
+    return out + ([("VC", "VL")] if plan.extra.get("vec_mod") else [])
+
+
+def _size_prologue(plan: Plan, extra: tuple = ()) -> list[str]:
+    """The kernel's first lines: each size its constant where the launch is specialised."""
+    return ["if NC > 0:"] + [f"    {size} = {c}" for c, size in _size_constants(plan, extra)]
 
 
 # Triton's largest tile (TRITON_MAX_TENSOR_NUMEL): a "one_pass" candidate on a longer row (a
@@ -70,9 +78,7 @@ def _row_tiles(plan: Plan, body: list[str]) -> list[str]:
     K = KC where rows lie along a middle dimension: on an H100, KernelBench 47's one pass of
     32 rows went from 0.98x to 1.00x of compile with K a constant too, docs/benchmarks.md,
     session 49)."""
-    out = ["if NC > 0:", "    N = NC", "    M = MC"] + (["    K = KC"] if _strided(plan) else [])
-    out += ["    VL = VC"] if _vc(plan) else []
-    out += ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
+    out = _size_prologue(plan) + ["pid = tl.program_id(0)", "if PROGRAMS == 0:", "    tile = pid"]
     out += ["    " + line for line in body]
     out += ["else:", f"    for tile in range(pid, {_tiles(plan)}, PROGRAMS):"]
     return out + ["        " + line for line in body]
@@ -555,6 +561,10 @@ def _segment_slots(plan: Plan) -> tuple[dict[int, int], int, int]:
     return slots, n, max(level.values(), default=0)
 
 
+# The segmented kernel's own sizes compiled in with the shape's: segments a row, their length.
+_SEGMENT_SIZES = (("SC", "S"), ("SEGC", "SEG"))
+
+
 def _row_segmented(plan: Plan) -> str:
     """Few long rows (a loss over the whole tensor, a norm over 2^18 elements per row): each
     row is cut into S segments of SEG columns, one program per (row, segment).
@@ -585,13 +595,7 @@ def _row_segmented(plan: Plan) -> str:
         # NC > 0: specialised to the shape (sizes, segments and VL compile-time constants):
         # on an H100, KernelBench 100's hinge loss 0.952x -> 0.979x of compile with VL
         # constant (the broadcast targets read at cols % 2048, not a division per element)
-        "if NC > 0:",
-        "    N = NC",
-        "    M = MC",
-        "    S = SC",
-        "    SEG = SEGC",
-        *(["    K = KC"] if _strided(plan) else []),
-        *(["    VL = VC"] if _vc(plan) else []),
+        *_size_prologue(plan, _SEGMENT_SIZES),
         "tile = tl.program_id(0)",
         "seg = tl.program_id(1)",
         *_row_index(plan, roff),
@@ -701,8 +705,8 @@ def _row_segmented(plan: Plan) -> str:
             "        tl.store(count_ptr + tile, 0)  # ready for the next call",
         ]
     # _ke_welford_all comes with the looped kernel, which every row candidate has.
-    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32", "NC", "MC", "SC", "SEGC"]
-    constexprs += (["KC"] if _strided(plan) else []) + _vc(plan)
+    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32"]
+    constexprs += [c for c, _ in _size_constants(plan, _SEGMENT_SIZES)]
     extra = [*sizes, "part_ptr", "count_ptr", "S", "SEG"]
     return _kernel("_ke_row_segmented", plan, constexprs, lines, extra)
 
@@ -934,9 +938,10 @@ def _source_row(plan: Plan, p: dict) -> str:
     _, slots, levels = _segment_slots(plan)
     has_tile = "tile" in plan.extra["output_kinds"]
     strided = _strided(plan)
-    kc, kc_line = (" KC=kc,", "        kc = K if const else 0\n") if _strided(plan) else ("", "")
-    if _vc(plan):
-        kc, kc_line = kc + " VC=vc,", kc_line + "        vc = VL if const else 0\n"
+    # the launches' constants beyond N and M (NC=nc, MC=mc): K's and VL's, where the plan has them
+    more = [(c, size) for c, size in _size_constants(plan) if c not in ("NC", "MC")]
+    kc = "".join(f" {c}={c.lower()}," for c, _ in more)
+    kc_line = "".join(f"        {c.lower()} = {size} if const else 0\n" for c, size in more)
     return (
         _header(plan, p)
         + (_KE_MUL if products else "")
