@@ -100,6 +100,21 @@ def _first_failure(nodes: list[dict]) -> dict | None:
     return None
 
 
+BASE_TIMEOUT_S = 240.0
+# The per-case tuner's time for one problem on an H100 (60-100 s, session 51); the tuners of
+# problems run at once take turns on the GPU, so one problem may wait for the others'.
+TUNER_S = 100.0
+
+
+def default_timeout_s(args, problems: int) -> float:
+    """The per-problem limit when none is given: a tuning run waits for up to ``jobs`` tuners
+    (its own and those started beside it); at session 51's 240 s, four tuned losses and norms
+    run four at a time all timed out before their first candidate."""
+    if not (args.tune and args.platform == "cuda"):
+        return BASE_TIMEOUT_S
+    return BASE_TIMEOUT_S + TUNER_S * max(1, min(args.jobs, problems))
+
+
 def bench_one(source: str, args) -> dict:
     """Describe, then (where a template fits) run a small campaign; one result row.
 
@@ -136,7 +151,14 @@ def bench_one(source: str, args) -> dict:
     if args.platform == "cuda":
         workload, row["scaled"] = scaled_workload(source, args.max_elements)
         row["overrides"] = workload["cases"][0]["overrides"]
-    unfinished("baseline and first candidates")
+    tuning = args.tune and args.platform == "cuda"
+    # the tuner runs with the baseline (about 60-100 s a problem on an H100; problems run at
+    # once take turns on the GPU), so a timeout here names it
+    unfinished(
+        "baseline, the per-case tuner and first candidates"
+        if tuning
+        else "baseline and first candidates"
+    )
     if args.tolerance:
         tolerance = json.loads(args.tolerance)
         workload = {**(workload or {"cases": [{"name": "default"}]}), "tolerance": tolerance}
@@ -498,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
         "--tune",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="cuda: the per-case tuner's table as the first seed (off: device time)",
+        help="cuda: the per-case tuner's table as the first seed (off: device time; on, give "
+        "--timeout-s room for it: 60-100 s a problem on an H100, taking turns on the GPU)",
     )
     parser.add_argument("--platform", default="interpret", choices=["interpret", "cuda"])
     parser.add_argument(
@@ -521,7 +544,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--time-limit-s", type=float, default=120.0, help="each gate's limit in a campaign"
     )
-    parser.add_argument("--timeout-s", type=float, default=240.0, help="per-problem hard limit")
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        help=f"per-problem hard limit (default {BASE_TIMEOUT_S:.0f} s; with --tune on cuda, "
+        f"{TUNER_S:.0f} s more for each problem whose tuner may run before its own)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="problems run at once")
     parser.add_argument("--only", help="comma-separated file names (e.g. 19_ReLU.py)")
     parser.add_argument("--limit", type=int, help="only the first N problems")
@@ -558,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
         names = wanted  # in the order given: the first ones run first
     if args.limit:
         names = names[: args.limit]
+    if args.timeout_s is None:
+        args.timeout_s = default_timeout_s(args, len(names))
     meta = {
         "kernelbench_commit": (
             f"folder {args.dir}"

@@ -3,6 +3,7 @@ and one-line reason; on cuda the accepted kernel's speedup and timings; a bad do
 refused with the path of the field in error."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,40 @@ def test_a_problem_stopped_after_an_accepted_kernel_is_accepted_with_the_stop_sa
     failed = stopped({"family": "conv", "nodes": nodes[1:]}, "timed out after 240s")
     assert failed["result"] == "error" and failed["error"] == "timed out after 240s"
     assert stopped({}, "exited 1 without a result")["result"] == "error"
+
+
+_RELU = """import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.rand(64, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_tuning_run_gives_each_problem_time_for_the_tuners_it_waits_on(tmp_path):
+    """Session 51 on an H100: four losses and norms run four at a time with the per-case tuner
+    all hit the 240 s limit before their first candidate (the tuners take turns on the GPU).
+    Without a limit given, a tuning run's grows by the tuner's time for each problem that may
+    tune before it; a run without the tuner keeps 240 s, and a limit given is kept."""
+    script = _script()
+    for name in ("1_A.py", "2_B.py", "3_C.py"):
+        (tmp_path / name).write_text(_RELU)
+    out = tmp_path / "run.json"
+
+    def limit(*extra):
+        common = ["--dir", str(tmp_path), "--platform", "cuda", "--candidates", "0"]
+        assert script.main([*common, "--out", str(out), *extra]) == 0
+        doc = json.loads(out.read_text())
+        assert [r["result"] for r in doc["rows"]] == ["claimed"] * 3  # no GPU asked for
+        return doc["meta"]["timeout_s"]
+
+    assert limit("--tune", "--jobs", "2") == 240 + 100 * 2
+    assert limit("--tune", "--jobs", "8") == 240 + 100 * 3  # no more tuners than problems
+    assert limit("--jobs", "8") == 240
+    assert limit("--tune", "--jobs", "8", "--timeout-s", "300") == 300
