@@ -382,12 +382,14 @@ class SandboxChild:
         data = json.dumps(message).encode()
         self._req.write(struct.pack(">I", len(data)) + data)
 
-    def _read_exact(self, n: int, deadline: float, phase: str) -> bytes | SandboxFailure:
+    def _read_exact(
+        self, n: int, deadline: float, phase: str, limit: float
+    ) -> bytes | SandboxFailure:
         buf = bytearray()
         while len(buf) < n:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return self._fail_timeout(phase)
+                return self._fail_timeout(phase, limit)
             ready, _, _ = select.select([self._resp], [], [], min(remaining, 0.1))
             if not ready:
                 failure = self._check_health(phase)
@@ -423,10 +425,14 @@ class SandboxChild:
             )
         return None
 
-    def _fail_timeout(self, phase: str) -> SandboxFailure:
+    def _fail_timeout(self, phase: str, limit: float) -> SandboxFailure:
+        """The phase's limit is said: on the interpreter, which runs a launch's programs one
+        after another, a large input can outlast it without anything being wrong."""
         evidence = self.tap.snapshot()
         self.kill()
-        return SandboxFailure(C.RULE_TIMEOUT, f"timed out during {phase}", evidence)
+        return SandboxFailure(
+            C.RULE_TIMEOUT, f"timed out during {phase} (its limit: {limit:.0f} s)", evidence
+        )
 
     def _fail_dead(self, phase: str) -> SandboxFailure:
         try:
@@ -452,11 +458,11 @@ class SandboxChild:
 
     def _wait(self, timeout: float, phase: str) -> dict | SandboxFailure:
         deadline = time.monotonic() + timeout
-        header = self._read_exact(4, deadline, phase)
+        header = self._read_exact(4, deadline, phase, timeout)
         if isinstance(header, SandboxFailure):
             return header
         (length,) = struct.unpack(">I", header)
-        body = self._read_exact(length, deadline, phase)
+        body = self._read_exact(length, deadline, phase, timeout)
         if isinstance(body, SandboxFailure):
             return body
         try:
