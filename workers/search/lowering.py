@@ -1144,8 +1144,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 and _flattened_from(shape, self.row_shape) == self.merge_from
             ):
                 ok = True  # the rows' trailing dimensions flattened: the same layout
-            elif cat == "tile" and self.matmul_lead and shape == self.matmul_lead + rows:
-                ok = True  # a batched product's output as its operands' leading dimensions
+            elif cat == "tile" and self.matmul_lead and _batch_view(shape, self.matmul_lead, rows):
+                # a batched product's output as its operands' leading dimensions, merged or
+                # split, or with 1s inserted or dropped (einsum's ``bhqd,bhkd->bhqk`` views the
+                # bmm as [b, h, q, 1, k] and moves the 1 before its last view)
+                ok = True
             elif cat == "tile":
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 # Only 1s inserted or dropped (``b.unsqueeze(-1)`` on its way to a batched
@@ -2069,6 +2072,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             raise NoTemplate("a weight of the epilogue placed along the product's rows")
         if len(outs) != 1:
             raise NoTemplate("matmul with several outputs is not covered")
+        out_shape = tuple(outs[0].meta["val"].shape) if isinstance(outs[0], torch.fx.Node) else ()
+        if self.matmul_lead and out_shape != self.matmul_lead + self.row_shape:
+            # The wrapper writes a batched product's output as [*batch, M, N]: a view kept to
+            # the end (einsum's [b, h, q, 1, k] before a permute that moves data) is not it.
+            raise NoTemplate(f"a batched product's output returned as {list(out_shape)}")
         plan = Plan(family="matmul", forward_args=[], init_source="", preamble="")
         plan.nodes = self.nodes
         plan.outputs = [self.arg(outs[0])]
@@ -2344,6 +2352,17 @@ def _categorise(plan: Plan) -> None:
         else:
             cats = {plan.nodes[a].cat for a in n.args}
             n.cat = "tile" if "tile" in cats else "rowscalar" if "rowscalar" in cats else "const"
+
+
+def _batch_view(shape: tuple, lead: tuple, rows: tuple) -> bool:
+    """Whether ``shape`` views a batched product's output (``lead`` + ``rows``, contiguous) with
+    each element keeping its row and column: the batch dimensions merged or split, or 1s
+    inserted or dropped anywhere while the columns (more than one) stay the last dimension
+    other than 1s."""
+    if shape[-2:] == rows and math.prod(shape[:-2]) == math.prod(lead):
+        return True
+    full = lead + rows
+    return rows[-1] != 1 and [d for d in shape if d != 1] == [d for d in full if d != 1]
 
 
 def _strip_ones(shape: tuple) -> tuple:

@@ -52,6 +52,16 @@ FORMS = {
     "heads-product": (_problem("torch.relu(A @ B)",
                                "torch.randn(b, 3, m, k), torch.randn(b, 3, k, n)"),
                       "batched matmul A @ B"),
+    # einsum views the bmm's output as [b, h, q, 1, k] and moves the 1 before its last view
+    # (refused as "a view that changes the row layout" until session 51's held-out run)
+    "einsum-scores": (_problem('torch.einsum("bhqd,bhkd->bhqk", A, B)',
+                               "torch.randn(b, 3, m, k), torch.randn(b, 3, n, k)"),
+                      "batched matmul A @ B.T"),
+    "einsum-attention-out": (_problem('torch.einsum("bhqk,bhkd->bhqd", A, B)',
+                                      "torch.randn(b, 3, m, k), torch.randn(b, 3, k, n)"),
+                             "batched matmul A @ B"),
+    "einsum-bmm": (_problem('torch.einsum("bij,bjk->bik", A, B)',
+                            "torch.randn(b, m, k), torch.randn(b, k, n)"), "batched matmul A @ B"),
     "triu": (_problem("torch.triu(A @ B)", "torch.randn(m, k), torch.randn(k, n)"),
              "epilogue [triu]"),
     "tril-below": (_problem("torch.tril(A @ B, diagonal=-2) * 0.5",
@@ -80,9 +90,12 @@ def test_each_product_gets_a_correct_candidate(tmp_path):
     [
         ("torch.matmul(A.permute(1, 0, 2), B)", "torch.randn(m, b, k), torch.randn(b, k, n)",
          "a matmul operand with strides"),
+        # the heads moved after the product: the product's output is not written [b, h, q, k]
+        ('torch.einsum("bhqd,bhkd->bqhk", A, B)',
+         "torch.randn(b, 3, m, k), torch.randn(b, 3, n, k)", "aten.permute.default of view"),
     ],
     # (a tril without a product: a move kernel, tests/workers/search/test_move.py)
-    ids=["batch-not-leading"],
+    ids=["batch-not-leading", "einsum-heads-moved"],
 )  # fmt: skip
 def test_what_does_not_fit_is_refused_in_one_line(forward, inputs, says):
     with pytest.raises(NoTemplate, match=says):
