@@ -1153,7 +1153,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 ok = bool(shape) and math.prod(shape) == math.prod(self.row_shape)
                 # Only 1s inserted or dropped (``b.unsqueeze(-1)`` on its way to a batched
                 # dot): the same elements in the same order, not a change of the row layout.
-                ones = [d for d in shape if d != 1] == [d for d in self.row_shape if d != 1]
+                ones = _ones_apart(shape, self.row_shape)
                 if ok and shape[-1] != self.row_shape[-1] and self.red_dim is None and not ones:
                     # Fine only if every reduction runs over the whole tensor, or over the last
                     # dimension of this view when it splits the rows' dimensions into groups of
@@ -2361,8 +2361,13 @@ def _batch_view(shape: tuple, lead: tuple, rows: tuple) -> bool:
     other than 1s."""
     if shape[-2:] == rows and math.prod(shape[:-2]) == math.prod(lead):
         return True
-    full = lead + rows
-    return rows[-1] != 1 and [d for d in shape if d != 1] == [d for d in full if d != 1]
+    return rows[-1] != 1 and _ones_apart(shape, lead + rows)
+
+
+def _ones_apart(shape: tuple, other: tuple) -> bool:
+    """Whether the two shapes differ only by 1s inserted or dropped (the same elements in the
+    same order, for a contiguous view)."""
+    return [d for d in shape if d != 1] == [d for d in other if d != 1]
 
 
 def _strip_ones(shape: tuple) -> tuple:

@@ -102,10 +102,9 @@ def check_chained(problems: dict, folder: str, sizes: dict | None = None) -> Non
 
 
 # The matmul template's kernels compiled ahead of time for sm_90 (no GPU here): a problem's
-# plan rendered with the family's defaults, then the one-pass launch, the split-K partial
-# launch and the in-order reduction, each compiled with ``PRECISION``. Per launch: the PTX's
-# length and its global loads.
-_MATMUL_AOT = r"""
+# The start of a child script that compiles a candidate's kernels ahead of time for the H200's
+# architecture (sm_90, no GPU needed): the imports, and ``sm90_ptx(fn, constexprs)``.
+SM90 = r"""
 import json, sys
 import triton
 from triton.backends.compiler import GPUTarget
@@ -114,6 +113,23 @@ from workers.contract import problem as P
 from workers.search.generators.template import DEFAULTS, render
 from workers.search.trace import trace_problem
 
+
+def sm90_ptx(fn, ce, ints=()):
+    # pointers fp32 (int64 where named in ``ints``), the other arguments i32
+    sig = {a: ("*i64" if a in ints else "*fp32") if a.endswith("_ptr") else "i32"
+           for a in fn.arg_names if a not in ce}
+    sig.update({c: "constexpr" for c in ce})
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+    return kernel.asm["ptx"]
+"""
+
+# plan rendered with the family's defaults, then the one-pass launch, the split-K partial
+# launch and the in-order reduction, each compiled with ``PRECISION``. Per launch: the PTX's
+# length and its global loads.
+_MATMUL_AOT = (
+    SM90
+    + r"""
 module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["matmul"]), "mm", sys.argv[2])
 out = {}
 tile = {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8}
@@ -128,14 +144,11 @@ launches = [
 if presplit:
     launches.append(("parts", module._ke_tf32_parts, {"BR": 64, "BC": 64}))
 for name, fn, ce in launches:
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    ptx = kernel.asm["ptx"]
+    ptx = sm90_ptx(fn, ce)
     out[name] = {"length": len(ptx), "loads": ptx.count("ld.global"), "mma": ptx.count("mma.")}
 print("RESULTS" + json.dumps(out))
 """
+)
 
 
 def compile_matmul_sm90(source: str, folder: str, precision: str = "ieee") -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.search.child import check_chained, check_rendered, run_child
+from tests.workers.search.child import SM90, check_chained, check_rendered, run_child
 from workers.search.trace import NoTemplate, trace_problem
 
 
@@ -146,15 +146,9 @@ def test_a_wide_window_starts_as_one_vector_per_window():
     assert narrow[0].params["window"] == "loop"
 
 
-_AOT = r"""
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import render
-from workers.search.trace import trace_problem
-
+_AOT = (
+    SM90
+    + r"""
 out = {}
 for static in (1, 0):
     params = {"window": "flat", "static": static}
@@ -165,13 +159,10 @@ for static in (1, 0):
               MAX=False, INCLUDE_PAD=True, DIVISOR=0, BLOCK=8, KP=128, I32=True)
     if static:
         ce.update(TOTAL=25600, D=1, H=64, W=64, OD=1, OH=5, OW=5)
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    out[static] = len(kernel.asm["ptx"])
+    out[static] = len(sm90_ptx(fn, ce))
 print("RESULTS" + json.dumps(out))
 """
+)
 
 
 def test_the_whole_window_kernel_compiles_for_sm90(tmp_path):

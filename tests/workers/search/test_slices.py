@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.workers.search.child import check_chained, check_rendered, run_child
+from tests.workers.search.child import SM90, check_chained, check_rendered, run_child
 from tests.workers.search.test_broadcast import _CHECK, FOOTER, HEADER
 from workers.search.trace import NoTemplate, trace_problem
 
@@ -257,27 +257,17 @@ def test_a_slice_bound_that_is_no_line_in_the_width_is_refused_in_words():
     assert "columns moved by slices" in trace_problem(halves).summary
 
 
-_COMPILE = r"""
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
+_COMPILE = (
+    SM90
+    + r"""
 out = {}
 for i, src in enumerate(json.loads(sys.argv[1])):
     fn = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), f"m{i}", sys.argv[2])
     fn = fn._ke_broadcast
-    ce = {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                       target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    out[i] = len(k.asm["ptx"])
+    out[i] = len(sm90_ptx(fn, {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}))
 print("RESULTS" + json.dumps(out))
 """
+)
 
 
 def test_kernels_that_slice_columns_from_the_ends_compile_for_sm90(tmp_path):

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.workers.search.child import check_chained, check_rendered, run_child
+from tests.workers.search.child import SM90, check_chained, check_rendered, run_child
 from tests.workers.search.test_broadcast import FOOTER
 from workers.search.trace import NoTemplate, trace_problem
 
@@ -174,28 +174,17 @@ def test_pads_and_repeats_beyond_the_row_are_move_kernels(tmp_path):
         assert got[name]["errs"] == [0.0] * 4, (name, got[name])
 
 
-_COMPILE = r"""
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
+_COMPILE = (
+    SM90
+    + r"""
 out = {}
 for name, (src, ints) in json.loads(sys.argv[1]).items():
     fn = P.load_module(render(trace_problem(src), DEFAULTS["elementwise"]), name, sys.argv[2])
     fn = fn._ke_broadcast
-    ce = {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}
-    sig = {a: ("*i64" if a in ints else "*fp32") if a.endswith("_ptr") else "i32"
-           for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                       target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    out[name] = len(k.asm["ptx"])
+    out[name] = len(sm90_ptx(fn, {"ROWS": 4, "BLOCK": 256, "NC": 0, "I32": True}, ints))
 print("RESULTS" + json.dumps(out))
 """
+)
 
 
 def test_wider_output_kernels_compile_for_sm90(tmp_path):
