@@ -198,9 +198,9 @@ module = P.load_module(render(plan, DEFAULTS["row"]), "sm90", folder)
 types = ["*i64" if n.attrs.get("int_dtype") else "*fp32" for n in plan.inputs()]
 row = {"ROWS": 4, "BLOCK_N": 64, "PROGRAMS": 0, "EV_T": "", "EV_V": "", "NC": 0, "MC": 0,
        "I32": False}
-launches = [("_ke_row_one_pass", row), ("_ke_row_looped", row),
+launches = [("_ke_row_one_pass", row), ("_ke_row_looped", {**row, "TREE": True}),
             ("_ke_row_split", {**row, "BLOCK_B": 16})]
-segs = {"ROWS": 1, "BLOCK_N": 64, "SP": 32, "EV_T": "", "EV_V": "", "I32": False}
+segs = {"ROWS": 1, "BLOCK_N": 64, "SP": 32, "EV_T": "", "EV_V": "", "I32": False, "TREE": True}
 launches += [("_ke_row_segmented", {**segs, "LEVEL": level})
              for level in range(1, module._SEGMENTS[2] + 1)]
 out = {}

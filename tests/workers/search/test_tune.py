@@ -293,7 +293,7 @@ out = {}
 for nc in (0, 8192):
     sig = {"in0_ptr": "*bf16", "in1_ptr": "*bf16", "out0_ptr": "*bf16", "M": "i32", "N": "i32"}
     ce = {"ROWS": 1, "BLOCK_N": 4096, "PROGRAMS": 0, "EV_T": "evict_first",
-          "EV_V": "evict_last", "NC": nc, "MC": 8192 if nc else 0, "I32": False}
+          "EV_V": "evict_last", "NC": nc, "MC": 8192 if nc else 0, "I32": False, "TREE": True}
     sig.update({k: "constexpr" for k in ce})
     src = ASTSource(fn=mod._ke_row_looped, signature=sig,
                     constexprs={(list(sig).index(k),): v for k, v in ce.items()})

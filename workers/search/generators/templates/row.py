@@ -359,16 +359,31 @@ def _moment_pairs(plan: Plan) -> dict[int, int]:
 
 
 _WELFORD_COMBINE = """@triton.jit
-def _ke_welford_all(mean, m2, w):
-    # Chan's rule over every lane of axis 1 at once: the total count, the weighted mean, and
-    # each lane's M2 plus its count times its squared distance from that mean. Plain sums,
-    # not tl.reduce with a combine function: the same answer, and the Triton interpreter runs
+def _ke_welford_combine(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
+    w = w_a + w_b
+    frac = tl.where(w == 0.0, 0.0, w_b / tl.maximum(w, 1.0))
+    delta = mean_b - mean_a
+    return mean_a + delta * frac, m2_a + m2_b + delta * delta * w_a * frac, w
+
+
+@triton.jit
+def _ke_welford_all(mean, m2, w, TREE: tl.constexpr):
+    # Chan's rule over every lane of axis 1. On a GPU (TREE) one tree of pairwise combines, as
+    # Inductor's: KernelBench 40's segmented LayerNorm measured 18.5 us this way on an H100
+    # (session 43) and 20.5 us with the three dependent sums below (session 52, another H100,
+    # the generated source otherwise the same; not yet compared in one process). The Triton
+    # interpreter runs
     # a combine function once per element in Python (a variance over 16,384-element rows in
-    # segments took 235 s a call there).
-    wt = tl.sum(w, 1, keep_dims=True)
-    mu = tl.sum(w * mean, 1, keep_dims=True) / tl.maximum(wt, 1.0)
-    dev = mean - mu
-    return mu, tl.sum(m2 + w * dev * dev, 1, keep_dims=True), wt
+    # segments took 235 s a call there), so it takes the sums: the total count, the weighted
+    # mean, and each lane's M2 plus its count times its squared distance from that mean.
+    if TREE:
+        mu, s2, wt = tl.reduce((mean, m2, w), 1, _ke_welford_combine, keep_dims=True)
+    else:
+        wt = tl.sum(w, 1, keep_dims=True)
+        mu = tl.sum(w * mean, 1, keep_dims=True) / tl.maximum(wt, 1.0)
+        dev = mean - mu
+        s2 = tl.sum(m2 + w * dev * dev, 1, keep_dims=True)
+    return mu, s2, wt
 
 
 """
@@ -501,7 +516,7 @@ def _row_looped(plan: Plan) -> str:
                 continue
             if r in welford:
                 r2 = welford[r]
-                lines.append(f"v{r}, v{r2}, _ = _ke_welford_all(acc{r}, acc{r2}, w{r})")
+                lines.append(f"v{r}, v{r2}, _ = _ke_welford_all(acc{r}, acc{r2}, w{r}, TREE)")
                 if nodes[r2].op == "mean":
                     lines.append(f"v{r2} = v{r2} / N")
                 done.update((r, r2))
@@ -535,7 +550,7 @@ def _row_looped(plan: Plan) -> str:
     lines += _row_stores(plan, em, "", "", ("rowscalar",))
     helper = _WELFORD_COMBINE if pairs else ""
     return helper + _kernel(
-        "_ke_row_looped", plan, _row_constexprs(plan), _row_tiles(plan, lines), sizes
+        "_ke_row_looped", plan, _row_constexprs(plan) + ["TREE"], _row_tiles(plan, lines), sizes
     )
 
 
@@ -650,7 +665,7 @@ def _row_segmented(plan: Plan) -> str:
             if r in welford:
                 r2 = welford[r]
                 block += [
-                    f"p{r}, p{r2}, pw{r} = _ke_welford_all(acc{r}, acc{r2}, w{r})",
+                    f"p{r}, p{r2}, pw{r} = _ke_welford_all(acc{r}, acc{r2}, w{r}, TREE)",
                     f"tl.store({part(k)} + seg, p{r}, mask=rmask)",
                     f"tl.store({part(k + 1)} + seg, p{r2}, mask=rmask)",
                     f"tl.store({part(k + 2)} + seg, pw{r}, mask=rmask)",
@@ -659,7 +674,7 @@ def _row_segmented(plan: Plan) -> str:
                     f"q{r} = tl.load({part(k)} + sidx, mask=smask, other=0.0)",
                     f"q{r2} = tl.load({part(k + 1)} + sidx, mask=smask, other=0.0)",
                     f"qw{r} = tl.load({part(k + 2)} + sidx, mask=smask, other=0.0)",
-                    f"v{r}, v{r2}, _ = _ke_welford_all(q{r}, q{r2}, qw{r})",
+                    f"v{r}, v{r2}, _ = _ke_welford_all(q{r}, q{r2}, qw{r}, TREE)",
                 ]
                 if nodes[r2].op == "mean":
                     combine.append(f"v{r2} = v{r2} / N")
@@ -705,7 +720,7 @@ def _row_segmented(plan: Plan) -> str:
             "        tl.store(count_ptr + tile, 0)  # ready for the next call",
         ]
     # _ke_welford_all comes with the looped kernel, which every row candidate has.
-    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32"]
+    constexprs = ["ROWS", "BLOCK_N", "SP", "LEVEL", "EV_T", "EV_V", "I32", "TREE"]
     constexprs += [c for c, _ in _size_constants(plan, _SEGMENT_SIZES)]
     extra = [*sizes, "part_ptr", "count_ptr", "S", "SEG"]
     return _kernel("_ke_row_segmented", plan, constexprs, lines, extra)
@@ -1023,6 +1038,13 @@ def _ke_counter(M, device):
     return have
 
 
+def _ke_tree(x):
+    \"\"\"Whether Welford's lanes combine in one tree of pairwise combines (on a GPU) or by sums
+    (under the interpreter, on CPU tensors: it runs a combine function per element in Python);
+    "combine": "sums" in the parameters keeps the sums everywhere, to compare the two.\"\"\"
+    return x.is_cuda and _PARAMS.get("combine", "tree") == "tree"
+
+
 def _ke_segments(p, M, N, one_pass):
     \"\"\"How many segments to cut each row into (0: none): where there are too few rows to
     fill the device and a row is long (for a graph that writes per element, only where the
@@ -1052,6 +1074,7 @@ class ModelNew(nn.Module):
         ev_t, ev_v = ("evict_first", "evict_last") if hints else ("", "")
         nc, mc = (N, M) if const else (0, 0)
 {kc_line}        i32 = M * N < 2**31  # flat indices (by coordinates) in 32 bits
+        tree = _ke_tree({ref0})
         if one_pass == 3:  # rows in segments: a launch per reduction level, then the outputs
             seg = triton.cdiv(triton.cdiv(N, programs), block_n) * block_n
             segs = triton.cdiv(N, seg)
@@ -1068,7 +1091,7 @@ class ModelNew(nn.Module):
                 _ke_row_segmented[(M, segs)](
                     {args}, {sizes}, part, count, segs, seg, ROWS=1, BLOCK_N=block_n,
                     SP=sp, LEVEL=level, EV_T=ev_t, EV_V=ev_v, I32=i32, NC=nc, MC=mc,
-                    SC=segs if const else 0, SEGC=seg if const else 0,{kc}
+                    SC=segs if const else 0, SEGC=seg if const else 0, TREE=tree,{kc}
                     num_warps=warps, num_stages=stages)
         elif one_pass == 2:
             _ke_row_split[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n,
@@ -1081,8 +1104,8 @@ class ModelNew(nn.Module):
                                    num_stages=stages)
         else:
             _ke_row_looped[grid]({args}, {sizes}, ROWS=rows, BLOCK_N=block_n, PROGRAMS=programs,
-                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,{kc} I32=i32, num_warps=warps,
-                                 num_stages=stages)
+                                 EV_T=ev_t, EV_V=ev_v, NC=nc, MC=mc,{kc} I32=i32, TREE=tree,
+                                 num_warps=warps, num_stages=stages)
         return {ret}
 """
     )
