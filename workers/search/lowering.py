@@ -2073,10 +2073,15 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if len(outs) != 1:
             raise NoTemplate("matmul with several outputs is not covered")
         out_shape = tuple(outs[0].meta["val"].shape) if isinstance(outs[0], torch.fx.Node) else ()
+        ones: list[int] = []
         if self.matmul_lead and out_shape != self.matmul_lead + self.row_shape:
-            # The wrapper writes a batched product's output as [*batch, M, N]: a view kept to
-            # the end (einsum's [b, h, q, 1, k] before a permute that moves data) is not it.
-            raise NoTemplate(f"a batched product's output returned as {list(out_shape)}")
+            # The wrapper writes a batched product's output as [*batch, M, N], and returns it
+            # with 1s inserted where the trace has them (einsum's [b, h, q, 1, k], which a
+            # kernel after it, a permute that moves data, reads as traced); a view that merges
+            # or splits dimensions is not that.
+            ones = _inserted_ones(out_shape, self.matmul_lead + self.row_shape)
+            if not ones:
+                raise NoTemplate(f"a batched product's output returned as {list(out_shape)}")
         plan = Plan(family="matmul", forward_args=[], init_source="", preamble="")
         plan.nodes = self.nodes
         plan.outputs = [self.arg(outs[0])]
@@ -2084,6 +2089,8 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
         if any(n.kind in ("reduce", "scan") for n in plan.nodes):
             raise NoTemplate("matmul epilogue with a reduction or a scan is not covered")
         plan.extra.update(a=a_ref, b=b_ref, a_transposed=a_t, b_transposed=b_t, k_dim=k, **batch)
+        if ones:
+            plan.extra["out_ones"] = ones
         ops = sorted({n.op for n in plan.nodes if n.kind == "pw"})
         kind = "batched matmul" if batch.get("batch_a") else "matmul"
         plan.summary = (
@@ -2362,6 +2369,21 @@ def _batch_view(shape: tuple, lead: tuple, rows: tuple) -> bool:
     if shape[-2:] == rows and math.prod(shape[:-2]) == math.prod(lead):
         return True
     return rows[-1] != 1 and _ones_apart(shape, lead + rows)
+
+
+def _inserted_ones(shape: tuple, full: tuple) -> list[int]:
+    """The positions in ``shape`` of the 1s inserted into ``full`` to make it (in increasing
+    order, so unsqueezing ``full`` at each in turn gives ``shape``); [] where ``shape`` is not
+    ``full`` with 1s inserted."""
+    ones, j = [], 0
+    for i, d in enumerate(shape):
+        if j < len(full) and d == full[j]:
+            j += 1
+        elif d == 1:
+            ones.append(i)
+        else:
+            return []
+    return ones if j == len(full) else []
 
 
 def _ones_apart(shape: tuple, other: tuple) -> bool:

@@ -19,6 +19,7 @@ import inspect
 import itertools
 import logging
 import math
+import re
 from fractions import Fraction
 
 from workers.search.ir import wider_than_row
@@ -407,10 +408,12 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     refs = [_attribute(n) for n in names] + forward_args[: len(inputs)]
     init_source, preamble = _copy_init(source)
     writes = take_state_writes(gm, refs)  # buffers the forward updates: outputs too
-    try:
-        plan = _lower(gm, refs)
-    except NoTemplate as exc:  # products with more around them: a chain of kernels
-        plan = lower_staged(gm, refs, _lower, exc)
+    plan = _lower_any(gm, refs)
+    renamed = candidate_args(forward_args, plan_families(plan))
+    if renamed != forward_args:  # an argument a wrapper binds: lowered again under its new name
+        forward_args = renamed
+        refs = [_attribute(n) for n in names] + forward_args[: len(inputs)]
+        plan = _lower_any(gm, refs)  # (the state writes are the module's: names kept)
     attach_state(plan, writes, _body(plan))
     shapes = {
         name: tuple(int(d) for d in x.shape)
@@ -424,6 +427,73 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     for j, shape in enumerate(plan.extra.get("stage_shapes", [])):  # the last stage's sizes
         shapes[stage_ref(j)] = tuple(shape)  # may be an earlier stage's output's
     return plan, shapes
+
+
+# The names each family's wrapper binds in a candidate's forward (its parameters ``p``, its
+# output ``out``, the sizes ``M``, ``N``, ``K``, launch numbers, views of the operands): a
+# reference's forward argument named alike would be overwritten before the wrapper reads it (an
+# einsum over ``p`` and ``v`` read the parameters' dict as its first operand); so would one named
+# after a module the wrappers use (``math``, ``triton``) in every family, or one the wrappers
+# number (``in0``, ``out0``, ``a1``, ``s2_0``, ``_ke_s1``). Tests hold every family's wrapper
+# to its list (test_argument_names.py).
+WRAPPER_NAMES: dict[str, frozenset[str]] = {
+    family: frozenset(names.split())
+    for family, names in {
+        "elementwise": "L0 L1 L2 L3 M N block dt grid n odt rows shape warps",
+        "row": "K L0 L1 L2 L3 M N Q1 VL block_n const count dt ev_t ev_v fuse grid hints i32 kc "
+        "level mc nc odt one_pass part programs rows seg segs sp stages tiles tree vc warps",
+        "scan": "K M N block blocks dt odt p part per phase rows segs tiles",
+        "cross_entropy": "M V block_v loss out p t2 valid x2",
+        "pool": "block ceil dilation divisor flags geometry grid include_pad kernel kp kwp lead "
+        "out outs p padding sizes stride total window xin",
+        "conv": "B K M batched bias bias_arg block_k block_m block_n cin cin_g cl cout_g dilation "
+        "dot grid groups kernel kslice layout odt out output_padding outs p padding phases "
+        "precision qs room sizes stride swg swi swo taps w5 wt x5 xin",
+        "matmul": "BT K M N al3 b3 bl3 block_k block_m block_n kb_per odt oshape out p part "
+        "precision presplit rbm rbn rtiles split stages stride_bb tiles upcast warps",
+        "move": "block extra grid ops out p shape total",
+        "attention": "B D HKV HQ TK TQ block_d block_m block_n block_r chunk fma full grid groups "
+        "kk mk ml ms narrow off out p part pre precision programs qq rows scale split stages "
+        "upcast vv warps",
+    }.items()
+}
+_MODULES = frozenset("F math nn tl torch triton".split())
+
+
+def plan_families(plan: Plan) -> list[str]:
+    """The families whose wrappers a candidate of ``plan`` runs (each stage's)."""
+    names = [plan.family] + [stage.family for stage in plan.stages]
+    return sorted({f for name in names for f in name.split("+") if f in WRAPPER_NAMES})
+
+
+def candidate_args(names: list[str], families: list[str]) -> list[str]:
+    """The reference's forward arguments as a candidate of ``families`` names them: each the
+    same, unless one of their wrappers binds that name (``wrapper_binds``), then with
+    underscores added until it is free (a candidate is called positionally, as the reference
+    is)."""
+    out: list[str] = []
+    for name in names:
+        new = name
+        while wrapper_binds(new, families) or new in out or (new != name and new in names):
+            new += "_"
+        out.append(new)
+    return out
+
+
+def wrapper_binds(name: str, families: list[str]) -> bool:
+    """Whether a wrapper of one of ``families`` binds ``name``: listed, a module, or a name
+    the wrappers number."""
+    numbered = re.fullmatch(r"(in|out|a|s)\d+(_\d+)?|_ke_\w*", name)
+    listed = any(name in WRAPPER_NAMES[f] for f in families if f in WRAPPER_NAMES)
+    return listed or name in _MODULES or numbered is not None
+
+
+def _lower_any(gm, refs: list[str]) -> Plan:
+    """The plan of the traced graph ``gm`` whose inputs the candidate reads as ``refs``."""
+    try:
+        return _lower(gm, refs)
+    except NoTemplate as exc:  # products with more around them: a chain of kernels
+        return lower_staged(gm, refs, _lower, exc)
 
 
 def _attribute(name: str) -> str:

@@ -269,6 +269,9 @@ def _operands(plan: Plan) -> str:
 
 def _source_matmul(plan: Plan, p: dict) -> str:
     vecs = _refs(plan)  # the epilogue's inputs (vectors, 0-d cells), the accumulator not
+    # returned with 1s inserted where the trace has them (einsum's [b, h, q, 1, k] read by a
+    # kernel after it as traced)
+    ret = "out" + "".join(f".unsqueeze({d})" for d in plan.extra.get("out_ones", []))
     vec_loads = "".join(f"        in{i} = {r}.contiguous()\n" for i, r in enumerate(vecs))
     vec_args = "".join(f"in{i}, " for i in range(len(vecs)))
     return (
@@ -282,7 +285,7 @@ def _source_matmul(plan: Plan, p: dict) -> str:
         odt = torch.promote_types(a3.dtype, b3.dtype)
         out = torch.empty(oshape, dtype=odt, device=a3.device)
         if M == 0 or N == 0 or BT == 0:
-            return out
+            return {ret}
         if K == 0:
             a3 = torch.zeros((BT, M, 1), dtype=a3.dtype, device=a3.device)
             b3 = torch.zeros((b3.shape[0], 1, N), dtype=b3.dtype, device=b3.device)
@@ -334,6 +337,6 @@ def _source_matmul(plan: Plan, p: dict) -> str:
             rtiles = triton.cdiv(M, rbm) * triton.cdiv(N, rbn)
             _ke_matmul_reduce[(rtiles, BT)](part, {vec_args}out, M, N, BT, split,
                                             BLOCK_M=rbm, BLOCK_N=rbn, GROUP_M=1, num_warps=4)
-        return out
+        return {ret}
 """
     )

@@ -1,0 +1,122 @@
+"""A reference's forward arguments keep their names in the candidate unless a template's wrapper
+binds the same name: an einsum over ``p`` and ``v`` (attention code's names) read the wrapper's
+parameters' dict as ``p`` and failed at its first call. Such an argument is renamed, and every
+family's wrapper is held to the list of names it may bind (``trace.WRAPPER_NAMES``), so a name a
+template starts binding is caught here rather than by a user's argument."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.workers.search.child import check_rendered
+from workers.catalog import catalog_list
+from workers.search.generators.template import DEFAULTS, render
+from workers.search.trace import candidate_args, trace_problem, wrapper_binds
+
+
+def _problem(args: str, forward: str, inputs: str, init: str = "") -> str:
+    ctor = f"    def __init__(self):\n        super().__init__()\n{init}\n\n" if init else ""
+    return (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "b = 2\nc = 4\nn = 24\n\n\n"
+        f"class Model(nn.Module):\n{ctor}"
+        f"    def forward(self, {args}):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+X = "torch.randn(b, n)"
+# One problem a family at least, each argument named as a wrapper names its own values.
+FAMILIES = {
+    "elementwise": _problem("out, grid", "torch.relu(out) * grid", f"{X}, {X}"),
+    "row": _problem("N, M", "torch.softmax(N + M, dim=-1)", f"{X}, {X}"),
+    "scan": _problem("block", "torch.cumsum(block, dim=-1)", "torch.randn(b, n)"),
+    "pool": _problem("shape", "F.max_pool2d(shape, 2)", "torch.randn(b, c, n, n)"),
+    "move": _problem("p, total", "torch.cat([p, total], dim=0)", f"{X}, {X}"),
+    "cross_entropy": _problem("p, out0", "F.cross_entropy(p, out0)",
+                              "torch.randn(b, n), torch.randint(0, n, (b,))"),
+    "conv": _problem("in0", "self.conv(in0)", "torch.randn(b, c, n, n)",
+                     "        self.conv = nn.Conv2d(c, 8, 3)"),
+    "matmul": _problem("math, a3", "torch.relu(math @ a3)", "torch.randn(n, n), torch.randn(n, n)"),
+    "matmul+row": _problem("rows", "torch.softmax(self.fc(rows), dim=-1)", "torch.randn(b, n)",
+                           "        self.fc = nn.Linear(n, 16)"),
+    "matmul+move": _problem("p, v", 'torch.einsum("bhqk,bhkd->bqhd", p, v)',
+                            "torch.randn(b, c, n, n), torch.randn(b, c, n, 16)"),
+    "chain+row": _problem("seg, segs", "torch.softmax(torch.cat([seg, segs], dim=0), dim=0)",
+                      f"{X}, {X}"),
+    "attention": _problem("q, k, v", "F.scaled_dot_product_attention(q, k, v)",
+                          "torch.randn(b, c, n, 16), torch.randn(b, c, n, 16), "
+                          "torch.randn(b, c, n, 16)"),
+}  # fmt: skip
+
+
+def _forward_binds(cls: ast.ClassDef) -> set[str]:
+    """Every name the class's ``forward`` assigns (a comprehension's own variables are its own:
+    they leave the forward's names alone)."""
+    out = set()
+    for fn in ast.walk(cls):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+            scoped = {
+                id(name)
+                for comp in ast.walk(fn)
+                if isinstance(comp, ast.comprehension)
+                for name in ast.walk(comp.target)
+            }
+            out |= {
+                node.id
+                for node in ast.walk(fn)
+                if isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Store)
+                and id(node) not in scoped
+            }
+    return out
+
+
+def _stage_binds(plan, code: str) -> dict[str, set[str]]:
+    """{each stage's family: the names its wrapper's forward assigns} (a staged candidate's
+    stages are classes ``_s0_ModelNew``, ``_s1_ModelNew``, ... under the one that runs them)."""
+    stages = plan.stages or [plan]
+    out: dict[str, set[str]] = {}
+    for node in ast.parse(code).body:
+        if not isinstance(node, ast.ClassDef) or not node.name.endswith("ModelNew"):
+            continue
+        if node.name == "ModelNew" and plan.stages:  # it only calls the stages
+            assert _forward_binds(node) <= {f"_ke_s{j}" for j in range(len(stages))}
+            continue
+        index = int(node.name[2 : node.name.index("_", 2)]) if plan.stages else 0
+        out.setdefault(stages[index].family, set()).update(_forward_binds(node))
+    return out
+
+
+def test_an_argument_named_as_the_wrapper_names_its_values_is_renamed_and_computes_the_reference(
+    tmp_path,
+):
+    results = check_rendered(FAMILIES, [{}], {name: [{}] for name in FAMILIES}, str(tmp_path))
+    for name, result in results.items():
+        assert result["family"] == name, (name, result["summary"])
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+
+
+def test_every_family_binds_only_the_names_the_trace_keeps_free():
+    sources = dict(FAMILIES)
+    sources.update({entry.name: entry.problem_source() for entry in catalog_list()})
+    for name, source in sources.items():
+        plan = trace_problem(source)
+        code = render(plan, {**DEFAULTS.get(plan.family, {})})
+        for family, binds in _stage_binds(plan, code).items():
+            loose = {v for v in binds if not wrapper_binds(v, [family])}
+            assert not loose, (name, family, sorted(loose))
+
+
+def test_the_names_the_candidate_gives_the_arguments():
+    # KernelBench's names stay where the family's wrapper does not bind them
+    assert candidate_args(["A", "B"], ["matmul"]) == ["A", "B"]
+    assert candidate_args(["Q", "K", "V"], ["attention"]) == ["Q", "K", "V"]
+    assert candidate_args(["p", "v"], ["matmul", "move"]) == ["p_", "v"]
+    assert candidate_args(["x", "B"], ["attention"]) == ["x", "B_"]
+    # a module's name, or a name the wrappers number, in any family
+    assert candidate_args(["math", "in0", "y"], ["elementwise"]) == ["math_", "in0_", "y"]
+    # a renamed argument never takes another argument's name
+    assert candidate_args(["p", "p_"], ["move"]) == ["p__", "p_"]
