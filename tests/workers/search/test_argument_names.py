@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 
 from tests.workers.search.child import check_rendered
-from workers.catalog import catalog_list
+from workers.catalog import catalog_get, catalog_list
+from workers.search.generators.base import GenerationContext
+from workers.search.generators.cute import CuteGenerator
 from workers.search.generators.template import DEFAULTS, render
 from workers.search.trace import candidate_args, trace_problem, wrapper_binds
 
@@ -108,6 +110,27 @@ def test_every_family_binds_only_the_names_the_trace_keeps_free():
         for family, binds in _stage_binds(plan, code).items():
             loose = {v for v in binds if not wrapper_binds(v, [family])}
             assert not loose, (name, family, sorted(loose))
+
+
+def test_the_cute_wrapper_binds_only_its_own_names():
+    """The CuTe back end's wrapper (rows of a norm, a softmax, a cross-entropy) names its values
+    ``_ke_*``, which no argument keeps: a softmax over an argument named ``y`` (the name the
+    wrapper gave its output) keeps that name and reads it."""
+    sources = {"softmax-of-y": _problem("y", "torch.softmax(y, dim=-1)", X)}
+    for name in ("rms_norm", "layer_norm", "cross_entropy"):
+        sources[name] = catalog_get(name).problem_source()
+    for name, source in sources.items():
+        seeds = CuteGenerator().propose(GenerationContext(source, platform="cuda"), 1)
+        assert seeds, name
+        model = [n for n in ast.parse(seeds[0].source).body if getattr(n, "name", "") == "ModelNew"]
+        binds = _forward_binds(model[0])
+        assert binds and all(v.startswith("_ke_") for v in binds), (name, binds)
+    assert (
+        "def forward(self, y):"
+        in CuteGenerator()
+        .propose(GenerationContext(sources["softmax-of-y"], platform="cuda"), 1)[0]
+        .source
+    )
 
 
 def test_the_names_the_candidate_gives_the_arguments():

@@ -172,10 +172,11 @@ _MODEL_CE = """
 class ModelNew(nn.Module):
 {init}
     def forward(self, {args}):
-        x2 = {x}.reshape(-1, {x}.shape[-1]).contiguous()
-        out = torch.empty((), dtype=x2.dtype, device=x2.device)
-        _ke_ce_run(x2, {target}.reshape(-1).contiguous(), out, {ignore!r}, {smooth!r}, {mean!r})
-        return out
+        _ke_x2 = {x}.reshape(-1, {x}.shape[-1]).contiguous()
+        _ke_out = torch.empty((), dtype=_ke_x2.dtype, device=_ke_x2.device)
+        _ke_t = {target}.reshape(-1).contiguous()
+        _ke_ce_run(_ke_x2, _ke_t, _ke_out, {ignore!r}, {smooth!r}, {mean!r})
+        return _ke_out
 """
 
 _MODEL = """
@@ -183,31 +184,34 @@ _MODEL = """
 class ModelNew(nn.Module):
 {init}
     def forward(self, {args}):
-        x2 = {x}.reshape(-1, {cols}).contiguous()
-        y = torch.empty_like(x2)
-        if x2.numel():
+        _ke_x2 = {x}.reshape(-1, {cols}).contiguous()
+        _ke_y = torch.empty_like(_ke_x2)
+        if _ke_x2.numel():
 {call}
-        return y.reshape({x}.shape)
+        return _ke_y.reshape({x}.shape)
 """
 
 
 def render_for(plan, found: dict, params: dict) -> str:
     """A complete candidate: the CuTe kernels, and ``ModelNew`` with the reference's
-    constructor and forward arguments."""
+    constructor and forward arguments (its own values named ``_ke_*``, which no argument of
+    the reference is named: ``trace.candidate_args``)."""
     call = ""
     if found["op"] == "softmax":
-        call = "            _ke_run(_ke_softmax, x2, (y,), ())"
+        call = "            _ke_run(_ke_softmax, _ke_x2, (_ke_y,), ())"
     elif found["op"] == "layer_norm":
         w, b = (_vector(found[k], fill) for k, fill in (("weight", "ones"), ("bias", "zeros")))
         call = (
-            f"            w = {w}\n            b = {b}\n"
-            f"            _ke_run(_ke_layer, x2, (w, b, y), (cutlass.Float32({found['eps']!r}),))"
+            f"            _ke_w = {w}\n            _ke_b = {b}\n"
+            "            _ke_run(_ke_layer, _ke_x2, (_ke_w, _ke_b, _ke_y), "
+            f"(cutlass.Float32({found['eps']!r}),))"
         )
     elif found["op"] == "rms_norm":
         w = _vector(found["weight"], "ones")
         call = (
-            f"            w = {w}\n"
-            f"            _ke_run(_ke_rms, x2, (w, y), (cutlass.Float32({found['eps']!r}),))"
+            f"            _ke_w = {w}\n"
+            "            _ke_run(_ke_rms, _ke_x2, (_ke_w, _ke_y), "
+            f"(cutlass.Float32({found['eps']!r}),))"
         )
     # The reference's own imports and constants (its constructor may use them).
     have = set(cute_row.render(found["op"]).splitlines())
@@ -236,8 +240,8 @@ def _vector(ref: str | None, fill: str) -> str:
     parameter where it has one (flattened: a LayerNorm over several trailing dimensions has a
     weight of their shape), else ones or zeros."""
     if ref:
-        return f"{ref}.detach().to(x2.dtype).reshape(-1).contiguous()"
-    return f"torch.{fill}(x2.shape[-1], dtype=x2.dtype, device=x2.device)"
+        return f"{ref}.detach().to(_ke_x2.dtype).reshape(-1).contiguous()"
+    return f"torch.{fill}(_ke_x2.shape[-1], dtype=_ke_x2.dtype, device=_ke_x2.device)"
 
 
 class CuteGenerator:
