@@ -372,10 +372,10 @@ def _ke_welford_all(mean, m2, w, TREE: tl.constexpr):
     # Inductor's: KernelBench 40's segmented LayerNorm measured 18.5 us this way on an H100
     # (session 43) and 20.5 us with the three dependent sums below (session 52, another H100,
     # the generated source otherwise the same; not yet compared in one process). The Triton
-    # interpreter runs
-    # a combine function once per element in Python (a variance over 16,384-element rows in
-    # segments took 235 s a call there), so it takes the sums: the total count, the weighted
-    # mean, and each lane's M2 plus its count times its squared distance from that mean.
+    # interpreter runs a combine function once per element in Python (a variance over
+    # 16,384-element rows in segments took 235 s a call there), so it takes the sums: the
+    # total count, the weighted mean, and each lane's M2 plus its count times its squared
+    # distance from that mean.
     if TREE:
         mu, s2, wt = tl.reduce((mean, m2, w), 1, _ke_welford_combine, keep_dims=True)
     else:
