@@ -47,7 +47,7 @@ FAMILIES = {
                             "torch.randn(b, c, n, n), torch.randn(b, c, n, 16)"),
     "chain+row": _problem("seg, segs", "torch.softmax(torch.cat([seg, segs], dim=0), dim=0)",
                       f"{X}, {X}"),
-    "attention": _problem("q, k, v", "F.scaled_dot_product_attention(q, k, v)",
+    "attention": _problem("q, scale, out", "F.scaled_dot_product_attention(q, scale, out)",
                           "torch.randn(b, c, n, 16), torch.randn(b, c, n, 16), "
                           "torch.randn(b, c, n, 16)"),
 }  # fmt: skip
