@@ -103,7 +103,8 @@ def check_chained(problems: dict, folder: str, sizes: dict | None = None) -> Non
 
 # The matmul template's kernels compiled ahead of time for sm_90 (no GPU here): a problem's
 # The start of a child script that compiles a candidate's kernels ahead of time for the H200's
-# architecture (sm_90, no GPU needed): the imports, and ``sm90_ptx(fn, constexprs)``.
+# architecture (sm_90, no GPU needed): the imports, ``sm90_kernel(fn, constexprs)`` (the
+# compiled kernel, its ``asm`` by stage) and ``sm90_ptx(fn, constexprs)``.
 SM90 = r"""
 import json, sys
 import triton
@@ -114,14 +115,18 @@ from workers.search.generators.template import DEFAULTS, render
 from workers.search.trace import trace_problem
 
 
-def sm90_ptx(fn, ce, ints=()):
-    # pointers fp32 (int64 where named in ``ints``), the other arguments i32
+def sm90_kernel(fn, ce, ints=(), types=None):
+    # pointers fp32 (int64 where named in ``ints``), the other arguments i32; ``types``
+    # overrides any argument's
     sig = {a: ("*i64" if a in ints else "*fp32") if a.endswith("_ptr") else "i32"
            for a in fn.arg_names if a not in ce}
-    sig.update({c: "constexpr" for c in ce})
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
-                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    return kernel.asm["ptx"]
+    sig.update({**(types or {}), **{c: "constexpr" for c in ce}})
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
+
+
+def sm90_ptx(fn, ce, ints=()):
+    return sm90_kernel(fn, ce, ints).asm["ptx"]
 """
 
 # plan rendered with the family's defaults, then the one-pass launch, the split-K partial

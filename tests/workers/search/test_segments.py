@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from tests.workers.search.child import check_rendered, run_child
+from tests.workers.search.child import SM90, check_rendered, run_child
 from workers.search.generators.template import DEFAULTS, render, row_config, row_shape
 from workers.search.trace import trace_problem
 
@@ -243,30 +243,20 @@ for name, params in variants.items():
 print("RESULTS" + json.dumps(out))
 """
 
-_TREE_SM90 = r"""
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from workers.contract import problem as P
-from workers.search.generators.template import DEFAULTS, render
-from workers.search.trace import trace_problem
-
+_TREE_SM90 = (
+    SM90
+    + r"""
 module = P.load_module(render(trace_problem(sys.argv[1]), DEFAULTS["row"]), "tree90", sys.argv[2])
-fn = module._ke_row_segmented
 out = {}
 for tree in (True, False):
-    consts = {"ROWS": 1, "BLOCK_N": 1024, "SP": 128, "EV_T": "", "EV_V": "", "I32": False,
-              "TREE": tree, "LEVEL": 1, "NC": 0, "MC": 0, "SC": 0, "SEGC": 0}
-    sig = {a: ("*fp32" if a.endswith("_ptr") else "i32") for a in fn.arg_names}
-    sig.update({"count_ptr": "*i32", **{c: "constexpr" for c in consts}})
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts),
-                            target=GPUTarget("cuda", 90, 64), options={"num_warps": 4})
-    ttir = kernel.asm["ttir"]
+    ce = {"ROWS": 1, "BLOCK_N": 1024, "SP": 128, "EV_T": "", "EV_V": "", "I32": False,
+          "TREE": tree, "LEVEL": 1, "NC": 0, "MC": 0, "SC": 0, "SEGC": 0}
+    ttir = sm90_kernel(module._ke_row_segmented, ce, types={"count_ptr": "*i32"}).asm["ttir"]
     ops = [line for line in ttir.splitlines() if "tt.reduce" in line and "return" not in line]
     out[str(tree)] = [line.count("%") for line in ops]  # a reduction's results and operands
 print("RESULTS" + json.dumps(out))
 """
+)
 
 
 def test_a_layer_norm_combines_its_welford_lanes_in_one_tree_on_the_gpu(tmp_path):
