@@ -932,7 +932,40 @@ def _pointwise_decompositions() -> dict:
         table[op.vec] = _nearest_vec_as_repeat
     table[aten.nll_loss_forward.default] = _nll_loss_as_picks
     table[aten.nll_loss2d_forward.default] = _nll_loss_as_picks
+    # torch.cdist: both of ATen's forms as the reduction over every pair's differences it is
+    table[aten._euclidean_dist.default] = _euclidean_dist_as_pairs
+    table[aten._cdist_forward.default] = _cdist_as_pairs
     return table
+
+
+def _pair_differences(x1, x2):
+    """Every row of ``x1`` minus every row of ``x2`` (``[..., P, R, M]``, leading dimensions
+    broadcast), as ``torch.cdist`` pairs them."""
+    return x1.unsqueeze(-2) - x2.unsqueeze(-3)
+
+
+def _euclidean_dist_as_pairs(x1, x2):
+    """``torch.cdist``'s Euclidean form (ATen writes it as one product of ``[-2x, |x|^2, 1]``
+    operands, which no template reads) as what it computes: the root of each pair's summed
+    squared differences, a reduction over rows as wide as both inputs broadcast (the row
+    kernels read each input through its strides). Exact where ATen's product cancels."""
+    return _pair_differences(x1, x2).pow(2).sum(-1).sqrt()
+
+
+def _cdist_as_pairs(x1, x2, p, compute_mode=None):
+    """``torch.cdist``'s p-norm form (``_cdist_forward``) as each pair's norm of differences:
+    the count of those that differ for p = 0, the largest for p = inf, else the p-th root of
+    the sum of their p-th powers."""
+    d = _pair_differences(x1, x2)
+    if p == 0:
+        return (d != 0).to(d.dtype).sum(-1)
+    if p == float("inf"):
+        return d.abs().amax(-1)
+    if p == 1:
+        return d.abs().sum(-1)
+    if p == 2:
+        return d.pow(2).sum(-1).sqrt()
+    return d.abs().pow(p).sum(-1).pow(1.0 / p)
 
 
 def _nearest_as_repeat(x, output_size, *scales):

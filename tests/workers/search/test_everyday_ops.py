@@ -285,10 +285,54 @@ def test_an_outer_broadcast_writes_rows_wider_than_every_input(tmp_path):
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
-def test_a_reduction_over_an_outer_broadcast_is_a_chain(tmp_path):
-    """One kernel does not reduce rows wider than every input (it was refused in one line);
-    the outer sum is written first, then reduced (test_chain.py)."""
-    summed = OUTER.replace(" * self.w.view(1, -1, 1)", ".sum(dim=-1)")
+def _pairs(forward: str, inputs: str = "torch.randn(b, p, m), torch.randn(b, r, m)") -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\nb = 3\np = 9\nr = 7\nm = 24\n\n\n"
+        f"class Model(nn.Module):\n    def forward(self, x, y):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+PAIRS = {
+    # every pair's squared distance, written out by broadcasting
+    "broadcast": _pairs("(x[:, :, None, :] - y[:, None, :, :]).pow(2).sum(-1)"),
+    # attention-like scores of every pair, normalised over the features
+    "softmax": _pairs("torch.softmax(x.unsqueeze(2) * y.unsqueeze(1), dim=-1)"),
+    # torch.cdist: ATen's product of [-2x, |x|^2, 1] operands (p = 2, rows over 25) or its
+    # p-norm kernel (other p)
+    "cdist": _pairs("torch.cdist(x, y)"),
+    "cdist-p1": _pairs("torch.cdist(x, y, p=1.0)"),
+    # whole numbers, so that some pairs' elements are equal
+    "cdist-p0": _pairs(
+        "torch.cdist(x, y, p=0.0)",
+        "torch.randint(0, 3, (b, p, m)).float(), torch.randint(0, 3, (b, r, m)).float()",
+    ),
+    "cdist-inf": _pairs("torch.cdist(x, y, p=float('inf'))"),
+    "cdist-p3": _pairs("torch.cdist(x, y, p=3.0)"),
+}
+
+
+def test_a_reduction_over_rows_wider_than_every_input_is_one_row_kernel(tmp_path):
+    """A reduction over an outer broadcast (every pair of rows: distances, scores) was written
+    whole by one kernel, then reduced by another; ``torch.cdist`` was refused. The row kernel
+    now takes its rows' shape from the inputs' broadcast and reads each through its strides:
+    one kernel, nothing written but the result, at the traced sizes and at others."""
+    sizes = {name: [{}, {"b": 1, "p": 30, "r": 2, "m": 41}] for name in PAIRS}
+    variants = [{}, {"strategy": "looped", "block_n": 16}]
+    results = check_rendered(PAIRS, variants, sizes, str(tmp_path))
+    for name, result in results.items():
+        assert result["family"] == "row", (name, result["summary"])
+        assert "kernels:" not in result["summary"], (name, result["summary"])
+        assert "x [3, 9, 1, 24] broadcast" in result["summary"], (name, result["summary"])
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+
+
+def test_a_reduction_over_an_outer_broadcast_along_a_middle_dimension_is_a_chain(tmp_path):
+    """Rows wider than every input, reduced along another than the last dimension: one
+    kernel does not hold it; the broadcast is written first, then reduced (test_chain.py)."""
+    summed = OUTER.replace(" * self.w.view(1, -1, 1)", ".sum(dim=1)")
     check_chained({"outer-sum": summed}, str(tmp_path))
 
 

@@ -822,10 +822,21 @@ def _source_row(plan: Plan, p: dict) -> str:
                 or (n.attrs.get("permuted") and all(int(v) != 1 for v in n.attrs["bshape"]))
             )
         ]
-        if not full:
-            raise NoTemplate("no input of the rows' shape to take the rows from")
         ref0 = "_ke_rows"
-        rows_view = f"        _ke_rows = {bcast_view(full[0])}\n"
+        if full:
+            rows_view = f"        _ke_rows = {bcast_view(full[0])}\n"
+        elif plan.extra.get("outer"):
+            # rows wider than every input (x[:, None] - y[None]): the inputs' broadcast shape,
+            # as a view of the first (no copy; only its shape, dtype and device are read)
+            views = [
+                bcast_view(n) or n.attrs["ref"]
+                for n in plan.inputs("bcast")
+                if not n.attrs.get("prefix")
+            ]
+            shapes = ", ".join(f"{v}.shape" for v in views)
+            rows_view = f"        _ke_rows = {views[0]}.expand(torch.broadcast_shapes({shapes}))\n"
+        else:
+            raise NoTemplate("no input of the rows' shape to take the rows from")
     numbers = set(_refs(plan, "scalar"))  # computed from the inputs' sizes at run time
     tensor_refs = [r for r in refs if r not in numbers]
     loads = "".join(
