@@ -387,6 +387,7 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
                 gm = make_fx(call, decomposition_table=_pointwise_decompositions())(state, *inputs)
             _functional_in_place(gm)
             _view_round_trips(gm)
+            _views_before_pointwise(gm)
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
@@ -859,6 +860,84 @@ def _view_round_trips(gm) -> None:
     for n in reversed(list(gm.graph.nodes)):  # the views no one reads any more
         if n.op == "call_function" and n.target in views and not n.users:
             gm.graph.erase_node(n)
+    gm.recompile()
+
+
+def _views_before_pointwise(gm) -> None:
+    """A pointwise op on an input, viewed with 1s inserted and then broadcast against a wider
+    value (``(x * 2)[:, :, None] - y[:, None]``, ``y.exp().view(1, r, m)``), becomes the op on
+    the input's view: the same elements, computed where they are read. The kernel then reads
+    the input through its strides instead of a chain writing the op's value first. Only views
+    that insert or drop 1s, of ops whose tensor operands all have the op's own shape."""
+    import torch
+
+    aten = torch.ops.aten
+    views = {
+        aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+        aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
+    }  # fmt: skip
+
+    def pointwise(n) -> bool:
+        t = n.target
+        if n.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+            return False
+        if torch.Tag.nondeterministic_seeded in t.tags:
+            return False
+        return torch.Tag.pointwise in t.tags or t == aten._to_copy.default
+
+    def ones_only(n) -> bool:
+        before, after = n.args[0].meta.get("val"), n.meta.get("val")
+        if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+            return False
+        return [d for d in before.shape if d != 1] == [d for d in after.shape if d != 1]
+
+    def broadcast(n) -> bool:  # read by pointwise ops, one of whose values is wider than it
+        val = n.meta["val"]
+        for u in n.users:
+            out = u.meta.get("val")
+            if not pointwise(u) or not isinstance(out, torch.Tensor):
+                continue
+            if out.numel() > val.numel() or (out.shape == val.shape and broadcast(u)):
+                return True
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for v in list(gm.graph.nodes):
+            if v.op != "call_function" or v.target not in views or not v.users:
+                continue
+            src = v.args[0]
+            if not isinstance(src, torch.fx.Node) or not pointwise(src) or not ones_only(v):
+                continue
+            if not broadcast(v):
+                continue
+            shape = tuple(src.meta["val"].shape)
+            operands = [a for a in src.args if isinstance(a, torch.fx.Node)]
+            if not operands or any(
+                not isinstance(a.meta.get("val"), torch.Tensor)
+                or (a.meta["val"].dim() and tuple(a.meta["val"].shape) != shape)
+                for a in operands
+            ):
+                continue
+            with gm.graph.inserting_before(v):
+                args = []
+                for a in src.args:
+                    if isinstance(a, torch.fx.Node) and a.meta["val"].dim():
+                        viewed = gm.graph.call_function(v.target, (a, *v.args[1:]), v.kwargs)
+                        viewed.meta["val"] = v.target(a.meta["val"], *v.args[1:], **v.kwargs)
+                        a = viewed
+                    args.append(a)
+                op = gm.graph.call_function(src.target, tuple(args), src.kwargs)
+                op.meta["val"] = src.target(
+                    *(a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args),
+                    **src.kwargs,
+                )
+            v.replace_all_uses_with(op)
+            gm.graph.erase_node(v)
+            if not src.users:
+                gm.graph.erase_node(src)
+            changed = True
     gm.recompile()
 
 

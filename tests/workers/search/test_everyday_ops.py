@@ -310,6 +310,9 @@ PAIRS = {
     ),
     "cdist-inf": _pairs("torch.cdist(x, y, p=float('inf'))"),
     "cdist-p3": _pairs("torch.cdist(x, y, p=3.0)"),
+    # pointwise ops on the inputs before they broadcast: computed where they are read
+    "cdist-of-ops": _pairs("torch.cdist(x.exp(), y.sigmoid() * 3.0, p=1.0)"),
+    "scaled-pairs": _pairs("((x * 0.5)[:, :, None, :] - y.float()[:, None]).abs().amax(-1)"),
 }
 
 
