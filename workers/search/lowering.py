@@ -117,6 +117,9 @@ _LOSSES = {
     aten.huber_loss.default: "huber",
 }
 
+# p-norms over dimensions (torch.norm(x, p, dim), linalg.vector_norm, linalg.matrix_norm's
+# Frobenius norm): (x, order, dims, ...)
+_NORMS = (aten.linalg_vector_norm.default, aten.norm.ScalarOpt_dim)
 _SAME = {aten.alias.default, aten.detach.default}  # the value as it is
 _MASKED_FILLS = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 # Rows of a table picked by an integer index (an embedding lookup, ``table[idx]``).
@@ -471,8 +474,10 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                 aten.argmin.default,
                 aten._softmax.default,
                 aten._log_softmax.default,
+                *_NORMS,
             ):
-                dims = a[1] if len(a) > 1 else n.kwargs.get("dim")
+                at = 2 if t in _NORMS else 1  # a norm's order comes first
+                dims = a[at] if len(a) > at else n.kwargs.get("dim")
                 dims = [dims] if isinstance(dims, int) else list(dims or [])
                 shape = tuple(a[0].meta["val"].shape)
                 norm = sorted(d % max(len(shape), 1) for d in dims)
@@ -1199,7 +1204,7 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
             self._last_dim(n, dims)
             self.env[n] = self.reduce(_REDUCE_OPS[t], self.arg(a[0]))
             return
-        if t in (aten.linalg_vector_norm.default, aten.norm.ScalarOpt_dim):
+        if t in _NORMS:
             self.env[n] = self._vector_norm(n)  # torch.norm(x, p, dim), linalg.vector_norm
             return
         if t in _LOSSES:

@@ -391,10 +391,18 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     except NoTemplate:
         raise
     except Exception as exc:  # noqa: BLE001 - any tracing failure means no template
-        if type(exc).__name__ in ("DynamicOutputShapeException", "DataDependentOutputException"):
+        if type(exc).__name__ == "DynamicOutputShapeException":
             raise NoTemplate(
                 f"the reference uses {exc}: its output's shape depends on the values; "
                 "no template fits"
+            ) from exc
+        if type(exc).__name__ == "DataDependentOutputException":
+            # .item(), a Python if on a tensor, a check that raises on bad values
+            # (F.gaussian_nll_loss checks var >= 0)
+            raise NoTemplate(
+                f"the reference reads a tensor's value on the host ({exc}: .item(), an if on a "
+                "tensor, a check of the values); a kernel's output cannot steer the host's "
+                "code, no template fits"
             ) from exc
         raise NoTemplate(f"the reference could not be traced: {type(exc).__name__}: {exc}") from exc
     _scalar_constants(gm)  # outside the fake mode: the numbers are read
@@ -821,7 +829,7 @@ def _per_channel(out, weight, bias):
 _DECOMPOSED = (
     "lerp", "logaddexp", "logaddexp2", "addcmul", "addcdiv", "celu", "threshold",
     "hardshrink", "softshrink", "logit", "sinc", "frac", "sgn", "_prelu_kernel",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "isinf",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isinf", "soft_margin_loss",
 )  # fmt: skip
 
 # Rearrangements ATen writes as one op, decomposed into the view, permute and copy they are

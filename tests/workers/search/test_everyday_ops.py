@@ -119,6 +119,21 @@ CASES = {
         _problem("x.argmin(-1, keepdim=True).float() / x.shape[-1] + y", X2, ROWS),
         "reductions [argmin]",
     ),
+    # a norm over several trailing dimensions (the Frobenius norm of each matrix; was "reduces
+    # over dims [2, 3] ... beside other reductions")
+    "frobenius-normalised": (
+        _problem("x / torch.linalg.matrix_norm(x, keepdim=True) + y", X4, NCHW),
+        "the last 2 dimensions (flattened)",
+    ),
+    "vector-norm-apart": (
+        _problem("torch.linalg.vector_norm(x * y, ord=3, dim=(0, 2))", X4, NCHW),
+        "dimensions [0, 2] of 4 (gathered)",
+    ),
+    # was "soft_margin_loss.default, which no template expresses"
+    "soft-margin-loss": (
+        _problem("F.soft_margin_loss(x, torch.sign(y))", X2, ROWS),
+        "the whole tensor: reductions [mean]",
+    ),
 }
 
 
@@ -384,6 +399,8 @@ def test_cross_entropy_with_label_smoothing_is_the_cross_entropy_kernel_with_its
         ("torch.topk(x, 3, dim=-1).values.sum(-1) + y.sum(-1)", "sorting or selection"),
         ("x.median(-1).values + y.sum(-1)", "sorting or selection"),
         ("x[x > 0].sum() + y.sum()", "its output's shape depends on the values"),
+        # F.gaussian_nll_loss raises if any variance is negative: a value read on the host
+        ("F.gaussian_nll_loss(x, y, x.abs() + 0.1)", "reads a tensor's value on the host"),
     ],
 )
 def test_sorting_and_data_shaped_outputs_are_refused_saying_why(forward, reason):
