@@ -307,6 +307,11 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
     def coordinate(self, op: str) -> int:
         """An element's column (``col``) or row within its matrix (``mrow``): whole numbers,
         compared exactly."""
+        if self.matmul_epilogue:  # (tril / triu of a product are their own epilogue ops)
+            raise NoTemplate(
+                "an element's coordinates (an arange, torch.eye) in a product's epilogue are "
+                "not covered"
+            )
         return self.new("pw", op=op, attrs={"whole": True})
 
     def reduce(self, op: str, x: int) -> int:
@@ -2416,7 +2421,7 @@ def _columns(p: int, q: int, off: int) -> str:
 
 
 _LIKE = (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
-_BAND = ", a band of each matrix (tril/triu) from the elements' coordinates"
+_BAND = ", a band of each matrix (tril/triu, eye, a diagonal) from the elements' coordinates"
 # Tensors made in the forward from a size and one value (None: the value is an argument).
 _FILLED = {
     aten.new_full.default: None,

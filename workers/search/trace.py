@@ -1019,10 +1019,60 @@ def _pointwise_decompositions() -> dict:
         table[op.vec] = _nearest_vec_as_repeat
     table[aten.nll_loss_forward.default] = _nll_loss_as_picks
     table[aten.nll_loss2d_forward.default] = _nll_loss_as_picks
+    # identity matrices and diagonals as comparisons of an element's coordinates
+    table[aten.eye.default] = _eye_as_coordinates
+    table[aten.eye.m] = _eye_as_coordinates
+    table[aten.diag_embed.default] = _diag_embed_as_coordinates
+    table[aten.diagonal.default] = _diagonal_as_pick
     # torch.cdist: both of ATen's forms as the reduction over every pair's differences it is
     table[aten._euclidean_dist.default] = _euclidean_dist_as_pairs
     table[aten._cdist_forward.default] = _cdist_as_pairs
     return table
+
+
+def _on_diagonal(n: int, m: int, device):
+    """``[n, m]`` booleans, true where an element's row equals its column (the lowering reads
+    the two aranges as the elements' coordinates, as it reads ``tril`` and ``triu``)."""
+    import torch
+
+    return torch.arange(n, device=device)[:, None] == torch.arange(m, device=device)[None, :]
+
+
+def _eye_as_coordinates(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """``torch.eye(n, m)``: 1 where an element's row equals its column, else 0."""
+    import torch
+
+    dtype = torch.get_default_dtype() if dtype is None else dtype
+    return _on_diagonal(n, n if m is None else m, device).to(dtype)
+
+
+def _diag_embed_as_coordinates(x, offset=0, dim1=-2, dim2=-1):
+    """``torch.diag_embed(x)`` (and ``torch.diag`` of a vector): each row of ``x`` on the
+    diagonal of a square matrix, 0 elsewhere. Other offsets or dimensions are left as they
+    are (refused in words)."""
+    import torch
+
+    if offset != 0 or (dim1 % (x.dim() + 1), dim2 % (x.dim() + 1)) != (x.dim() - 1, x.dim()):
+        return NotImplemented
+    n = x.shape[-1]
+    return torch.where(_on_diagonal(n, n, x.device), x.unsqueeze(-2), 0).to(x.dtype)
+
+
+def _diagonal_as_pick(x, offset=0, dim1=0, dim2=1):
+    """``x.diagonal()`` over the last two dimensions (a matrix's diagonal, its trace's
+    operand): the sum over each row of the one element whose column is the row's, as
+    ``gather`` of one element a row is (:func:`_picked`). Other dimensions or offsets are left
+    as they are."""
+    import torch
+
+    if x.dim() < 2 or offset != 0:
+        return NotImplemented
+    if sorted((dim1 % x.dim(), dim2 % x.dim())) != [x.dim() - 2, x.dim() - 1]:
+        return NotImplemented
+    n, m = x.shape[-2], x.shape[-1]
+    if n > m:  # the diagonal's length is the shorter side's
+        return NotImplemented
+    return torch.where(_on_diagonal(n, m, x.device), x, 0).sum(-1).to(x.dtype)
 
 
 def _pair_differences(x1, x2):

@@ -347,6 +347,43 @@ def test_a_reduction_over_rows_wider_than_every_input_is_one_row_kernel(tmp_path
             assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
 
 
+def _square(forward: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\nb = 3\nn = 12\n\n\n"
+        f"class Model(nn.Module):\n    def forward(self, x, y):\n        return {forward}\n\n\n"
+        "def get_inputs():\n    return [torch.randn(b, n, n), torch.randn(b, n)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+# Identity matrices and diagonals (each was "eye / diag_embed / diagonal .default, which no
+# template expresses"): comparisons of an element's row and column, as tril and triu are.
+DIAGONALS = {
+    "plus-diag-embed": _square("x + torch.diag_embed(y)"),
+    "minus-eye": _square("x - 0.5 * torch.eye(x.shape[-1], device=x.device)"),
+    "diagonal-scaled": _square("torch.diagonal(x, dim1=1, dim2=2) * y"),
+    "trace": _square("x.diagonal(dim1=-2, dim2=-1).sum(-1) + y[:, 0]"),
+    "gram-minus-eye": _square("x @ x.mT - torch.eye(x.shape[-1], device=x.device)"),
+}
+
+
+def test_identity_matrices_and_diagonals_are_coordinates(tmp_path):
+    """``torch.eye``, ``torch.diag_embed`` and ``x.diagonal()`` over the last two dimensions
+    are claimed (a product's epilogue too) and computed right at two sizes; a diagonal over
+    other dimensions is still refused in one line."""
+    sizes = {name: [{}, {"b": 1, "n": 37}] for name in DIAGONALS}
+    results = check_rendered(DIAGONALS, [{}, {"block_n": 16, "block": 64}], sizes, str(tmp_path))
+    for name, result in results.items():
+        assert "a band of each matrix" in result["summary"] or "eq" in result["summary"], (
+            name,
+            result["summary"],
+        )
+        for err in result["errs"]:
+            assert not isinstance(err, str) and err < 1e-4, (name, result["errs"])
+    with pytest.raises(NoTemplate, match="diagonal.default"):
+        trace_problem(_square("torch.diagonal(x, dim1=0, dim2=1)"))
+
+
 def test_a_reduction_over_an_outer_broadcast_along_a_middle_dimension_is_a_chain(tmp_path):
     """Rows wider than every input, reduced along another than the last dimension: one
     kernel does not hold it; the broadcast is written first, then reduced (test_chain.py)."""
