@@ -300,13 +300,12 @@ def test_an_outer_broadcast_writes_rows_wider_than_every_input(tmp_path):
         assert not isinstance(err, str) and err < 1e-5, result["errs"]
 
 
-def _pairs(forward: str, inputs: str = "torch.randn(b, p, m), torch.randn(b, r, m)") -> str:
-    return (
-        "import torch\nimport torch.nn as nn\n\nb = 3\np = 9\nr = 7\nm = 24\n\n\n"
-        f"class Model(nn.Module):\n    def forward(self, x, y):\n        return {forward}\n\n\n"
-        f"def get_inputs():\n    return [{inputs}]\n\n\n"
-        "def get_init_inputs():\n    return []\n"
-    )
+PAIR_SIZES = "b = 3\np = 9\nr = 7\nm = 24"
+PAIR_INPUTS = "torch.randn(b, p, m), torch.randn(b, r, m)"
+
+
+def _pairs(forward: str, inputs: str = PAIR_INPUTS) -> str:
+    return _problem(forward, inputs, PAIR_SIZES)
 
 
 PAIRS = {
@@ -348,12 +347,7 @@ def test_a_reduction_over_rows_wider_than_every_input_is_one_row_kernel(tmp_path
 
 
 def _square(forward: str) -> str:
-    return (
-        "import torch\nimport torch.nn as nn\n\nb = 3\nn = 12\n\n\n"
-        f"class Model(nn.Module):\n    def forward(self, x, y):\n        return {forward}\n\n\n"
-        "def get_inputs():\n    return [torch.randn(b, n, n), torch.randn(b, n)]\n\n\n"
-        "def get_init_inputs():\n    return []\n"
-    )
+    return _problem(forward, "torch.randn(b, n, n), torch.randn(b, n)", "b = 3\nn = 12")
 
 
 # Identity matrices and diagonals (each was "eye / diag_embed / diagonal .default, which no
