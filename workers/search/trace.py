@@ -1019,6 +1019,7 @@ def _pointwise_decompositions() -> dict:
         table[op.vec] = _nearest_vec_as_repeat
     table[aten.nll_loss_forward.default] = _nll_loss_as_picks
     table[aten.nll_loss2d_forward.default] = _nll_loss_as_picks
+    table[aten.linspace.default] = _linspace_as_coordinates
     # identity matrices and diagonals as comparisons of an element's coordinates
     table[aten.eye.default] = _eye_as_coordinates
     table[aten.eye.m] = _eye_as_coordinates
@@ -1036,6 +1037,22 @@ def _on_diagonal(n: int, m: int, device):
     import torch
 
     return torch.arange(n, device=device)[:, None] == torch.arange(m, device=device)[None, :]
+
+
+def _linspace_as_coordinates(
+    start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None
+):
+    """``torch.linspace(start, end, steps)`` of numbers: element ``i`` is ``start + i * step``
+    in the first half and ``end - (steps - 1 - i) * step`` in the second, as ATen's kernel
+    computes it (so both ends are exact), from each element's index (an arange)."""
+    import torch
+
+    if not all(isinstance(v, int | float) for v in (start, end)) or steps < 2:
+        return NotImplemented
+    dtype = torch.get_default_dtype() if dtype is None else dtype
+    step = (end - start) / (steps - 1)
+    i = torch.arange(steps, device=device).to(dtype)
+    return torch.where(i < steps // 2, start + i * step, end - (steps - 1 - i) * step).to(dtype)
 
 
 def _eye_as_coordinates(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):

@@ -378,6 +378,22 @@ def test_identity_matrices_and_diagonals_are_coordinates(tmp_path):
         trace_problem(_square("torch.diagonal(x, dim1=0, dim2=1)"))
 
 
+def test_a_linspace_of_numbers_is_each_elements_index_scaled(tmp_path):
+    """``torch.linspace`` of numbers made in the forward (a ramp, histogram edges) was "linspace
+    .default, which no template expresses"; it is each element's index, scaled from both ends
+    as ATen computes it. Its length is the trace's: a width that changes with the input's is
+    refused when the sizes change (a constant the templates cannot compute at run time)."""
+    ramp = _problem(
+        "x * torch.linspace(0.5, 1.5, 16, device=x.device) + y",
+        "torch.randn(b, 16), torch.randn(b, 16)",
+        "b = 6",
+    )
+    result = check_rendered({"ramp": ramp}, [{}], {"ramp": [{}, {"b": 5}]}, str(tmp_path))["ramp"]
+    assert "each column's index" in result["summary"], result["summary"]
+    for err in result["errs"]:
+        assert not isinstance(err, str) and err < 1e-5, result["errs"]
+
+
 def test_a_reduction_over_an_outer_broadcast_along_a_middle_dimension_is_a_chain(tmp_path):
     """Rows wider than every input, reduced along another than the last dimension: one
     kernel does not hold it; the broadcast is written first, then reduced (test_chain.py)."""
