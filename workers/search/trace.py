@@ -420,9 +420,10 @@ def _trace(source: str, overrides: dict) -> tuple[Plan, dict]:
     plan = _lower_any(gm, refs)
     renamed = candidate_args(forward_args, plan_families(plan))
     if renamed != forward_args:  # an argument a wrapper binds: lowered again under its new name
-        forward_args = renamed
+        original, forward_args = forward_args, renamed
         refs = [_attribute(n) for n in names] + forward_args[: len(inputs)]
         plan = _lower_any(gm, refs)  # (the state writes are the module's: names kept)
+        plan.extra["arg_names"] = original  # the names the candidate's forward takes
     attach_state(plan, writes, _body(plan))
     shapes = {
         name: tuple(int(d) for d in x.shape)
@@ -466,7 +467,7 @@ WRAPPER_NAMES: dict[str, frozenset[str]] = {
         "upcast vv warps",
     }.items()
 }
-_MODULES = frozenset("F math nn tl torch triton".split())
+MODULES = frozenset("F math nn tl torch triton".split())  # the candidates' own imports
 
 
 def plan_families(plan: Plan) -> list[str]:
@@ -494,7 +495,7 @@ def wrapper_binds(name: str, families: list[str]) -> bool:
     the wrappers number."""
     numbered = re.fullmatch(r"(in|out|a|s)\d+(_\d+)?|_ke_\w*", name)
     listed = any(name in WRAPPER_NAMES[f] for f in families if f in WRAPPER_NAMES)
-    return listed or name in _MODULES or numbered is not None
+    return listed or name in MODULES or numbered is not None
 
 
 def _lower_any(gm, refs: list[str]) -> Plan:

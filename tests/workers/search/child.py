@@ -37,13 +37,14 @@ def run_child(script: str, *args: str, interpret: bool = True, timeout: int = 30
 # of its sizes on the interpreter: the largest error relative to 1 + |reference| per run, or a
 # string saying how shape or dtype differ.
 _RENDERED = r"""
-import json, sys, torch
+import inspect, json, sys, torch
 from workers.contract import problem as P
 from workers.search.generators.template import DEFAULTS, render
 from workers.search.trace import trace_problem
 
 problems, variants, sizes = (json.loads(a) for a in sys.argv[1:4])
 folder = sys.argv[4]
+keywords = sys.argv[5:] == ["keywords"]  # the candidate called with its inputs by name
 out = {}
 for name, src in problems.items():
     plan = trace_problem(src)
@@ -56,7 +57,11 @@ for name, src in problems.items():
             _, ref, new = P.make_models(prob, cand, overrides, torch.float32, 0, "cpu", None)
             x = P.make_inputs(prob, overrides, torch.float32, 0, "cpu")
             with torch.no_grad():
-                got, want = new(*x), ref(*x)
+                if keywords:  # named as the reference's forward names them
+                    names = list(inspect.signature(ref.forward).parameters)
+                    got, want = new(**dict(zip(names, x))), ref(*x)
+                else:
+                    got, want = new(*x), ref(*x)
             got = list(got) if isinstance(got, tuple) else [got]
             want = list(want) if isinstance(want, tuple) else [want]
             err = 0.0
@@ -82,12 +87,15 @@ print("RESULTS" + json.dumps(out))
 """
 
 
-def check_rendered(problems: dict, variants: list[dict], sizes: dict, folder: str) -> dict:
+def check_rendered(
+    problems: dict, variants: list[dict], sizes: dict, folder: str, keywords: bool = False
+) -> dict:
     """{problem: {family, summary, errs, runtime}}: each problem's candidate for every variant
     of its family's parameters at every size in ``sizes[problem]`` (module constants; the
-    traced sizes when absent), checked against the reference on the interpreter."""
+    traced sizes when absent), checked against the reference on the interpreter; with
+    ``keywords``, the candidate is called with its inputs named as the reference names them."""
     args = (json.dumps(problems), json.dumps(variants), json.dumps(sizes), folder)
-    return run_child(_RENDERED, *args)
+    return run_child(_RENDERED, *args, *(["keywords"] if keywords else []))
 
 
 def check_chained(problems: dict, folder: str, sizes: dict | None = None) -> None:

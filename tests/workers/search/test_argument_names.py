@@ -84,7 +84,8 @@ def _stage_binds(plan, code: str) -> dict[str, set[str]]:
         if not isinstance(node, ast.ClassDef) or not node.name.endswith("ModelNew"):
             continue
         if node.name == "ModelNew" and plan.stages:  # it only calls the stages
-            assert _forward_binds(node) <= {f"_ke_s{j}" for j in range(len(stages))}
+            renamed = set(plan.forward_args) - set(plan.extra.get("arg_names", plan.forward_args))
+            assert _forward_binds(node) <= {f"_ke_s{j}" for j in range(len(stages))} | renamed
             continue
         index = int(node.name[2 : node.name.index("_", 2)]) if plan.stages else 0
         out.setdefault(stages[index].family, set()).update(_forward_binds(node))
@@ -94,7 +95,14 @@ def _stage_binds(plan, code: str) -> dict[str, set[str]]:
 def test_an_argument_named_as_the_wrapper_names_its_values_is_renamed_and_computes_the_reference(
     tmp_path,
 ):
-    results = check_rendered(FAMILIES, [{}], {name: [{}] for name in FAMILIES}, str(tmp_path))
+    """Called by keyword too: the candidate's forward takes the reference's names (``p``) and
+    rebinds each renamed one (``p_ = p``) before its wrapper binds its own values. An argument
+    named as a module the candidate imports (matmul's ``math``) keeps its new name, as a
+    parameter would hide the module: that candidate is called positionally."""
+    sizes = {name: [{}] for name in FAMILIES}
+    named = {name: src for name, src in FAMILIES.items() if name != "matmul"}
+    results = check_rendered(named, [{}], sizes, str(tmp_path), keywords=True)
+    results.update(check_rendered({"matmul": FAMILIES["matmul"]}, [{}], sizes, str(tmp_path)))
     for name, result in results.items():
         assert result["family"] == name, (name, result["summary"])
         for err in result["errs"]:
@@ -108,7 +116,9 @@ def test_every_family_binds_only_the_names_the_trace_keeps_free():
         plan = trace_problem(source)
         code = render(plan, {**DEFAULTS.get(plan.family, {})})
         for family, binds in _stage_binds(plan, code).items():
-            loose = {v for v in binds if not wrapper_binds(v, [family])}
+            # (a renamed argument is bound from the reference's name first: ``p_ = p``)
+            renamed = set(plan.forward_args) - set(plan.extra.get("arg_names", plan.forward_args))
+            loose = {v for v in binds if not wrapper_binds(v, [family]) and v not in renamed}
             assert not loose, (name, family, sorted(loose))
 
 
