@@ -890,8 +890,8 @@ def _views_before_pointwise(gm) -> None:
         t = n.target
         if n.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
             return False
-        if torch.Tag.nondeterministic_seeded in t.tags:
-            return False
+        if torch.Tag.nondeterministic_seeded in t.tags or t._schema.is_mutable:
+            return False  # (an in-place op moved onto a view would write the input)
         return torch.Tag.pointwise in t.tags or t == aten._to_copy.default
 
     def ones_only(n) -> bool:
@@ -1048,9 +1048,11 @@ def _linspace_as_coordinates(
     computes it (so both ends are exact), from each element's index (an arange)."""
     import torch
 
+    dtype = torch.get_default_dtype() if dtype is None else dtype
     if not all(isinstance(v, int | float) for v in (start, end)) or steps < 2:
         return NotImplemented
-    dtype = torch.get_default_dtype() if dtype is None else dtype
+    if not dtype.is_floating_point:  # (integer steps round as ATen's kernel does, not so)
+        return NotImplemented
     step = (end - start) / (steps - 1)
     i = torch.arange(steps, device=device).to(dtype)
     return torch.where(i < steps // 2, start + i * step, end - (steps - 1 - i) * step).to(dtype)
