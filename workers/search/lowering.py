@@ -815,11 +815,12 @@ class _Lowerer(SlicesMixin, ScanMixin, PerRowMixin):
                     raise NoTemplate("integer and floating-point outputs from integer inputs")
                 if floats == {True}:
                     plan.extra["float_out"] = True
-        if self.outer and plan.reductions() and not plain_rows:
-            raise NoTemplate(
-                "a reduction over rows wider than every input (an outer broadcast) is not covered"
-            )
         if self.outer and plan.reductions():
+            if not plain_rows:
+                raise NoTemplate(
+                    "a reduction over rows wider than every input (an outer broadcast) along "
+                    "another than the last dimension is not covered"
+                )
             plan.extra["outer"] = True  # the rows' shape is the inputs' broadcast shape
         gathered = any(n.attrs.get("gather") and n.id in used for n in plan.inputs())
         if gathered and plan.reductions() and (plan.extra.get("by_index") or red != ndim - 1):

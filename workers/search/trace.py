@@ -842,6 +842,17 @@ _MOVES_DECOMPOSED = ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle")
 _REDUCTIONS_DECOMPOSED = ("any", "all")
 
 
+def _shape_views() -> set:
+    """ATen's views that only reshape (the same elements in the same order)."""
+    import torch
+
+    aten = torch.ops.aten
+    return {
+        aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+        aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+    }  # fmt: skip
+
+
 def _view_round_trips(gm) -> None:
     """Views of views that come back to the first one's input shape (torch's 2-d loss views
     ``[N, C, d]`` logits as ``[N, C, 1, d]``, the decomposition squeezes them back) read as
@@ -849,11 +860,7 @@ def _view_round_trips(gm) -> None:
     for the lowering to refuse."""
     import torch
 
-    aten = torch.ops.aten
-    views = {
-        aten.view.default, aten.reshape.default, aten._unsafe_view.default,
-        aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
-    }  # fmt: skip
+    views = _shape_views()
     for n in list(gm.graph.nodes):
         if n.op != "call_function" or n.target not in views:
             continue
@@ -881,10 +888,7 @@ def _views_before_pointwise(gm) -> None:
     import torch
 
     aten = torch.ops.aten
-    views = {
-        aten.view.default, aten.reshape.default, aten._unsafe_view.default,
-        aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
-    }  # fmt: skip
+    views = _shape_views()
 
     def pointwise(n) -> bool:
         t = n.target
@@ -1106,7 +1110,7 @@ def _euclidean_dist_as_pairs(x1, x2):
     operands, which no template reads) as what it computes: the root of each pair's summed
     squared differences, a reduction over rows as wide as both inputs broadcast (the row
     kernels read each input through its strides). Exact where ATen's product cancels."""
-    return _pair_differences(x1, x2).pow(2).sum(-1).sqrt()
+    return _cdist_as_pairs(x1, x2, 2.0)
 
 
 def _cdist_as_pairs(x1, x2, p, compute_mode=None):

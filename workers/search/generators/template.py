@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import keyword
 import math
 import random
 
@@ -83,7 +82,6 @@ from workers.search.generators.templates.staged import (
     split_params,
 )
 from workers.search.trace import (
-    MODULES,
     NoTemplate,
     Plan,
     case_rows_confined,
@@ -338,38 +336,8 @@ def render(plan: Plan, params: dict) -> str:
     """The complete candidate source for ``plan`` with ``params`` (defaults filled in)."""
     full = _normal(plan, {**DEFAULTS[plan.family], **params})
     if plan.stages:
-        return _reference_names(plan, source_staged(plan, full, _WRITERS, DEFAULTS))
-    return _reference_names(plan, _WRITERS[plan.family](plan, full))
-
-
-def _reference_names(plan: Plan, source: str) -> str:
-    """The candidate's forwards under the reference's argument names where the trace renamed
-    one that a wrapper binds (``p`` -> ``p_``, ``plan.extra["arg_names"]``): each forward takes
-    ``p`` and rebinds it as ``p_`` on its first line, so a call by keyword works as it does on
-    the reference."""
-    names = plan.extra.get("arg_names")
-    if not isinstance(names, list) or len(names) > len(plan.forward_args):
-        return source
-    if not all(isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) for n in names):
-        return source
-    renamed = plan.forward_args[: len(names)]
-    # (a module's name, ``math``, stays renamed: as a parameter it would hide the module)
-    names = [new if old in MODULES else old for old, new in zip(names, renamed, strict=True)]
-    binds = [(old, new) for old, new in zip(names, renamed, strict=True) if old != new]
-    if not binds:
-        return source
-    head = f"def forward(self, {', '.join(renamed)}"
-    lines = []
-    for line in source.split("\n"):
-        stripped = line.lstrip()
-        rest = stripped[len(head) :]
-        if stripped.startswith(head) and rest[:1] in (",", ")"):
-            indent = line[: len(line) - len(stripped)]
-            lines.append(f"{indent}def forward(self, {', '.join(names)}{rest}")
-            lines += [f"{indent}    {new} = {old}" for old, new in binds]
-            continue
-        lines.append(line)
-    return "\n".join(lines)
+        return source_staged(plan, full, _WRITERS, DEFAULTS)
+    return _WRITERS[plan.family](plan, full)
 
 
 def _normal(plan: Plan, full: dict) -> dict:

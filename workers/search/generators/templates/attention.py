@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from workers.search.generators.templates.common import _header
+from workers.search.generators.templates.common import _header, forward_def
 from workers.search.trace import Plan
 
 _KERNELS = """
@@ -242,8 +242,7 @@ def _sms(device) -> int:
 
 class ModelNew(nn.Module):
 {plan.init_source}
-    def forward(self, {", ".join(plan.forward_args)}):
-        p = _PARAMS
+{forward_def(plan)}        p = _PARAMS
 {unsq}        B, HQ, TQ, D = {q}.shape
         HKV, TK = {k}.shape[1], {k}.shape[2]
         {alloc.format(q=q)}

@@ -4,9 +4,10 @@ every candidate starts with."""
 from __future__ import annotations
 
 import json
+import keyword
 
 from workers.search.generators.templates.math_ops import MATH_EXPR, helpers
-from workers.search.trace import IRNode, NoTemplate, Plan
+from workers.search.trace import MODULES, IRNode, NoTemplate, Plan
 
 
 def _literal(value: float) -> str:
@@ -321,13 +322,33 @@ def _refs(plan: Plan, role: str | None = None) -> list[str]:
     return [n.attrs["ref"] for n in plan.inputs(role) if n.attrs["ref"] != "acc"]
 
 
+def forward_def(plan: Plan) -> str:
+    """The candidate's ``def forward`` line (4-space indented) under the reference's argument
+    names. Where the trace renamed one that a wrapper binds (``p`` -> ``p_``,
+    ``plan.extra["arg_names"]``), the forward takes ``p`` and rebinds ``p_`` first, so a call by
+    keyword works as on the reference; a module's name (``math``) stays renamed, as a
+    parameter would hide the module."""
+    args = list(plan.forward_args)
+    names = plan.extra.get("arg_names")
+    if (
+        not isinstance(names, list)
+        or len(names) > len(args)
+        or not all(
+            isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) for n in names
+        )
+    ):
+        names = []
+    names = [new if old in MODULES else old for old, new in zip(names, args, strict=False)]
+    names += args[len(names) :]
+    line = f"    def forward(self, {', '.join(names)}):\n"
+    return line + "".join(
+        f"        {new} = {old}\n" for old, new in zip(names, args, strict=True) if old != new
+    )
+
+
 def _forward_head(plan: Plan) -> str:
     """``class ModelNew`` with the reference's ``__init__`` and the forward's signature."""
-    return (
-        "\n\nclass ModelNew(nn.Module):\n"
-        + plan.init_source
-        + f"\n    def forward(self, {', '.join(plan.forward_args)}):\n"
-    )
+    return "\n\nclass ModelNew(nn.Module):\n" + plan.init_source + "\n" + forward_def(plan)
 
 
 def _model_head(plan: Plan, p: dict) -> str:

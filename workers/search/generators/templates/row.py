@@ -26,6 +26,7 @@ from workers.search.generators.templates.common import (
     _refs,
     bcast_view,
     by_index,
+    forward_def,
 )
 from workers.search.trace import NoTemplate, Plan
 
@@ -1072,8 +1073,7 @@ def _ke_segments(p, M, N, one_pass):
 
 class ModelNew(nn.Module):
 {plan.init_source}
-    def forward(self, {", ".join(plan.forward_args)}):
-{_dtype_line(tensor_refs, plan)}{rows_view}{loads}{outs}        N = {row_len}
+{forward_def(plan)}{_dtype_line(tensor_refs, plan)}{rows_view}{loads}{outs}        N = {row_len}
 {inner}        M = {rows_of}
 {folds}        if M == 0:
             return {ret}

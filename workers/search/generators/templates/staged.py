@@ -15,7 +15,7 @@ import ast
 import io
 import tokenize
 
-from workers.search.generators.templates.common import HEADER_IMPORTS, _header
+from workers.search.generators.templates.common import HEADER_IMPORTS, _header, forward_def
 from workers.search.lowering_staged import stage_ref
 from workers.search.trace import Plan
 
@@ -60,7 +60,7 @@ def source_staged(plan: Plan, params: dict, writers: dict, defaults: dict) -> st
         summary=plan.summary,
     )
     args = ", ".join(plan.forward_args)
-    lines = ["class ModelNew(nn.Module):\n" + plan.init_source, f"    def forward(self, {args}):"]
+    lines = ["class ModelNew(nn.Module):\n" + plan.init_source, forward_def(plan).rstrip("\n")]
     for i in range(len(plan.stages)):
         given = "".join(f", {stage_ref(j)}={stage_ref(j)}" for j in range(i))
         call = f"_s{i}_ModelNew.forward(self, {args}{given})"
