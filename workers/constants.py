@@ -98,6 +98,7 @@ RULE_DTYPE = "dtype_mismatch"
 RULE_UNWRITTEN = "output_unwritten"
 RULE_INPUT_MUTATED = "input_mutated"
 RULE_ALIASING = "output_aliases_input"
+RULE_TENSOR_SUBCLASS = "output_tensor_subclass"  # its torch functions could answer the checks
 RULE_NAN = "nan_output"
 RULE_NONFINITE = "nonfinite_mismatch"
 RULE_MISMATCH = "mismatch"
@@ -110,6 +111,7 @@ RULE_RUNTIME = "runtime_error"
 # Performance rules (gate 4).
 RULE_BELOW_FLOOR = "below_physical_floor"
 RULE_NOT_CAPTURABLE = "not_capturable"
+RULE_TIMED_MISMATCH = "timed_output_mismatch"  # the timed calls compute what was not checked
 RULE_UNSTABLE = "unstable"
 RULE_NO_DEVICE = "no device"
 

@@ -125,7 +125,9 @@ class CaseChecker:
         self.ref_state = None
 
     # models and runs ---------------------------------------------------------------------
-    def build(self):
+    def build(self, candidate: bool = True):
+        """The reference models (a higher-precision one where the case has it) and, with
+        ``candidate``, the candidate's model."""
         high_dtype = None
         if self.device == "cpu":
             high_dtype = torch.float64
@@ -146,6 +148,18 @@ class CaseChecker:
             raise CaseSkip(
                 f"reference model rejects this case: {type(exc).__name__}: {exc}"
             ) from exc
+        cand = self._candidate_model() if candidate else None
+        self.high, self.ref, self.cand = high, ref, cand
+        # Each model's buffers as built (the reference's own and the candidate's copy of them):
+        # every call starts from them, so a forward that updates state in place (BatchNorm's
+        # running statistics in training mode) sees the same state however often it runs.
+        self.initial = {
+            id(m): {k: b.detach().clone() for k, b in m.named_buffers()}
+            for m in (high, ref, cand)
+            if m is not None
+        }
+
+    def _candidate_model(self):
         try:
             _, _, cand = P.make_models(
                 self.job.problem,
@@ -161,15 +175,7 @@ class CaseChecker:
             raise CaseFailure(
                 C.RULE_RUNTIME, f"ModelNew() failed: {type(exc).__name__}: {exc}"
             ) from exc
-        self.high, self.ref, self.cand = high, ref, cand
-        # Each model's buffers as built (the reference's own and the candidate's copy of them):
-        # every call starts from them, so a forward that updates state in place (BatchNorm's
-        # running statistics in training mode) sees the same state however often it runs.
-        self.initial = {
-            id(m): {k: b.detach().clone() for k, b in m.named_buffers()}
-            for m in (high, ref, cand)
-            if m is not None
-        }
+        return cand
 
     def _reset(self, model) -> None:
         with torch.no_grad():
@@ -258,10 +264,13 @@ class CaseChecker:
                 f"forward runs torch compute ops outside Triton kernels ({ops})",
                 ops=dict(mode.compute_ops),
             )
-        return _tensors(out), out
+        outs = _tensors(out)
+        _check_plain(outs)
+        return outs, out
 
     # checks ------------------------------------------------------------------------------
     def check_layout(self, outs, inputs):
+        _check_plain(outs)
         expected = self.expected_layout(inputs)
         if len(outs) != len(expected):
             raise CaseFailure(
@@ -539,6 +548,19 @@ class CaseChecker:
                         "(result cached across calls)",
                     ) from exc
                 raise
+
+
+def _check_plain(outs) -> None:
+    """Every output a plain tensor: a subclass decides what each torch function returns for it,
+    the gates' comparisons included, and could compute the answer there, outside the forward
+    and its timing."""
+    for i, o in enumerate(outs):
+        if type(o) is not torch.Tensor:
+            raise CaseFailure(
+                C.RULE_TENSOR_SUBCLASS,
+                f"output {i} is a {type(o).__module__}.{type(o).__qualname__}, a subclass of "
+                "torch.Tensor; a kernel's outputs are plain tensors",
+            )
 
 
 def _first_index(mask: torch.Tensor):

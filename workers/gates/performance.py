@@ -148,6 +148,13 @@ def _end_failed_capture() -> None:
         pass
 
 
+TIMED_GRAPH, TIMED_CALL = "graph", "call"
+TIMED_LABELS = {
+    TIMED_GRAPH: "the captured graph's calls, replayed",
+    TIMED_CALL: "the timed calls, launched one by one",
+}
+
+
 class NotCapturable(RuntimeError):
     """The callable cannot be captured in a CUDA graph (the message says what it did)."""
 
@@ -168,6 +175,10 @@ class Side:
         self.mode = mode
         self.graph = None
         self.calls = 0
+        # The candidate's outputs of its timed calls, checked against the reference once the
+        # case is timed (check_timed): (how it ran, input set) -> (call serial, outputs).
+        self.kept: dict[tuple[str, int], tuple[int, list]] = {}
+        self.serial = 0
         self.capture_error: str | None = None
         self.device_ms: list[float] = []
         self.host_ms: list[float] = []
@@ -209,13 +220,29 @@ class Side:
             if self.mode == C.SERVING_GRAPH and self.enforce:
                 raise NotCapturable(f"the {self.name}: {self.capture_error}") from exc
 
-    def _event_ms(self, calls: int) -> float:
+    def _keep(self, how: str, index: int, out) -> None:
+        """Hold the candidate's outputs of a call whose time decides (the graph's calls; every
+        call where no graph decides), the latest call per input set."""
+        if self.enforce and (how == TIMED_GRAPH or self.mode != C.SERVING_GRAPH):
+            self.serial += 1
+            self.kept[(how, index % len(self.sets))] = (self.serial, _outputs(out))
+
+    def _keep_held(self, held: list, calls: int) -> None:
+        for i in range(max(0, calls - len(held)), calls):
+            self._keep(TIMED_CALL, i, held[i % len(held)])
+
+    def _event_ms(self, calls: int, keep: bool = False) -> float:
+        # Every side holds its last output per input set the same way (one store a call), so
+        # that holding the candidate's costs it nothing the peers do not pay.
+        held, k = [None] * len(self.sets), len(self.sets)
         s, e = _event(), _event()
         s.record()
         for i in range(calls):
-            self.fn(*self.sets[i % len(self.sets)])
+            held[i % k] = self.fn(*self.sets[i % k])
         e.record()
         torch.cuda.synchronize()
+        if keep:
+            self._keep_held(held, calls)
         return max(s.elapsed_time(e) / calls, 1e-4)
 
     def _capture(self, calls: int):
@@ -229,7 +256,9 @@ class Side:
         graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(graph):
             for i in range(calls):
-                self.fn(*self.sets[i % len(self.sets)])
+                out = self.fn(*self.sets[i % len(self.sets)])
+                if i >= calls - len(self.sets):  # each input set's last call in the graph
+                    self._keep(TIMED_GRAPH, i, out)
         torch.cuda.synchronize()
         return graph
 
@@ -237,10 +266,12 @@ class Side:
         if self.mode == C.SERVING_KERNELBENCH:
             self.flush.zero_()
             s, e = _event(), _event()
+            index = len(self.device_ms) % len(self.sets)
             with torch.no_grad():
                 s.record()
-                self.fn(*self.sets[len(self.device_ms) % len(self.sets)])
+                out = self.fn(*self.sets[index])
                 e.record()
+            self._keep(TIMED_CALL, index, out)
             torch.cuda.synchronize()
             self.device_ms.append(s.elapsed_time(e))
             return self.device_ms[-1]
@@ -256,7 +287,7 @@ class Side:
             device = s.elapsed_time(e) / self.calls
         else:  # eager mode and not capturable: a batch of calls timed with events
             with torch.no_grad():
-                device = self._event_ms(C.HOST_LOOP_CALLS)
+                device = self._event_ms(C.HOST_LOOP_CALLS, keep=True)
         self.device_ms.append(device)
         if self.mode != C.SERVING_EAGER and len(self.host_ms) >= C.HOST_SAMPLES:
             return device  # graph mode: host overhead is recorded beside, not deciding
@@ -268,11 +299,13 @@ class Side:
         torch.cuda.synchronize()
         n = C.HOST_LOOP_CALLS
         with torch.no_grad():
+            held, k = [None] * len(self.sets), len(self.sets)
             t0 = time.perf_counter()
             for i in range(n):
-                self.fn(*self.sets[i % len(self.sets)])
+                held[i % k] = self.fn(*self.sets[i % k])
             t1 = time.perf_counter()
         torch.cuda.synchronize()
+        self._keep_held(held, n)
         return 1e3 * (t1 - t0) / n
 
     def summary(self, samples: list[float], seed: int) -> dict:
@@ -496,6 +529,49 @@ def _reference_fn(job, case, model, name: str, seed: int):
     return None
 
 
+def check_timed(job, case: dict, args: dict, side: Side) -> dict | None:
+    """The candidate's outputs of its timed calls, each input set's latest, against the
+    reference on that set, compared as the correctness gate compares: None where they match,
+    else the failure (rule, reason, evidence).
+
+    The correctness gate sees the candidate's eager calls; these are the calls its time comes
+    from (the captured graph's, replayed once more here, or the calls themselves where no graph
+    decides). A candidate that asks whether it is being captured or counts its calls, and
+    computes less when timed, is caught here. An output whose memory a later call wrote again
+    (a buffer the candidate reuses) is checked only as that later call's."""
+    from workers.gates.correctness import CaseChecker, CaseFailure, CaseSkip
+
+    if side.graph is not None:
+        side.graph.replay()  # the graph's outputs now hold its calls, whatever ran since
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    checker = CaseChecker(job, case, args, 0)
+    order = sorted(side.kept.items(), key=lambda item: -item[1][0])  # the latest call first
+    graph_first = sorted(order, key=lambda item: item[0][0] != TIMED_GRAPH)
+    written: set[int] = set()
+    try:
+        checker.build(candidate=False)
+        for (how, index), (_, outs) in graph_first:
+            storages = {o.untyped_storage().data_ptr() for o in outs if o.numel()}
+            if storages & written:
+                continue
+            written |= storages
+            inputs = _cloned(side.sets[index])
+            label = f"{TIMED_LABELS[how]}, input set {index}"
+            checker.check_layout(outs, inputs)
+            checker.compare_outputs(outs, checker.reference(inputs), inputs, label)
+    except CaseSkip:
+        return None
+    except CaseFailure as exc:
+        return {
+            "rule": C.RULE_TIMED_MISMATCH,
+            "reason": f"case {case['name']}: the outputs of the timed calls are not what the "
+            f"correctness gate saw: {exc.reason}",
+            "evidence": {k: v for k, v in exc.evidence.items() if v is not None},
+        }
+    return None
+
+
 def _wanted(args: dict) -> list[str]:
     wanted = [C.BASELINE_EAGER, C.BASELINE_COMPILE]
     if args.get("baseline") in (C.BASELINE_MAX_AUTOTUNE, C.BASELINE_BEST) or args.get(
@@ -667,6 +743,14 @@ def run(job, args: dict) -> dict:
                 f"mode 'graph'): {exc}",
                 "cases": records,
                 "evidence": {"ceilings": ceil, "method": method(mode), "clocks": clocks},
+            }
+        mismatch = check_timed(job, case, args, sides["candidate"])
+        if mismatch is not None:
+            return {
+                "status": C.FAILED,
+                **mismatch,
+                "cases": records,
+                "evidence": {**mismatch["evidence"], "case": case["name"]},
             }
         if args.get("baseline") == C.BASELINE_BEST:
             judge_best(timings, paired)
