@@ -122,6 +122,8 @@ def _fake_gate(monkeypatch, speeds: dict[str, float]):
     monkeypatch.setattr(performance, "_case_sides", case_sides)
     # fake sides compute nothing: test_peer_checks.py checks peers on real models
     monkeypatch.setattr(performance, "check_peers", lambda job, case, args, ref, sides, seed=0: {})
+    # nor outputs to check: test_timed_outputs.py checks the timed calls' outputs
+    monkeypatch.setattr(performance, "check_timed", lambda job, case, args, side: None)
     monkeypatch.setattr(performance, "_flush_buffer", lambda: None)
     monkeypatch.setattr(performance, "steady_clocks", lambda flush: {})
     monkeypatch.setattr(performance, "_prepare_incumbent", lambda job, args: None)

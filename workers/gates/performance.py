@@ -221,28 +221,28 @@ class Side:
                 raise NotCapturable(f"the {self.name}: {self.capture_error}") from exc
 
     def _keep(self, how: str, index: int, out) -> None:
-        """Hold the candidate's outputs of a call whose time decides (the graph's calls; every
-        call where no graph decides), the latest call per input set."""
+        """Hold the candidate's outputs of a timed call whose time decides (a graph's; a call
+        where no graph decides), the latest per input set."""
         if self.enforce and (how == TIMED_GRAPH or self.mode != C.SERVING_GRAPH):
             self.serial += 1
             self.kept[(how, index % len(self.sets))] = (self.serial, _outputs(out))
 
-    def _keep_held(self, held: list, calls: int) -> None:
-        for i in range(max(0, calls - len(held)), calls):
-            self._keep(TIMED_CALL, i, held[i % len(held)])
+    def _calls(self, calls: int):
+        """``calls`` calls over the input sets; the last one's outputs. Only the last is held:
+        each earlier output is freed as before, so the next call writes the same memory (a
+        held output per call would move later calls' writes to fresh memory, out of the L2)."""
+        for i in range(calls - 1):
+            self.fn(*self.sets[i % len(self.sets)])
+        return self.fn(*self.sets[(calls - 1) % len(self.sets)])
 
     def _event_ms(self, calls: int, keep: bool = False) -> float:
-        # Every side holds its last output per input set the same way (one store a call), so
-        # that holding the candidate's costs it nothing the peers do not pay.
-        held, k = [None] * len(self.sets), len(self.sets)
         s, e = _event(), _event()
         s.record()
-        for i in range(calls):
-            held[i % k] = self.fn(*self.sets[i % k])
+        out = self._calls(calls)
         e.record()
         torch.cuda.synchronize()
         if keep:
-            self._keep_held(held, calls)
+            self._keep(TIMED_CALL, calls - 1, out)
         return max(s.elapsed_time(e) / calls, 1e-4)
 
     def _capture(self, calls: int):
@@ -255,10 +255,7 @@ class Side:
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(graph):
-            for i in range(calls):
-                out = self.fn(*self.sets[i % len(self.sets)])
-                if i >= calls - len(self.sets):  # each input set's last call in the graph
-                    self._keep(TIMED_GRAPH, i, out)
+            self._keep(TIMED_GRAPH, calls - 1, self._calls(calls))
         torch.cuda.synchronize()
         return graph
 
@@ -299,13 +296,11 @@ class Side:
         torch.cuda.synchronize()
         n = C.HOST_LOOP_CALLS
         with torch.no_grad():
-            held, k = [None] * len(self.sets), len(self.sets)
             t0 = time.perf_counter()
-            for i in range(n):
-                held[i % k] = self.fn(*self.sets[i % k])
+            out = self._calls(n)
             t1 = time.perf_counter()
         torch.cuda.synchronize()
-        self._keep_held(held, n)
+        self._keep(TIMED_CALL, n - 1, out)
         return 1e3 * (t1 - t0) / n
 
     def summary(self, samples: list[float], seed: int) -> dict:
@@ -530,15 +525,18 @@ def _reference_fn(job, case, model, name: str, seed: int):
 
 
 def check_timed(job, case: dict, args: dict, side: Side) -> dict | None:
-    """The candidate's outputs of its timed calls, each input set's latest, against the
-    reference on that set, compared as the correctness gate compares: None where they match,
-    else the failure (rule, reason, evidence).
+    """The candidate's outputs of its timed calls against the reference on their input sets,
+    compared as the correctness gate compares: None where they match, else the failure (rule,
+    reason, evidence).
 
     The correctness gate sees the candidate's eager calls; these are the calls its time comes
-    from (the captured graph's, replayed once more here, or the calls themselves where no graph
-    decides). A candidate that asks whether it is being captured or counts its calls, and
-    computes less when timed, is caught here. An output whose memory a later call wrote again
-    (a buffer the candidate reuses) is checked only as that later call's."""
+    from: the captured graph's last call (the graph replayed once more here), a timed loop's
+    last call where no graph decides, each set's last call under KernelBench timing. A
+    candidate that asks whether it is being captured, or counts its calls, and computes less
+    when timed is caught. One that cheats on some calls only is caught as often as the last one
+    is among them: holding every call's output would move the graph's writes to fresh memory
+    and slow the candidate, not its peers. An output whose memory a later call wrote again (a
+    buffer the candidate reuses) is checked only as that later call's."""
     from workers.gates.correctness import CaseChecker, CaseFailure, CaseSkip
 
     if side.graph is not None:
