@@ -475,25 +475,26 @@ class CaseChecker:
     def trial(self, t: int):
         seed = self.seed * 1_000_003 + self.index * 7919 + t
         inputs = self.inputs(seed)
+        originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+        # The candidate runs before the reference: no answer to these inputs exists in the
+        # process while it runs (one that walks the frames above it finds none to copy).
+        out_a, _ = self.candidate(inputs, poison=0)
+        if _storages(out_a) & _storages(inputs):
+            raise CaseFailure(C.RULE_ALIASING, "an output shares memory with an input")
+        _check_unchanged(inputs, originals)
+        out_a = [o.clone() for o in out_a]
+        out_b, _ = self.candidate(inputs, poison=1)  # its buffers: one call's, as after out_a
+        out_b = [o.clone() for o in out_b]
+        _check_unchanged(inputs, originals)
         refs = self.reference(inputs)
         ref_state = self.ref_state
         if self.case.get("transform") == "inf" and any(
             bool(torch.isnan(r).any()) for r in refs if r.is_floating_point()
         ):
             raise CaseSkip("the reference is undefined (NaN) for infinite inputs")
-        originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
-        out_a, _ = self.candidate(inputs, poison=0)
-        if _storages(out_a) & _storages(inputs):
-            raise CaseFailure(C.RULE_ALIASING, "an output shares memory with an input")
-        for i, (now, before) in enumerate(zip(inputs, originals, strict=True)):
-            if isinstance(now, torch.Tensor) and not _equal_nan(now, before):
-                raise CaseFailure(C.RULE_INPUT_MUTATED, f"input {i} was modified by the forward")
         self.check_layout(out_a, inputs)
         if ref_state or self._state(self.cand):
             self.check_state(ref_state, f"trial {t}")
-        out_a = [o.clone() for o in out_a]
-        out_b, _ = self.candidate(inputs, poison=1)
-        out_b = [o.clone() for o in out_b]
         for i, (a, b) in enumerate(zip(out_a, out_b, strict=True)):
             s0, s1 = _sentinel(a.dtype, 0), _sentinel(a.dtype, 1)
             if s0 is None or a.numel() == 0:
@@ -535,9 +536,11 @@ class CaseChecker:
                 for dst, src in zip(inputs, fresh, strict=True):
                     if isinstance(dst, torch.Tensor) and dst.is_floating_point():
                         dst.copy_(src)
-            refs2 = self.reference(inputs)
+            refreshed = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
             out_c, _ = self.candidate(inputs, poison=0)
             out_c = [o.clone() for o in out_c]
+            _check_unchanged(inputs, refreshed)
+            refs2 = self.reference(inputs)
             try:
                 self.compare_outputs(out_c, refs2, inputs, "inputs refreshed in place")
             except CaseFailure as exc:
@@ -548,6 +551,12 @@ class CaseChecker:
                         "(result cached across calls)",
                     ) from exc
                 raise
+
+
+def _check_unchanged(inputs, originals) -> None:
+    for i, (now, before) in enumerate(zip(inputs, originals, strict=True)):
+        if isinstance(now, torch.Tensor) and not _equal_nan(now, before):
+            raise CaseFailure(C.RULE_INPUT_MUTATED, f"input {i} was modified by the forward")
 
 
 def _check_plain(outs) -> None:
