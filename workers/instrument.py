@@ -20,6 +20,7 @@ import sys
 import threading
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Ops that move, view or allocate memory without doing the operator's work.
@@ -197,13 +198,20 @@ def _jsonable(v):
 
 
 class TorchOpMode(TorchDispatchMode):
-    """Poisons fresh allocations and records compute ops during the candidate's forward."""
+    """Poisons fresh allocations and records compute ops during the candidate's forward.
+
+    Enter ``host_reads()`` beside it: values read into host memory (``x.numpy()``) are
+    recorded among the compute ops, since what is computed from them is work done outside
+    any kernel, which no dispatch mode sees."""
 
     def __init__(self, recorder: LaunchRecorder, poison_variant: int | None = 0):
         super().__init__()
         self.recorder = recorder
         self.poison_variant = poison_variant
         self.compute_ops: dict[str, int] = {}
+
+    def host_reads(self) -> HostReadMode:
+        return HostReadMode(self.recorder, self.compute_ops)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -224,6 +232,32 @@ class TorchOpMode(TorchDispatchMode):
             if big:
                 self.compute_ops[base] = self.compute_ops.get(base, 0) + 1
         return out
+
+
+class HostReadMode(TorchFunctionMode):
+    """Records a tensor's values read into host memory (``numpy``, ``tolist``, numpy's
+    ``__array__``) outside Triton's launches (the interpreter reads its arguments so), of
+    tensors of ``SMALL_NUMEL`` elements or more (a shape or a scalar is read freely)."""
+
+    READS = frozenset({"numpy", "tolist", "__array__"})
+
+    def __init__(self, recorder: LaunchRecorder, into: dict[str, int]):
+        super().__init__()
+        self.recorder = recorder
+        self.into = into
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if (
+            name in self.READS
+            and not self.recorder.depth
+            and args
+            and isinstance(args[0], torch.Tensor)
+            and args[0].numel() >= SMALL_NUMEL
+        ):
+            key = f"{name} (values read on the host)"
+            self.into[key] = self.into.get(key, 0) + 1
+        return func(*args, **(kwargs or {}))
 
 
 class PatchGuard:

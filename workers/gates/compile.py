@@ -158,7 +158,7 @@ def run(job, args: dict) -> dict:
         if cute is not None:
             cute.active = True
         try:
-            with torch.no_grad(), mode:
+            with torch.no_grad(), mode, mode.host_reads():
                 model(*inputs)
             if job.device == "cuda":
                 torch.cuda.synchronize()

@@ -248,7 +248,7 @@ class CaseChecker:
         mode = TorchOpMode(self.recorder, poison_variant=poison)
         self._reset(self.cand)
         try:
-            with torch.no_grad(), mode:
+            with torch.no_grad(), mode, mode.host_reads():
                 out = self.cand(*inputs)
             self._sync()
         except Exception as exc:  # noqa: BLE001
