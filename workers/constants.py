@@ -59,6 +59,7 @@ RULE_SIDE_STREAM = "side_stream"
 RULE_MONKEY_PATCH = "monkey_patch"
 RULE_DYNAMIC_CODE = "dynamic_code"
 RULE_PROCESS_SPAWN = "process_spawn"
+RULE_INSTRUMENTATION_ESCAPE = "instrumentation_escape"  # switches off the op recorder
 
 # Compile-gate rules (gate 2; run in the sandbox).
 RULE_PROBLEM_LOAD = "problem_load_failed"

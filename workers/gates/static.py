@@ -51,6 +51,22 @@ PATCH_ROOTS = frozenset(
     {"torch", "triton", "tl", "time", "timeit", "builtins", "math", "np", "numpy", "os", "sys",
      "cute", "cutlass"}
 )  # fmt: skip
+# torch internals that switch off the gates' instrumentation while they are in effect: the
+# dispatch mode that records torch compute and poisons allocations, the function mode that
+# records host reads. A candidate has no use for them.
+INSTRUMENTATION_ESCAPES = frozenset(
+    """_DisableTorchDispatch _disable_current_modes _pop_mode_temporarily _pop_mode _push_mode
+    _unset_dispatch_mode _set_dispatch_mode _get_dispatch_mode _ExcludeDispatchKeyGuard
+    _IncludeDispatchKeyGuard _ForceDispatchKeyGuard _PreserveDispatchKeyGuard
+    _dispatch_tls_set_dispatch_key_excluded _dispatch_tls_set_dispatch_key_included
+    _dispatch_tls_local_exclude_set _dispatch_tls_local_include_set DisableTorchFunction
+    DisableTorchFunctionSubclass _DisableFuncTorch _RestorePythonTLSSnapshot
+    _set_torch_function_mode _pop_torch_function_stack _push_on_torch_function_stack
+    _len_torch_function_stack _EnablePythonDispatcher _DisablePythonDispatcher
+    _AutoDispatchBelowAutograd _AutoDispatchBelowADInplaceOrView _python_dispatch
+    _disabled_torch_function_impl _disabled_torch_dispatch_impl _disable_profiler
+    _TorchDispatchModeKey DispatchKey DispatchKeySet""".split()
+)
 CUTE_KERNEL = frozenset({"cutlass.cute.kernel"})
 CUTE_JIT = frozenset({"cutlass.cute.jit"})
 
@@ -186,14 +202,35 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node):
         for alias in node.names:
             self._check_import(alias.name, node)
+            self._escape(alias.name, node)
             self.aliases[(alias.asname or alias.name).split(".")[0]] = (
                 alias.name if alias.asname else alias.name.split(".")[0]
             )
         self.generic_visit(node)
 
+    def _escape(self, name: str, node) -> None:
+        parts = set(name.split("."))
+        hit = parts & INSTRUMENTATION_ESCAPES
+        if hit:
+            self.add(
+                C.RULE_INSTRUMENTATION_ESCAPE,
+                node,
+                f"reaches {sorted(hit)[0]} ({name}): torch internals that switch off the gates' "
+                "recording of torch compute",
+            )
+
+    def visit_Attribute(self, node):
+        if node.attr in INSTRUMENTATION_ESCAPES:
+            self._escape(_dotted(node) or node.attr, node)
+            if _dotted(node):
+                return  # the chain is said once, at its last name
+        self.generic_visit(node)
+
     def visit_ImportFrom(self, node):
         module = node.module or ""
         self._check_import(module, node)
+        for alias in node.names:
+            self._escape(f"{module}.{alias.name}", node)
         for alias in node.names:
             full = f"{module}.{alias.name}" if module else alias.name
             self._check_import(full, node)
@@ -301,6 +338,17 @@ class _Checker(ast.NodeVisitor):
         last = dotted.rsplit(".", 1)[-1] if dotted else ""
         if dotted in DYNAMIC_CALLS or module in {"builtins.exec", "builtins.eval"}:
             self.add(C.RULE_DYNAMIC_CODE, node, f"calls {dotted}()")
+        elif dotted == "getattr" and len(node.args) >= 2 and self._torch_object(node.args[0]):
+            name = node.args[1]
+            if not isinstance(name, ast.Constant):
+                self.add(
+                    C.RULE_INSTRUMENTATION_ESCAPE,
+                    node,
+                    f"getattr() on {_dotted(node.args[0])} with a computed name: torch's "
+                    "attributes are named in the source",
+                )
+            elif isinstance(name.value, str):
+                self._escape(f"{_dotted(node.args[0])}.{name.value}", node)
         elif dotted in {"setattr", "delattr"} and node.args:
             target = _dotted(node.args[0])
             root = self._module_of(target).split(".")[0] if target else ""
@@ -321,6 +369,10 @@ class _Checker(ast.NodeVisitor):
         elif not self.in_jit and dotted:
             self._check_torch_work(node, dotted, module, last)
         self.generic_visit(node)
+
+    def _torch_object(self, node) -> bool:
+        dotted = _dotted(node)
+        return bool(dotted) and self._module_of(dotted).split(".")[0] == "torch"
 
     def _check_torch_work(self, node, dotted, module, last):
         if dotted in {"Model", "super().forward"} or module.endswith(".Model"):
