@@ -96,3 +96,22 @@ def test_the_graphs_calls_decide_in_graph_mode_and_a_stale_one_fails(tmp_path):
     failure = performance.check_timed(job, CASE, {}, side)
     assert failure["rule"] == C.RULE_TIMED_MISMATCH
     assert "the captured graph's calls, replayed, input set" in failure["reason"]
+
+
+def test_a_forward_that_updates_its_buffers_is_not_checked(tmp_path):
+    """Timed calls follow one another without a reset: a running statistic has moved on by
+    the last one, so no single reference call can judge its output."""
+    job, side = _side(tmp_path)
+    stateful = tmp_path / "stateful.py"
+    stateful.write_text(
+        SILU.read_text().replace(
+            "        return x * torch.sigmoid(x)",
+            "        self.calls += 1\n        return x * torch.sigmoid(x) + self.calls",
+        ).replace(
+            "        super().__init__()",
+            '        super().__init__()\n        self.register_buffer("calls", torch.zeros(()))',
+        )
+    )
+    job.problem = P.load_module(stateful.read_text(), "stateful_timed", str(tmp_path))
+    _call(side, TIMED_CALL, 0, _silu(side.sets[0][0]) + 50)  # the 50th call's answer
+    assert performance.check_timed(job, CASE, {}, side) is None
