@@ -104,10 +104,12 @@ def test_a_forward_that_updates_its_buffers_is_not_checked(tmp_path):
     job, side = _side(tmp_path)
     stateful = tmp_path / "stateful.py"
     stateful.write_text(
-        SILU.read_text().replace(
+        SILU.read_text()
+        .replace(
             "        return x * torch.sigmoid(x)",
             "        self.calls += 1\n        return x * torch.sigmoid(x) + self.calls",
-        ).replace(
+        )
+        .replace(
             "        super().__init__()",
             '        super().__init__()\n        self.register_buffer("calls", torch.zeros(()))',
         )
