@@ -230,10 +230,9 @@ class _Checker(ast.NodeVisitor):
         module = node.module or ""
         self._check_import(module, node)
         for alias in node.names:
-            self._escape(f"{module}.{alias.name}", node)
-        for alias in node.names:
             full = f"{module}.{alias.name}" if module else alias.name
             self._check_import(full, node)
+            self._escape(full, node)
             self.aliases[alias.asname or alias.name] = full
             if alias.name in {"Model", "get_inputs"} and not module.startswith(("torch", "triton")):
                 self.add(C.RULE_REFERENCE_FALLBACK, node, f"imports {alias.name} from {module}")
