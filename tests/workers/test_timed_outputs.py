@@ -4,8 +4,9 @@ A candidate can tell when it is timed: ``torch.cuda.is_current_stream_capturing(
 while the performance gate captures its graph, and a counter in the module passes the
 correctness gate's few calls before it changes. Such a candidate computes the right answer for
 the correctness gate and less (half the rows, a stale buffer) when timed, and wins. The
-performance gate now holds each input set's latest timed output and checks it against the
-reference once the case is timed (``performance.check_timed``).
+performance gate now holds the outputs of its last timed calls (the graph's last; each input
+set's last under KernelBench timing) and checks them against the reference once the case is
+timed (``performance.check_timed``).
 
 The gate itself runs only on the cuda platform; these tests fill a side's held outputs the way
 its timed calls do (``Side._keep``) with CPU tensors, so the check is what runs."""
@@ -61,10 +62,8 @@ def test_a_candidate_that_computes_less_when_timed_fails_naming_the_set_and_the_
         _call(side, TIMED_CALL, i, out)
     failure = performance.check_timed(job, CASE, {}, side)
     assert failure["rule"] == C.RULE_TIMED_MISMATCH
-    assert (
-        "the outputs of the timed calls are not what the correctness gate saw"
-        in (failure["reason"])
-    )
+    said = "the outputs of the timed calls are not what the correctness gate saw"
+    assert said in failure["reason"]
     assert "input set 1" in failure["reason"]
     assert "128 of 256 elements outside" in failure["reason"]
 
