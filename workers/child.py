@@ -117,6 +117,7 @@ class ChildState:
         self.tainted: list[str] = []
         self.lock_fd: int | None = None  # the device lock's descriptor (workers.device_lock)
         self.lock_wait_s = C.DEVICE_LOCK_WAIT_S  # per op: a share of the op's own time limit
+        self.inductor_locked: list[str] | None = None  # performance.lock_inductor_tuning
         self.cute = None  # workers.cute_dsl.CuteRecorder where the DSL is installed
         self.cute_error: str | None = None  # why it could not be set up
 

@@ -3,7 +3,8 @@
 A GPU host that runs more than one evaluation at a time (two Celery workers on the cuda queue,
 a benchmark with ``--jobs 4``) would otherwise time candidates while another process's kernels
 share the chip, and every verdict would carry the other's load. Compiling and loading overlap
-freely; the paired timing rounds and the correctness runs hold the lock.
+freely; the paired timing rounds, the correctness runs and torch.compile's own timings of its
+kernels' configs (``performance.lock_inductor_tuning``) hold the lock.
 
 The parent (outside the sandbox) opens the lock file and hands the open descriptor to the
 sandbox child, which sees no host path: ``flock`` on an inherited descriptor excludes every
@@ -71,6 +72,13 @@ def held_total() -> float:
     return HELD_S
 
 
+# ``held`` blocks open in this process, per descriptor. A block inside one that holds the lock
+# (torch.compile's own tuning timed while a correctness run holds the device) neither waits nor
+# lets go: ``flock`` on the descriptor this process already holds would succeed at once, and its
+# release would free the device in the middle of the outer block.
+_DEPTH: dict[int, int] = {}
+
+
 @contextmanager
 def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
     """Hold the device while the block runs; yields a dict that says how long it waited.
@@ -81,6 +89,14 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
     if fd is None:
         with _counted():
             yield info
+        return
+    if _DEPTH.get(fd):
+        info.update(held=True, nested=True)  # the outer block holds it and counts the time
+        _DEPTH[fd] += 1
+        try:
+            yield info
+        finally:
+            _DEPTH[fd] -= 1
         return
     start = time.monotonic()
     while True:
@@ -97,11 +113,14 @@ def held(fd: int | None, wait_s: float = C.DEVICE_LOCK_WAIT_S):
             info["note"] = f"device lock unusable: {exc}"
             break
     info["waited_s"] = round(time.monotonic() - start, 3)
+    if info["held"]:
+        _DEPTH[fd] = 1
     try:
         with _counted():
             yield info
     finally:
         if info["held"]:
+            _DEPTH.pop(fd, None)
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except OSError:

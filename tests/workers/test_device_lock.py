@@ -1,6 +1,7 @@
 """The device lock: evaluation processes on one GPU host (sandbox children, the confined tuner
 and model check) take the timed rounds in turn."""
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -123,3 +124,65 @@ def test_device_time_is_the_time_held_not_the_wait_for_it(tmp_path):
     counted = device_lock.held_total() - before
     assert info["waited_s"] >= 0.2
     assert 0.3 <= counted < 0.3 + 0.2
+
+
+def _taken(path) -> bool:
+    """Whether some descriptor holds the lock, asked from a new one (as another process would)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_an_inner_block_neither_waits_nor_lets_the_device_go(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    fd = device_lock.open_lock(path)
+    before = device_lock.held_total()
+    with device_lock.held(fd, wait_s=0.2) as outer:
+        with device_lock.held(fd, wait_s=0.2) as inner:
+            assert inner["held"] and inner.get("nested")
+        # Without the count, the inner block's release would free the device here.
+        assert _taken(path)
+        time.sleep(0.05)
+    assert outer["held"] and not _taken(path)
+    assert device_lock.held_total() - before < 1.0  # the outer block's time, counted once
+    with device_lock.held(fd, wait_s=0.2) as again:
+        assert again["held"] and not again.get("nested")
+
+
+class _State:
+    def __init__(self, fd):
+        self.lock_fd = fd
+        self.lock_wait_s = 5.0
+
+
+def test_torch_compile_times_its_configs_holding_the_device(tmp_path, monkeypatch):
+    """Inductor times its kernels' configs at their first call, outside the timed rounds: timed
+    beside another process's rounds, a slower config could win and every candidate would be
+    judged against a slower compile. Its benchmarker's timings now take the device lock."""
+    from torch._inductor.runtime import benchmarking, triton_heuristics
+
+    path = str(tmp_path / "gpu.lock")
+    seen = []
+
+    def timing(*args, **kwargs):  # stands for the GPU timing this machine cannot run
+        seen.append(_taken(path))
+        return 1.0
+
+    bench = benchmarking.benchmarker
+    for name in performance.INDUCTOR_TIMINGS:
+        if hasattr(bench, name):
+            monkeypatch.setattr(bench, name, timing)
+    state = _State(device_lock.open_lock(path))
+    wrapped = performance.lock_inductor_tuning(state)
+    assert "benchmark_gpu" in wrapped
+    assert performance.lock_inductor_tuning(state) == wrapped  # once per child, not twice
+    # The autotuner calls the same object, so the wrapping reaches it.
+    assert triton_heuristics.benchmarker is bench
+    assert bench.benchmark_gpu(lambda: None) == 1.0
+    assert seen == [True] and not _taken(path)

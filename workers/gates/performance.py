@@ -30,6 +30,7 @@ with a bug) is still timed and judged against, with the miss said beside its tim
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -50,7 +51,8 @@ def method(mode: str) -> str:
         f"after {C.MIN_ROUNDS}, every {C.ROUND_STEP} until each speedup's interval is within "
         f"+-{C.ROUND_PRECISION:.1%} or a loss is beyond doubt) "
         "after a steady-state warm-up; median, p10/p90 and a bootstrap "
-        f"({C.BOOTSTRAP_RESAMPLES}) 95% CI; speedups from the per-round ratios"
+        f"({C.BOOTSTRAP_RESAMPLES}) 95% CI; speedups from the per-round ratios; the rounds, "
+        "and torch.compile's own timings of its kernels' configs, hold the device lock"
     )
     if mode == C.SERVING_KERNELBENCH:
         return (
@@ -478,11 +480,49 @@ def _input_sets(job, case, seed: int) -> list:
     return sets
 
 
+# The methods of Inductor's benchmarker that time kernels on the GPU (each torch version has some).
+INDUCTOR_TIMINGS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")
+
+
+def lock_inductor_tuning(state) -> list[str]:
+    """Make torch.compile's own timings hold the device lock; the methods wrapped.
+
+    Inductor picks among its kernels' configs by timing them at their first call (and, under
+    max-autotune, among its templates while compiling). Those first calls run outside the timed
+    rounds, beside other processes' rounds on the same GPU: timed under that load, a slower
+    config can win, and every candidate of the campaign is then judged against a slower peer
+    (session 55: compile's sum over a middle dimension at 8.54 us in one run, 6.73 us in
+    another, eager the same in both). Installed once per child, before the first compile."""
+    if getattr(state, "inductor_locked", None) is not None:
+        return state.inductor_locked
+    from torch._inductor.runtime import benchmarking
+
+    bench = benchmarking.benchmarker
+    wrapped = []
+    for name in INDUCTOR_TIMINGS:
+        fn = getattr(bench, name, None)
+        if callable(fn):
+            setattr(bench, name, _holding_device(fn, state))
+            wrapped.append(name)
+    state.inductor_locked = wrapped
+    return wrapped
+
+
+def _holding_device(fn, state):
+    @functools.wraps(fn)
+    def timed(*args, **kwargs):
+        with device_lock.held(state.lock_fd, state.lock_wait_s):
+            return fn(*args, **kwargs)
+
+    return timed
+
+
 def _compiled(state, key: tuple, model, mode: str | None):
     """``torch.compile`` of the reference, kept for the child's life per (problem, case, mode):
     the next candidate of the same campaign is paired with it without compiling again."""
     import torch._dynamo
 
+    lock_inductor_tuning(state)
     cache = state.__dict__.setdefault("compiled", {})
     if key not in cache:
         while len(cache) >= C.COMPILED_CACHE_ENTRIES:
