@@ -186,3 +186,7 @@ def test_torch_compile_times_its_configs_holding_the_device(tmp_path, monkeypatc
     assert triton_heuristics.benchmarker is bench
     assert bench.benchmark_gpu(lambda: None) == 1.0
     assert seen == [True] and not _taken(path)
+    # The timing report says how many of compile's timings held the device.
+    assert performance._inductor_evidence(state) == {
+        "inductor_timings": {"calls": 1, "waited_s": 0.0}
+    }

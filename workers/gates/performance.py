@@ -511,10 +511,20 @@ def lock_inductor_tuning(state) -> list[str]:
 def _holding_device(fn, state):
     @functools.wraps(fn)
     def timed(*args, **kwargs):
-        with device_lock.held(state.lock_fd, state.lock_wait_s):
+        with device_lock.held(state.lock_fd, state.lock_wait_s) as lock:
+            count = state.__dict__.setdefault("inductor_timings", {"calls": 0, "waited_s": 0.0})
+            count["calls"] += 1
+            count["waited_s"] = round(count["waited_s"] + lock["waited_s"], 3)
             return fn(*args, **kwargs)
 
     return timed
+
+
+def _inductor_evidence(state) -> dict:
+    """How many of torch.compile's own timings this child ran holding the device, and what
+    waiting for it cost (nothing when compile timed nothing: one config a kernel, or cached)."""
+    count = getattr(state, "inductor_timings", None)
+    return {"inductor_timings": dict(count)} if count else {}
 
 
 def _compiled(state, key: tuple, model, mode: str | None):
@@ -818,6 +828,7 @@ def run(job, args: dict) -> dict:
             break
     evidence = {"ceilings": ceil, "method": method(mode), "serving": mode, "clocks": clocks}
     evidence.update(_lock_evidence(locks))
+    evidence.update(_inductor_evidence(job.state))
     reason = "timed"
     if stopped is not None:
         # A case the candidate loses beyond doubt: the fitness gate rejects it whatever the
@@ -934,5 +945,6 @@ def baseline(job, args: dict) -> dict:
             "serving": mode,
             "clocks": clocks,
             **_lock_evidence(locks),
+            **_inductor_evidence(job.state),
         },
     }
