@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import secrets
 import sys
 import threading
 
@@ -75,6 +77,12 @@ class LaunchRecorder:
         self.launches: list[dict] = []
         self.compiled: dict[str, object] = {}
         self.installed = False
+        self.census = False  # an OpCensus is counting: launches mark their ranges
+
+    def census_range(self):
+        if self.census:
+            return torch.profiler.record_function(OpCensus.LAUNCH)
+        return contextlib.nullcontext()
 
     def install(self):
         if self.installed:
@@ -100,7 +108,10 @@ class LaunchRecorder:
             record = recorder.active and not warmup and recorder._watched(fn_self)
             recorder.depth += 1
             try:
-                kernel = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+                # Under an OpCensus, the launch is a named range, so the torch ops run inside
+                # it (the interpreter's) are left out there as TorchOpMode leaves them out.
+                with recorder.census_range():
+                    kernel = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 recorder.depth -= 1
             if record:
@@ -258,6 +269,135 @@ class HostReadMode(TorchFunctionMode):
             key = f"{name} (values read on the host)"
             self.into[key] = self.into.get(key, 0) + 1
         return func(*args, **(kwargs or {}))
+
+
+def _compute_name(name: str) -> str | None:
+    """The op's name as TorchOpMode keys its count, or None where TorchOpMode does not count
+    it: plumbing, fresh allocations, and composites (TorchOpMode sees what they run instead)."""
+    base = name.split("::", 1)[-1]
+    if base in PLUMBING_OPS or base.rstrip("_") in PLUMBING_OPS or base in POISON_ALLOC_OPS:
+        return None
+    return None if _composite(name) else base
+
+
+_COMPOSITE: dict[str, bool] = {}
+
+
+def _composite(name: str) -> bool:
+    """Whether every overload of ``ns::op`` is CompositeImplicitAutograd: decomposed before the
+    dispatch modes, so TorchOpMode sees the ops it runs, never the op itself."""
+    if name not in _COMPOSITE:
+        key = torch._C.DispatchKey.CompositeImplicitAutograd
+        found = []
+        try:
+            ns, op = name.split("::", 1)
+            packet = getattr(getattr(torch.ops, ns), op)
+            for overload in packet.overloads():
+                try:
+                    found.append(getattr(packet, overload).has_kernel_for_dispatch_key(key))
+                except RuntimeError:  # an overload only TorchScript knows
+                    continue
+        except (AttributeError, ValueError, RuntimeError):
+            found = []
+        _COMPOSITE[name] = bool(found) and all(found)
+    return _COMPOSITE[name]
+
+
+def _big(shapes) -> bool:
+    """Whether an op's recorded input shapes hold a tensor of SMALL_NUMEL elements or more."""
+    for shape in shapes or ():
+        if shape and isinstance(shape[0], list):  # a list of tensors
+            if _big(shape):
+                return True
+        elif shape and all(isinstance(d, int) for d in shape):
+            n = 1
+            for d in shape:
+                n *= d
+            if n >= SMALL_NUMEL:
+                return True
+    return False
+
+
+class OpCensus:
+    """Counts the compute ops of a forward where the dispatcher itself reports them (the
+    profiler's RecordFunction callbacks), beside TorchOpMode.
+
+    TorchOpMode is a Python dispatch mode, and a candidate can switch those off: by internals
+    the static gate names, or by ones it does not. The dispatcher reports every op to the
+    profiler whatever modes are on, so an op counted here and not by TorchOpMode was hidden
+    from it (``missed``). Ops inside Triton launches, plumbing and composites are left out as
+    TorchOpMode leaves them out; the input shapes decide what is small (TorchOpMode also looks
+    at the output, so it counts at least as much for an honest forward)."""
+
+    LAUNCH = "kernelevolve::launch"
+
+    def __init__(self, recorder: LaunchRecorder):
+        self.recorder = recorder
+        self.profile = None
+        self.error: str | None = None
+        self.counts: dict[str, int] = {}
+
+    def __enter__(self):
+        from torch.profiler import ProfilerActivity, profile
+
+        # Marks at both ends, with a name the forward cannot know in advance: a profiler
+        # stopped inside the forward (and another started) leaves one of them out.
+        self.marks = tuple(f"kernelevolve::{end}:{secrets.token_hex(8)}" for end in "ab")
+        self.profile = profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+        self.profile.__enter__()
+        with torch.profiler.record_function(self.marks[0]):
+            pass
+        self.recorder.census = True
+        return self
+
+    def __exit__(self, *exc):
+        self.recorder.census = False
+        try:
+            with torch.profiler.record_function(self.marks[1]):
+                pass
+            self.profile.__exit__(None, None, None)
+            events = self.profile.events()
+            names = {ev.name for ev in events}
+            if not set(self.marks) <= names:
+                raise RuntimeError("the profiler did not run from the forward's start to its end")
+            self.counts = self._count(events)
+        except Exception as err:  # noqa: BLE001 - stopped or broken inside the forward
+            self.error = f"{type(err).__name__}: {err}"[:300]
+        return False
+
+    def _count(self, events) -> dict[str, int]:
+        launches: dict[int, list[tuple[float, float]]] = {}
+        for ev in events:
+            if ev.name == self.LAUNCH:
+                launches.setdefault(ev.thread, []).append((ev.time_range.start, ev.time_range.end))
+        counts: dict[str, int] = {}
+        for ev in events:
+            if "::" not in ev.name or ev.name == self.LAUNCH or ev.name in self.marks:
+                continue
+            start, end = ev.time_range.start, ev.time_range.end
+            if any(a <= start and end <= b for a, b in launches.get(ev.thread, ())):
+                continue
+            name = _compute_name(ev.name)
+            if name is not None and _big(ev.input_shapes):
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def missed(self, seen: dict[str, int]) -> str | None:
+        """What the census saw and TorchOpMode (``seen``) did not, said in one line; or why
+        the census could not count (the profiler stopped inside the forward)."""
+        if self.error:
+            return (
+                f"the op census could not finish ({self.error}): the forward stopped the "
+                "profiler that counts torch's ops"
+            )
+        hidden = {k: n - seen.get(k, 0) for k, n in self.counts.items() if n > seen.get(k, 0)}
+        if not hidden:
+            return None
+        ops = ", ".join(f"{k} x{v}" for k, v in sorted(hidden.items()))
+        return (
+            f"torch ran compute ops the gates' recorder did not see ({ops}): the forward "
+            "switched the recording off"
+        )
 
 
 class PatchGuard:

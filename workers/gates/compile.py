@@ -21,7 +21,7 @@ from workers import constants as C
 from workers import cute_dsl
 from workers.contract import problem as P
 from workers.gates.artifacts import cap_ir as _cap
-from workers.instrument import TorchOpMode
+from workers.instrument import OpCensus, TorchOpMode
 
 
 def _fail(rule: str, reason: str, **evidence) -> dict:
@@ -154,11 +154,12 @@ def run(job, args: dict) -> dict:
             job.problem, case["overrides"], _dtype(case), args.get("seed", 0), job.device
         )
         mode = TorchOpMode(recorder, poison_variant=0)
+        census = OpCensus(recorder)
         recorder.active = True
         if cute is not None:
             cute.active = True
         try:
-            with torch.no_grad(), mode, mode.host_reads():
+            with census, torch.no_grad(), mode, mode.host_reads():
                 model(*inputs)
             if job.device == "cuda":
                 torch.cuda.synchronize()
@@ -189,6 +190,13 @@ def run(job, args: dict) -> dict:
                 f"{case['name']}",
                 case=case["name"],
                 ops=mode.compute_ops,
+            )
+        hidden = census.missed(mode.compute_ops)
+        if hidden:
+            return _fail(
+                C.RULE_INSTRUMENTATION_ESCAPE,
+                f"{hidden}, in case {case['name']}",
+                case=case["name"],
             )
         if not launches:
             return _fail(

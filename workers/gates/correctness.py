@@ -21,7 +21,7 @@ import torch
 from workers import constants as C
 from workers import cute_dsl
 from workers.contract import problem as P
-from workers.instrument import TorchOpMode, _sentinel
+from workers.instrument import OpCensus, TorchOpMode, _sentinel
 
 REDUCED = (torch.float16, torch.bfloat16)
 
@@ -246,9 +246,10 @@ class CaseChecker:
 
     def candidate(self, inputs, poison: int):
         mode = TorchOpMode(self.recorder, poison_variant=poison)
+        census = OpCensus(self.recorder)
         self._reset(self.cand)
         try:
-            with torch.no_grad(), mode, mode.host_reads():
+            with census, torch.no_grad(), mode, mode.host_reads():
                 out = self.cand(*inputs)
             self._sync()
         except Exception as exc:  # noqa: BLE001
@@ -264,6 +265,9 @@ class CaseChecker:
                 f"forward runs torch compute ops outside Triton kernels ({ops})",
                 ops=dict(mode.compute_ops),
             )
+        hidden = census.missed(mode.compute_ops)
+        if hidden:
+            raise CaseFailure(C.RULE_INSTRUMENTATION_ESCAPE, hidden)
         outs = _tensors(out)
         _check_plain(outs)
         return outs, out
