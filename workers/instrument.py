@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
 import secrets
 import sys
@@ -228,14 +229,13 @@ class TorchOpMode(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if self.recorder.depth:
             return out
-        name = func.overloadpacket.__name__.rstrip("_") if func.overloadpacket else str(func)
-        base = func.overloadpacket.__name__ if func.overloadpacket else name
+        base = func.overloadpacket.__name__ if func.overloadpacket else str(func)
         if base in POISON_ALLOC_OPS:
             if self.poison_variant is not None and isinstance(out, torch.Tensor) and out.numel():
                 value = _sentinel(out.dtype, self.poison_variant)
                 if value is not None:
                     out.fill_(value)
-        elif base not in PLUMBING_OPS and name not in PLUMBING_OPS:
+        elif _compute(base):
             big = any(
                 isinstance(t, torch.Tensor) and t.numel() >= SMALL_NUMEL
                 for t in list(args) + ([out] if isinstance(out, torch.Tensor) else [])
@@ -271,13 +271,17 @@ class HostReadMode(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def _compute(base: str) -> bool:
+    """Whether an op (its name without namespace or overload) does work, not plumbing: what
+    TorchOpMode and OpCensus count. An in-place form (``fill_``) is judged as its op."""
+    return base not in PLUMBING_OPS and base.rstrip("_") not in PLUMBING_OPS
+
+
 def _compute_name(name: str) -> str | None:
     """The op's name as TorchOpMode keys its count, or None where TorchOpMode does not count
     it: plumbing, fresh allocations, and composites (TorchOpMode sees what they run instead)."""
     base = name.split("::", 1)[-1]
-    if base in PLUMBING_OPS or base.rstrip("_") in PLUMBING_OPS or base in POISON_ALLOC_OPS:
-        return None
-    return None if _composite(name) else base
+    return base if _compute(base) and not _composite(name) else None
 
 
 _COMPOSITE: dict[str, bool] = {}
@@ -310,10 +314,7 @@ def _big(shapes) -> bool:
             if _big(shape):
                 return True
         elif shape and all(isinstance(d, int) for d in shape):
-            n = 1
-            for d in shape:
-                n *= d
-            if n >= SMALL_NUMEL:
+            if math.prod(shape) >= SMALL_NUMEL:
                 return True
     return False
 
